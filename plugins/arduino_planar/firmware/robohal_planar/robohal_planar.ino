@@ -1,0 +1,375 @@
+// robohal_planar: firmware for a two-link planar servo arm on an Arduino Uno (ATmega328P, 16 MHz).
+//
+// Speaks the robohal planar line protocol (plugins/arduino_planar/PROTOCOL.md) at 115200 baud:
+// ASCII frames "<CMD> <seq> <args...> *<crc8 hex>\n", one reply line per frame.
+// Servo 1 on D9, servo 2 on D10, driven by Timer1 hardware PWM (servo_timer1.h).
+// Both servos stay detached after reset until the first SET, so the arm never jumps at power-up.
+#include <Arduino.h>
+#include <stdlib.h>
+#include <string.h>
+#include "servo_timer1.h"
+
+#define FW_NAME "robohal_planar"
+#define FW_VERSION "1.0.0"
+static const uint8_t PROTOCOL_VERSION = 1;
+static const uint8_t SERVO_COUNT = 2;
+
+// Absolute safety envelope: no configuration can move a limit outside it.
+static const uint16_t ENVELOPE_MIN_US = 500;
+static const uint16_t ENVELOPE_MAX_US = 2500;
+static const uint16_t DEFAULT_MIN_US = 1000;
+static const uint16_t DEFAULT_MAX_US = 2000;
+static const uint16_t WATCHDOG_MIN_MS = 50;
+static const uint16_t WATCHDOG_MAX_MS = 60000;
+static const uint16_t DEFAULT_WATCHDOG_MS = 1000;
+
+// Longest accepted line without its newline; well under the 64-byte serial RX buffer.
+static const uint8_t LINE_MAX = 48;
+static const uint8_t MAX_TOKENS = 8;
+
+// Error codes (PROTOCOL.md lists them with their meaning).
+static const uint8_t E_BAD_CHECKSUM = 1;
+static const uint8_t E_UNKNOWN_CMD = 2;
+static const uint8_t E_BAD_ARGS = 3;
+static const uint8_t E_OUT_OF_LIMITS = 4;
+static const uint8_t E_LINE_TOO_LONG = 5;
+static const uint8_t E_BAD_FRAME = 6;
+static const uint8_t E_NO_SETPOINT = 7;
+
+static const long NO_SEQ = -1;
+
+// ---- state (all of it is reset with the MCU) ----
+static char line[LINE_MAX + 1];
+static uint8_t lineLen = 0;
+static bool lineTooLong = false;
+static bool lineBinary = false;
+
+static uint16_t setpointUs[2] = {0, 0};        // 0 = never commanded since reset
+static bool attached[2] = {false, false};
+static uint16_t limitMinUs[2] = {DEFAULT_MIN_US, DEFAULT_MIN_US};
+static uint16_t limitMaxUs[2] = {DEFAULT_MAX_US, DEFAULT_MAX_US};
+
+static uint16_t watchdogMs = DEFAULT_WATCHDOG_MS;  // 0 = off
+static bool watchdogDetach = true;
+static bool watchdogTripped = false;           // latched until the next valid frame
+static uint32_t lastValidFrameMs = 0;
+
+// Counters are uint32_t and wrap modulo 2^32.
+static uint32_t countOk = 0, countBadChecksum = 0, countOverflow = 0, countGarbage = 0,
+                countRejected = 0, countWatchdogTrips = 0;
+
+// ---- checksum: CRC-8, polynomial 0x07, init 0x00, no reflection (CRC-8/SMBUS) ----
+static uint8_t crc8(const char *data, uint8_t len) {
+  uint8_t crc = 0;
+  for (uint8_t i = 0; i < len; i++) {
+    crc ^= (uint8_t)data[i];
+    for (uint8_t b = 0; b < 8; b++) crc = (crc & 0x80) ? (uint8_t)((crc << 1) ^ 0x07) : (uint8_t)(crc << 1);
+  }
+  return crc;
+}
+
+// ---- reply building: "<TYPE> <seq|-> <fields...> *<CC>\n" ----
+static char out[120];
+static uint8_t outLen = 0;
+
+static void outText(const char *s) {
+  while (*s && outLen < sizeof(out) - 5) out[outLen++] = *s++;  // keep room for " *CC"
+}
+
+static void outField(const char *s) {
+  outText(" ");
+  outText(s);
+}
+
+static void outNumber(uint32_t v) {
+  char buf[11];
+  ultoa(v, buf, 10);
+  outField(buf);
+}
+
+static void replyBegin(const char *type, long seq) {
+  outLen = 0;
+  outText(type);
+  if (seq < 0) outField("-");
+  else outNumber((uint32_t)seq);
+}
+
+static void replySend() {
+  static const char hex[] = "0123456789ABCDEF";
+  outText(" ");
+  uint8_t crc = crc8(out, outLen);
+  out[outLen++] = '*';
+  out[outLen++] = hex[crc >> 4];
+  out[outLen++] = hex[crc & 0x0F];
+  out[outLen++] = '\n';
+  Serial.write((const uint8_t *)out, outLen);
+}
+
+static const char *errorName(uint8_t code) {
+  switch (code) {
+    case E_BAD_CHECKSUM: return "BAD_CHECKSUM";
+    case E_UNKNOWN_CMD: return "UNKNOWN_CMD";
+    case E_BAD_ARGS: return "BAD_ARGS";
+    case E_OUT_OF_LIMITS: return "OUT_OF_LIMITS";
+    case E_LINE_TOO_LONG: return "LINE_TOO_LONG";
+    case E_BAD_FRAME: return "BAD_FRAME";
+    case E_NO_SETPOINT: return "NO_SETPOINT";
+    default: return "UNKNOWN";
+  }
+}
+
+static void replyError(long seq, uint8_t code) {
+  replyBegin("ERR", seq);
+  outNumber(code);
+  outField(errorName(code));
+  replySend();
+}
+
+static void reject(long seq, uint8_t code) {
+  countRejected++;
+  replyError(seq, code);
+}
+
+static const char *watchdogActionName() { return watchdogDetach ? "detach" : "hold"; }
+
+// ---- servo outputs ----
+static void applyOutputs() {
+  servoOutput(setpointUs[0], attached[0], setpointUs[1], attached[1]);
+}
+
+static void replyAck(long seq) {
+  replyBegin("ACK", seq);
+  outNumber(attached[0] ? setpointUs[0] : 0);  // the widths actually on the pins; 0 = no pulses
+  outNumber(attached[1] ? setpointUs[1] : 0);
+  replySend();
+}
+
+// ---- argument parsing ----
+// Decimal 0..65535, digits only: no sign, no spaces, at most 5 digits.
+static bool parseU16(const char *s, uint16_t *value) {
+  uint32_t v = 0;
+  uint8_t n = 0;
+  if (!*s) return false;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9' || ++n > 5) return false;
+    v = v * 10 + (uint8_t)(*s - '0');
+  }
+  if (v > 65535UL) return false;
+  *value = (uint16_t)v;
+  return true;
+}
+
+static int8_t hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// ---- commands; argv[0] is the command, argv[1] the sequence number ----
+static void cmdHello(long seq, uint8_t argc) {
+  if (argc != 2) { reject(seq, E_BAD_ARGS); return; }
+  replyBegin("HELLO", seq);
+  outNumber(PROTOCOL_VERSION);
+  outField(FW_NAME);
+  outField(FW_VERSION);
+  outNumber(SERVO_COUNT);
+  for (uint8_t i = 0; i < 2; i++) {
+    outNumber(limitMinUs[i]);
+    outNumber(limitMaxUs[i]);
+  }
+  outNumber(watchdogMs);
+  outField(watchdogActionName());
+  replySend();
+}
+
+static void cmdPing(long seq, uint8_t argc) {
+  if (argc != 2) { reject(seq, E_BAD_ARGS); return; }
+  replyBegin("PONG", seq);
+  replySend();
+}
+
+static void cmdSet(long seq, uint8_t argc, char **argv) {
+  uint16_t w[2];
+  if (argc != 4 || !parseU16(argv[2], &w[0]) || !parseU16(argv[3], &w[1])) { reject(seq, E_BAD_ARGS); return; }
+  for (uint8_t i = 0; i < 2; i++) {
+    if (w[i] < limitMinUs[i] || w[i] > limitMaxUs[i]) { reject(seq, E_OUT_OF_LIMITS); return; }
+  }
+  setpointUs[0] = w[0];
+  setpointUs[1] = w[1];
+  attached[0] = attached[1] = true;
+  applyOutputs();
+  replyAck(seq);
+}
+
+static void cmdGet(long seq, uint8_t argc) {
+  if (argc != 2) { reject(seq, E_BAD_ARGS); return; }
+  replyBegin("STATE", seq);
+  outNumber(setpointUs[0]);
+  outNumber(setpointUs[1]);
+  outNumber(attached[0] ? 1 : 0);
+  outNumber(attached[1] ? 1 : 0);
+  outNumber(watchdogMs);
+  outField(watchdogActionName());
+  outNumber(countWatchdogTrips);
+  outNumber(countOk);
+  outNumber(countBadChecksum);
+  outNumber(countOverflow);
+  outNumber(countGarbage);
+  outNumber(countRejected);
+  outNumber(millis());
+  replySend();
+}
+
+static void cmdWatchdog(long seq, uint8_t argc, char **argv) {
+  uint16_t ms;
+  if (argc != 4 || !parseU16(argv[2], &ms)) { reject(seq, E_BAD_ARGS); return; }
+  bool detach;
+  if (strcmp(argv[3], "detach") == 0) detach = true;
+  else if (strcmp(argv[3], "hold") == 0) detach = false;
+  else { reject(seq, E_BAD_ARGS); return; }
+  if (ms != 0 && (ms < WATCHDOG_MIN_MS || ms > WATCHDOG_MAX_MS)) { reject(seq, E_BAD_ARGS); return; }
+  watchdogMs = ms;
+  watchdogDetach = detach;
+  replyBegin("WDOG", seq);
+  outNumber(watchdogMs);
+  outField(watchdogActionName());
+  replySend();
+}
+
+static void cmdLimits(long seq, uint8_t argc, char **argv) {
+  uint16_t v[4];
+  if (argc != 6) { reject(seq, E_BAD_ARGS); return; }
+  for (uint8_t i = 0; i < 4; i++) {
+    if (!parseU16(argv[2 + i], &v[i])) { reject(seq, E_BAD_ARGS); return; }
+  }
+  for (uint8_t i = 0; i < 2; i++) {
+    uint16_t lo = v[2 * i], hi = v[2 * i + 1];
+    if (lo >= hi) { reject(seq, E_BAD_ARGS); return; }
+  }
+  for (uint8_t i = 0; i < 2; i++) {
+    uint16_t lo = v[2 * i], hi = v[2 * i + 1];
+    if (lo < ENVELOPE_MIN_US || hi > ENVELOPE_MAX_US) { reject(seq, E_OUT_OF_LIMITS); return; }
+    // A stored setpoint must stay legal: ATTACH would otherwise output it.
+    if (setpointUs[i] != 0 && (setpointUs[i] < lo || setpointUs[i] > hi)) { reject(seq, E_OUT_OF_LIMITS); return; }
+  }
+  for (uint8_t i = 0; i < 2; i++) {
+    limitMinUs[i] = v[2 * i];
+    limitMaxUs[i] = v[2 * i + 1];
+  }
+  replyBegin("LIMITS", seq);
+  for (uint8_t i = 0; i < 4; i++) outNumber(v[i]);
+  replySend();
+}
+
+static void cmdAttach(long seq, uint8_t argc) {
+  if (argc != 2) { reject(seq, E_BAD_ARGS); return; }
+  if (setpointUs[0] == 0 || setpointUs[1] == 0) { reject(seq, E_NO_SETPOINT); return; }
+  attached[0] = attached[1] = true;
+  applyOutputs();
+  replyAck(seq);
+}
+
+static void cmdDetach(long seq, uint8_t argc) {
+  if (argc != 2) { reject(seq, E_BAD_ARGS); return; }
+  attached[0] = attached[1] = false;
+  applyOutputs();
+  replyAck(seq);
+}
+
+// ---- one complete line (without newline), printable ASCII only ----
+static void handleLine() {
+  line[lineLen] = '\0';
+  char *star = strrchr(line, '*');
+  if (star == NULL || strlen(star + 1) != 2 || hexDigit(star[1]) < 0 || hexDigit(star[2]) < 0) {
+    countGarbage++;
+    replyError(NO_SEQ, E_BAD_FRAME);
+    return;
+  }
+  uint8_t sent = (uint8_t)((hexDigit(star[1]) << 4) | hexDigit(star[2]));
+  if (crc8(line, (uint8_t)(star - line)) != sent) {
+    countBadChecksum++;
+    replyError(NO_SEQ, E_BAD_CHECKSUM);  // the sequence number itself may be corrupt
+    return;
+  }
+  *star = '\0';
+
+  // A checksum-valid frame proves the host is alive, even if the command is then refused.
+  countOk++;
+  lastValidFrameMs = millis();
+  watchdogTripped = false;
+
+  char *argv[MAX_TOKENS];
+  uint8_t argc = 0;
+  for (char *tok = strtok(line, " "); tok != NULL; tok = strtok(NULL, " ")) {
+    if (argc == MAX_TOKENS) { reject(NO_SEQ, E_BAD_ARGS); return; }
+    argv[argc++] = tok;
+  }
+  uint16_t seq16;
+  if (argc < 2 || !parseU16(argv[1], &seq16)) { reject(NO_SEQ, E_BAD_ARGS); return; }
+  long seq = seq16;
+
+  const char *cmd = argv[0];
+  if (strcmp(cmd, "HELLO") == 0) cmdHello(seq, argc);
+  else if (strcmp(cmd, "PING") == 0) cmdPing(seq, argc);
+  else if (strcmp(cmd, "SET") == 0) cmdSet(seq, argc, argv);
+  else if (strcmp(cmd, "GET") == 0) cmdGet(seq, argc);
+  else if (strcmp(cmd, "WDOG") == 0) cmdWatchdog(seq, argc, argv);
+  else if (strcmp(cmd, "LIMITS") == 0) cmdLimits(seq, argc, argv);
+  else if (strcmp(cmd, "ATTACH") == 0) cmdAttach(seq, argc);
+  else if (strcmp(cmd, "DETACH") == 0) cmdDetach(seq, argc);
+  else reject(seq, E_UNKNOWN_CMD);
+}
+
+// Assembles lines; a newline always ends a line, so the stream resynchronises after any garbage.
+static void receiveByte(uint8_t c) {
+  if (c == '\r') return;                       // tolerate CRLF line ends
+  if (c == '\n') {
+    if (lineTooLong) {
+      countOverflow++;
+      replyError(NO_SEQ, E_LINE_TOO_LONG);
+    } else if (lineBinary) {
+      countGarbage++;
+      replyError(NO_SEQ, E_BAD_FRAME);
+    } else if (lineLen > 0) {
+      handleLine();
+    }                                          // empty lines are ignored: "\n" is a safe resync
+    lineLen = 0;
+    lineTooLong = lineBinary = false;
+    return;
+  }
+  if (lineLen >= LINE_MAX) { lineTooLong = true; return; }
+  if (c < 0x20 || c > 0x7E) lineBinary = true;
+  line[lineLen++] = (char)c;
+}
+
+static void checkWatchdog() {
+  if (watchdogMs == 0 || watchdogTripped || !(attached[0] || attached[1])) return;
+  if ((uint32_t)(millis() - lastValidFrameMs) < watchdogMs) return;
+  watchdogTripped = true;
+  countWatchdogTrips++;
+  if (watchdogDetach) {
+    attached[0] = attached[1] = false;
+    applyOutputs();
+  }
+  replyBegin("EVT", NO_SEQ);
+  outField("WDT");
+  outField(watchdogActionName());
+  replySend();
+}
+
+void setup() {
+  servoBegin();                                // outputs disconnected: no pulses until SET
+  Serial.begin(115200);
+  lastValidFrameMs = millis();
+  replyBegin("BOOT", NO_SEQ);
+  outNumber(PROTOCOL_VERSION);
+  outField(FW_NAME);
+  outField(FW_VERSION);
+  replySend();
+}
+
+void loop() {
+  while (Serial.available() > 0) receiveByte((uint8_t)Serial.read());
+  checkWatchdog();
+}

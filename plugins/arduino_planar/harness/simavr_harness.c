@@ -1,0 +1,357 @@
+/*
+ * simavr_harness: runs the planar-arm firmware ELF in simavr as a stand-in for an Arduino Uno on a
+ * serial port. A test tool only (simavr is GPL-3); nothing here is linked into the Python package.
+ *
+ *   simavr_harness ELF [--boot-ms N] [--realtime | --fast]
+ *
+ * stdout, line by line:
+ *   first line   the pty slave path (open it with pyserial at 115200)
+ *   RESET <sim_us> <open|stdin>          the MCU left reset and starts the firmware
+ *   PULSE <sim_us> <9|10> <width_us>     one servo pulse on D9/D10 (rising-edge time, width to 1/16 us)
+ * stdin, line by line: RESET (hold in reset, boot delay, restart), QUIT.
+ * Exits on QUIT, stdin EOF, SIGTERM/SIGINT, or a crashed MCU.
+ *
+ * The UART is bridged to the pty here rather than with simavr's uart_pty part: that part's stop
+ * hangs, stalls after 512 queued bytes, and publishes a global /tmp symlink. Doing it in the
+ * simulation loop keeps everything in one thread.
+ *
+ * Reset-on-open: a real Uno resets when the host opens the port (DTR). The harness watches the
+ * slave device with inotify, so an open is seen even if the host closes and reopens at once. The MCU
+ * is held until the first open; each 0 -> 1 transition of host opens holds it again, discards what
+ * either side had queued, and restarts the firmware after --boot-ms (default 300) of wall time.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim_avr.h"
+#include "sim_elf.h"
+#include "sim_io.h"
+#include "sim_irq.h"
+#include "avr_ioport.h"
+#include "avr_uart.h"
+
+#define F_CPU_HZ 16000000ULL
+#define SLICE_CYCLES 8000ULL             /* 0.5 ms of simulated time between I/O checks */
+#define BYTE_CYCLES 1389ULL              /* one 10-bit character at 115200 baud */
+#define MAX_LAG_NS 50000000LL            /* behind real time by more than this: re-anchor, don't race */
+
+enum mcu_state { MCU_WAIT_OPEN, MCU_BOOTING, MCU_RUNNING };
+
+static avr_t *avr;
+static enum mcu_state state = MCU_WAIT_OPEN;
+static volatile sig_atomic_t stop_requested = 0;
+
+static uint64_t cycle_base = 0;          /* simulated cycles before the last reset */
+static uint64_t last_cycle = 0;
+
+/* bytes host -> MCU waiting for their slot on the wire, and MCU -> host waiting for the pty */
+static uint8_t in_buf[4096];
+static size_t in_len = 0, in_pos = 0;
+static uint8_t out_buf[65536];
+static size_t out_len = 0;
+static int uart_xon = 1;
+static uint64_t next_feed_cycle = 0;
+
+static int pin_high[2];
+static uint64_t pin_rise[2];
+static const int pin_number[2] = {9, 10};
+
+static uint64_t sim_cycles(void) {
+  if (avr->cycle < last_cycle) cycle_base += last_cycle;   /* the core restarted its count */
+  last_cycle = avr->cycle;
+  return cycle_base + avr->cycle;
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void on_uart_output(struct avr_irq_t *irq, uint32_t value, void *param) {
+  (void)irq; (void)param;
+  if (out_len < sizeof(out_buf)) out_buf[out_len++] = (uint8_t)value;  /* else dropped, like a full wire */
+}
+
+static void on_uart_xon(struct avr_irq_t *irq, uint32_t value, void *param) {
+  (void)irq; (void)value; (void)param;
+  uart_xon = 1;
+}
+
+static void on_uart_xoff(struct avr_irq_t *irq, uint32_t value, void *param) {
+  (void)irq; (void)value; (void)param;
+  uart_xon = 0;
+}
+
+static void on_pin(struct avr_irq_t *irq, uint32_t value, void *param) {
+  (void)irq;
+  int i = (int)(intptr_t)param;
+  uint64_t now = sim_cycles();
+  if (value && !pin_high[i]) {
+    pin_high[i] = 1;
+    pin_rise[i] = now;
+  } else if (!value && pin_high[i]) {
+    pin_high[i] = 0;
+    printf("PULSE %llu %d %.4f\n", (unsigned long long)(pin_rise[i] / 16),
+           pin_number[i], (double)(now - pin_rise[i]) * 1e6 / (double)F_CPU_HZ);
+  }
+}
+
+/* simavr logs to stdout by default; stdout belongs to our line protocol, so warnings go to stderr. */
+static void log_to_stderr(struct avr_t *a, const int level, const char *fmt, va_list ap) {
+  (void)a;
+  if (level <= LOG_WARNING) vfprintf(stderr, fmt, ap);
+}
+
+static void on_signal(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
+
+/* Holds the MCU: nothing runs, pending bytes both ways are dropped, a boot countdown starts. */
+static void hold_in_reset(int master, int spare) {
+  state = MCU_BOOTING;
+  in_len = in_pos = 0;
+  out_len = 0;
+  pin_high[0] = pin_high[1] = 0;
+  tcflush(spare, TCIOFLUSH);
+  (void)master;
+}
+
+static void release_reset(const char *reason) {
+  avr_reset(avr);
+  pin_high[0] = pin_high[1] = 0;
+  uart_xon = 1;
+  state = MCU_RUNNING;
+  next_feed_cycle = sim_cycles();
+  printf("RESET %llu %s\n", (unsigned long long)(sim_cycles() / 16), reason);
+  fflush(stdout);
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: simavr_harness FIRMWARE.elf [--boot-ms N] [--realtime | --fast]\n");
+  _exit(2);
+}
+
+int main(int argc, char **argv) {
+  const char *elf_path = NULL;
+  long boot_ms = 300;
+  int realtime = 1;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--boot-ms") == 0 && i + 1 < argc) {
+      char *end;
+      boot_ms = strtol(argv[++i], &end, 10);
+      if (*end || boot_ms < 0 || boot_ms > 60000) usage();
+    } else if (strcmp(argv[i], "--realtime") == 0) {
+      realtime = 1;
+    } else if (strcmp(argv[i], "--fast") == 0) {
+      realtime = 0;
+    } else if (argv[i][0] == '-' || elf_path) {
+      usage();
+    } else {
+      elf_path = argv[i];
+    }
+  }
+  if (!elf_path) usage();
+
+  avr_global_logger_set(log_to_stderr);
+  elf_firmware_t fw;
+  memset(&fw, 0, sizeof(fw));
+  if (elf_read_firmware(elf_path, &fw) != 0) {
+    fprintf(stderr, "simavr_harness: cannot read %s\n", elf_path);
+    _exit(1);
+  }
+  avr = avr_make_mcu_by_name("atmega328p");
+  if (!avr || avr_init(avr) != 0) {
+    fprintf(stderr, "simavr_harness: cannot create atmega328p\n");
+    _exit(1);
+  }
+  avr_load_firmware(avr, &fw);
+  avr->frequency = F_CPU_HZ;
+  avr->log = 1;                                        /* errors only */
+
+  uint32_t uart_flags = 0;                             /* no console echo, no usleep on RX polling */
+  avr_ioctl(avr, AVR_IOCTL_UART_SET_FLAGS('0'), &uart_flags);
+  avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUTPUT), on_uart_output, NULL);
+  avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XON), on_uart_xon, NULL);
+  avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XOFF), on_uart_xoff, NULL);
+  avr_irq_t *uart_in = avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_INPUT);
+  avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ('B'), 1), on_pin, (void *)(intptr_t)0);
+  avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ('B'), 2), on_pin, (void *)(intptr_t)1);
+
+  /* The pty. A spare slave descriptor stays open for our lifetime so its raw settings persist
+   * between host sessions and the line discipline never echoes firmware output back as input. */
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) {
+    perror("simavr_harness: pty");
+    _exit(1);
+  }
+  const char *slave_path = ptsname(master);
+  int spare = open(slave_path, O_RDWR | O_NOCTTY);
+  struct termios tio;
+  if (spare < 0 || tcgetattr(spare, &tio) != 0) {
+    perror("simavr_harness: pty slave");
+    _exit(1);
+  }
+  cfmakeraw(&tio);
+  cfsetispeed(&tio, B115200);
+  cfsetospeed(&tio, B115200);
+  tcsetattr(spare, TCSANOW, &tio);
+  fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+
+  /* The watch exists before the path is announced, so no host open can be missed. */
+  int watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (watch < 0 || inotify_add_watch(watch, slave_path, IN_OPEN | IN_CLOSE_WRITE | IN_CLOSE_NOWRITE) < 0) {
+    perror("simavr_harness: inotify");
+    _exit(1);
+  }
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
+
+  printf("%s\n", slave_path);
+  fflush(stdout);
+
+  int host_opens = 0;
+  int64_t boot_deadline_ns = 0;
+  const char *boot_reason = "open";
+  int64_t anchor_ns = 0;
+  uint64_t anchor_cycles = 0;
+  char ctl[256];
+  size_t ctl_len = 0;
+  int exit_code = 0;
+
+  while (!stop_requested) {
+    /* ---- run a slice of simulated time ---- */
+    if (state == MCU_RUNNING) {
+      uint64_t target = sim_cycles() + SLICE_CYCLES;
+      while (sim_cycles() < target) {
+        /* host bytes enter the UART no faster than the wire would carry them */
+        if (in_pos < in_len && uart_xon && sim_cycles() >= next_feed_cycle) {
+          avr_raise_irq(uart_in, in_buf[in_pos++]);
+          next_feed_cycle = sim_cycles() + BYTE_CYCLES;
+        }
+        int st = avr_run(avr);
+        if (st == cpu_Done || st == cpu_Crashed) {
+          fprintf(stderr, "simavr_harness: MCU stopped (state %d)\n", st);
+          exit_code = 3;
+          goto done;
+        }
+      }
+      if (in_pos == in_len) in_len = in_pos = 0;
+    }
+    fflush(stdout);
+
+    /* ---- wait: for real time to catch up, for the boot delay, or for input ---- */
+    int64_t wait_ns = 0;
+    int64_t now = now_ns();
+    if (state == MCU_RUNNING && realtime) {
+      int64_t sim_ns = (int64_t)((sim_cycles() - anchor_cycles) * 1000000000ULL / F_CPU_HZ);
+      int64_t ahead = sim_ns - (now - anchor_ns);
+      if (ahead > 0) wait_ns = ahead;
+      else if (-ahead > MAX_LAG_NS) { anchor_ns = now; anchor_cycles = sim_cycles(); }
+    } else if (state == MCU_BOOTING) {
+      wait_ns = boot_deadline_ns > now ? boot_deadline_ns - now : 0;
+    } else if (state == MCU_WAIT_OPEN) {
+      wait_ns = 100000000LL;
+    }
+    struct pollfd fds[3] = {
+      {.fd = STDIN_FILENO, .events = POLLIN},
+      {.fd = watch, .events = POLLIN},
+      {.fd = master, .events = POLLIN | (out_len ? POLLOUT : 0)},
+    };
+    struct timespec ts = {.tv_sec = wait_ns / 1000000000LL, .tv_nsec = wait_ns % 1000000000LL};
+    if (ppoll(fds, 3, &ts, NULL) < 0 && errno != EINTR) break;
+
+    /* ---- control lines on stdin ---- */
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      ssize_t n = read(STDIN_FILENO, ctl + ctl_len, sizeof(ctl) - 1 - ctl_len);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;   /* EOF: our owner is gone */
+      if (n > 0) ctl_len += (size_t)n;
+      char *nl;
+      while ((nl = memchr(ctl, '\n', ctl_len)) != NULL) {
+        *nl = '\0';
+        if (nl > ctl && nl[-1] == '\r') nl[-1] = '\0';
+        if (strcmp(ctl, "QUIT") == 0) goto done;
+        if (strcmp(ctl, "RESET") == 0) {
+          hold_in_reset(master, spare);
+          boot_deadline_ns = now_ns() + boot_ms * 1000000LL;
+          boot_reason = "stdin";
+        } else if (ctl[0]) {
+          fprintf(stderr, "simavr_harness: unknown control line: %s\n", ctl);
+        }
+        size_t used = (size_t)(nl - ctl) + 1;
+        memmove(ctl, nl + 1, ctl_len - used);
+        ctl_len -= used;
+      }
+      if (ctl_len == sizeof(ctl) - 1) ctl_len = 0;                     /* overlong junk */
+    }
+
+    /* ---- host opens/closes of the slave: reset-on-open ---- */
+    if (fds[1].revents & POLLIN) {
+      char evbuf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+      ssize_t n;
+      while ((n = read(watch, evbuf, sizeof(evbuf))) > 0) {
+        for (char *p = evbuf; p < evbuf + n;) {
+          struct inotify_event *ev = (struct inotify_event *)p;
+          if (ev->mask & IN_OPEN) {
+            if (host_opens++ == 0) {
+              hold_in_reset(master, spare);
+              boot_deadline_ns = now_ns() + boot_ms * 1000000LL;
+              boot_reason = "open";
+            }
+          }
+          if ((ev->mask & (IN_CLOSE_WRITE | IN_CLOSE_NOWRITE)) && host_opens > 0) host_opens--;
+          p += sizeof(struct inotify_event) + ev->len;
+        }
+      }
+    }
+
+    if (state == MCU_BOOTING && now_ns() >= boot_deadline_ns) {
+      release_reset(boot_reason);
+      anchor_ns = now_ns();
+      anchor_cycles = sim_cycles();
+    }
+
+    /* ---- pty traffic ---- */
+    if (fds[2].revents & POLLIN) {
+      if (state == MCU_RUNNING) {
+        ssize_t n = read(master, in_buf + in_len, sizeof(in_buf) - in_len);
+        if (n > 0) in_len += (size_t)n;
+      } else {
+        uint8_t junk[512];                 /* a held MCU (bootloader) hears nothing */
+        while (read(master, junk, sizeof(junk)) > 0) {}
+      }
+    }
+    if (out_len) {
+      ssize_t n = write(master, out_buf, out_len);
+      if (n > 0) {
+        memmove(out_buf, out_buf + n, out_len - (size_t)n);
+        out_len -= (size_t)n;
+      } else if (n < 0 && errno == EAGAIN && host_opens == 0) {
+        out_len = 0;                       /* nobody listening and the pty is full: drop */
+      }
+    }
+  }
+done:
+  fflush(stdout);
+  /* simavr has no clean shutdown worth waiting for: leave at once */
+  _exit(exit_code);
+}
