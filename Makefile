@@ -1,0 +1,55 @@
+# Two commands do all set-up on a fresh machine: `make test` and `make demo`.
+# Each creates .venv and installs every member of the repository editable.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+MEMBERS := requirements-dev.txt core/pyproject.toml plugins/abb/pyproject.toml \
+	plugins/franka/pyproject.toml plugins/arduino_planar/pyproject.toml
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+AVR_PACKAGES := gcc-avr avr-libc binutils-avr simavr libsimavr-dev libsimavrparts1 arduino-core-avr
+
+.PHONY: venv test lint demo hil bench avr-deps firmware harness clean
+
+$(STAMP): $(MEMBERS)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## test: lint, then every unit test (tests/) and HIL suite (hil/) against the bundled simulators
+test: $(STAMP) lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+## demo: the main job, on the bundled simulators
+demo: $(STAMP)
+	$(VENV)/bin/robohal demo
+
+## hil: HIL suites against TARGET (a robot URI; default: every bundled simulator)
+hil: $(STAMP)
+	$(VENV)/bin/robohal hil $(if $(TARGET),--target '$(TARGET)') $(if $(REPORT),--report $(REPORT))
+
+## bench: speed figures as ratios against peers (printed, never asserted)
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+## avr-deps: the AVR toolchain and simulator that the Arduino firmware tests need (apt)
+avr-deps:
+	$(SUDO) apt-get update -qq
+	$(SUDO) apt-get install -y -qq --no-install-recommends $(AVR_PACKAGES)
+
+## firmware: build the Arduino firmware; the last line printed is the ELF path
+firmware:
+	@$(MAKE) -s --no-print-directory -C plugins/arduino_planar firmware
+
+harness:
+	@$(MAKE) -s --no-print-directory -C plugins/arduino_planar harness
+
+clean:
+	rm -rf $(VENV) plugins/arduino_planar/build .pytest_cache .ruff_cache

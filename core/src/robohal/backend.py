@@ -1,0 +1,300 @@
+"""The :class:`Backend` protocol: one hardware driver, one control loop.
+
+Lifecycle::
+
+    backend = factory(uri, model)     # nothing happens on the wire yet
+    backend.connect()                 # link up; holds the measured position
+    state = backend.read()            # the latest state
+    state = backend.cycle(q)          # one control cycle: q out, the next state in
+    backend.run(motion)               # a whole motion, one setpoint per cycle
+    backend.stop(); backend.recover()
+    backend.close()
+
+Units are SI and radians. Each cycle sends one joint-position setpoint, at the
+hardware's own rate (``period``): 1 ms on Franka, 4 ms on EGM, tens of ms for
+hobby servos. Every setpoint passes the :class:`~robohal.guard.SetpointGuard`
+before it reaches a wire. After ``connect()`` or ``recover()`` the backend holds
+the *measured* position: it never replays a stale setpoint. An error raised
+inside a cycle of a motion running in the background is re-raised to the caller
+on its next call.
+
+Subclasses implement the wire: :meth:`_open`, :meth:`_close`, :meth:`_send`,
+:meth:`_receive` and, where the hardware has them, :meth:`_recover` and
+:meth:`_read_now`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .errors import ConnectionLost, HardwareFault, InvalidArgument, RobohalError
+from .guard import SetpointGuard
+from .kinematics import Kinematics
+from .state import Array, RobotMode, RobotState
+from .trajectory import braking_step
+from .uri import RobotUri
+
+if TYPE_CHECKING:
+    from .motion import Motion, MotionResult
+
+
+class Backend(ABC):
+    """Base class of every hardware backend (see the module docstring)."""
+
+    #: seconds per control cycle
+    period: float
+    #: which setpoint checks the hardware needs (see :mod:`robohal.guard`)
+    checks: Iterable[str] = ("position", "velocity")
+
+    def __init__(self, uri: RobotUri, model: Kinematics, period: float) -> None:
+        self.uri = uri
+        self.model = model
+        self.period = float(period)
+        self.guard = SetpointGuard(model.limits, self.period, self.checks)
+        self.counters: Counter[str] = Counter()
+        self._state: RobotState | None = None
+        self._connected = False
+        self._lock = threading.RLock()
+        self._pending: BaseException | None = None
+        self._runner: threading.Thread | None = None
+        self._stop_request = threading.Event()
+        self._fault: HardwareFault | None = None
+
+    # Lifecycle ---------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._connected
+
+    def connect(self) -> RobotState:
+        """Open the link and hold the measured position."""
+        if self._connected:
+            return self.read()
+        state = self._open()
+        self._connected = True
+        self._state = state
+        self._activate(state)
+        return state
+
+    def close(self) -> None:
+        """Stop any motion and close the link. Safe to call twice."""
+        if not self._connected:
+            return
+        try:
+            if self._runner is not None and self._runner.is_alive():
+                self._stop_request.set()
+                self._runner.join(timeout=5.0)
+        finally:
+            self._connected = False
+            self._close()
+
+    def __enter__(self) -> Backend:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _activate(self, state: RobotState) -> None:
+        """(Re)activation: hold where the robot *is*, not where it was told to go."""
+        self.guard.reset(state.q)
+
+    # State and control -----------------------------------------------------------
+
+    def _check_usable(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            raise pending
+        if not self._connected:
+            raise ConnectionLost(f"{self.uri.scheme}: not connected (call connect())")
+        if self._fault is not None:
+            raise self._fault
+
+    def read(self) -> RobotState:
+        """The latest state (without waiting for a new cycle where possible)."""
+        self._check_usable()
+        state = self._read_now()
+        if state is not None:
+            self._state = state
+        assert self._state is not None
+        return self._state
+
+    @property
+    def commanded(self) -> Array:
+        """The last setpoint sent (the measured position right after activation)."""
+        last = self.guard.last
+        if last is None:
+            raise ConnectionLost(f"{self.uri.scheme}: not connected")
+        return last
+
+    def cycle(self, setpoint: ArrayLike | None = None) -> RobotState:
+        """One control cycle: send ``setpoint`` (None: hold the last one) and
+        return the next state. Raises :class:`LimitViolation` before sending a
+        setpoint outside the limits."""
+        self._check_usable()
+        if self._runner is not None and self._runner.is_alive() and threading.current_thread() is not self._runner:
+            raise RobohalError("a motion is running; wait for it or stop() it before streaming")
+        return self._cycle(setpoint)
+
+    def _cycle(self, setpoint: ArrayLike | None) -> RobotState:
+        q = self.guard.last if setpoint is None else self.guard.check(setpoint)
+        assert q is not None
+        self._send(q)
+        self.guard.commit(q)
+        self.counters["commands_sent"] += 1
+        state = self._receive(timeout=None)
+        self.counters["cycles"] += 1
+        self._state = state
+        if state.mode is RobotMode.FAULT:
+            self._fault = HardwareFault(
+                f"{self.uri.scheme}: the robot reports {', '.join(state.faults) or 'a fault'}",
+                names=state.faults,
+                recoverable=bool(state.info.get("recoverable", True)),
+            )
+            raise self._fault
+        return state
+
+    def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | None:
+        """Run ``motion`` to its end, one setpoint per cycle. With ``wait=False``
+        it runs in the background; :meth:`wait` joins it and any error it met is
+        raised by the next call."""
+        from .motion import MotionRecorder
+
+        self._check_usable()
+        if self._runner is not None and self._runner.is_alive():
+            raise RobohalError("a motion is already running; wait() for it or stop() it first")
+        self._stop_request.clear()
+        recorder = MotionRecorder(self.period, self.model.dof)
+        self._result: MotionResult | None = None
+
+        def body() -> None:
+            try:
+                self._result = self._run_motion(motion, recorder)
+            except BaseException as exc:  # re-raised on the caller's next call
+                self._pending = exc
+                self._result = recorder.result(completed=False)
+
+        if wait:
+            self._result = self._run_motion(motion, recorder)
+            return self._result
+        self._runner = threading.Thread(target=body, name=f"robohal-{self.uri.scheme}-motion", daemon=True)
+        self._runner.start()
+        return None
+
+    def wait(self, timeout: float | None = None) -> MotionResult | None:
+        """Wait for a background motion; re-raise the error it met, if any."""
+        runner = self._runner
+        if runner is not None:
+            runner.join(timeout)
+            if runner.is_alive():
+                return None
+        self._check_usable()
+        return getattr(self, "_result", None)
+
+    @property
+    def busy(self) -> bool:
+        return self._runner is not None and self._runner.is_alive()
+
+    def _run_motion(self, motion: Motion, recorder: Any) -> MotionResult:
+        state = self.read()
+        motion.start(state, self.commanded, self.model, self.period)
+        while True:
+            if self._stop_request.is_set():
+                self._brake(recorder)
+                return recorder.result(completed=False, stopped=True)
+            setpoint = motion.step(state)
+            if setpoint is None:
+                return recorder.result(completed=True)
+            state = self._cycle(setpoint)
+            recorder.add(state, self.guard.last)
+
+    def _brake(self, recorder: Any = None) -> None:
+        """Bring the commanded motion to rest within the acceleration and jerk limits."""
+        limits = self.model.limits
+        v, a = self.guard.derivatives()
+        q = self.commanded
+        for _ in range(int(10.0 / self.period)):  # bounded: 10 s of braking at most
+            if np.abs(v).max() < 1e-9 and np.abs(a).max() < 1e-6:
+                break
+            q, v, a = braking_step(q, v, a, limits.acceleration * 0.5, limits.jerk * 0.5, self.period)
+            q = limits.clip(q)
+            state = self._cycle(q)
+            if recorder is not None:
+                recorder.add(state, q)
+
+    def stop(self) -> None:
+        """Stop the running motion (decelerating within the limits) and hold."""
+        if self._runner is not None and self._runner.is_alive():
+            self._stop_request.set()
+            self._runner.join(timeout=15.0)
+        self._stop_request.clear()
+        self._stop_hardware()
+
+    def recover(self) -> RobotState:
+        """Clear a recoverable fault and hold the measured position."""
+        if not self._connected:
+            raise ConnectionLost(f"{self.uri.scheme}: not connected")
+        self._pending = None
+        if self._fault is not None and not self._fault.recoverable:
+            raise self._fault
+        state = self._recover()
+        self._fault = None
+        self._state = state
+        self._activate(state)
+        return state
+
+    # The wire (subclasses) ------------------------------------------------------------
+
+    @abstractmethod
+    def _open(self) -> RobotState:
+        """Open the link and return the first measured state."""
+
+    @abstractmethod
+    def _close(self) -> None:
+        """Release the link (sockets, ports, processes)."""
+
+    @abstractmethod
+    def _send(self, q: Array) -> None:
+        """Put one checked setpoint on the wire."""
+
+    @abstractmethod
+    def _receive(self, timeout: float | None) -> RobotState:
+        """Wait for the next cycle's state. Raise :class:`ConnectionLost` when the
+        robot stays silent past the backend's timeout."""
+
+    def _read_now(self) -> RobotState | None:
+        """The freshest state without waiting a cycle, if the wire allows (else None:
+        the last received state is returned)."""
+        return None
+
+    def _recover(self) -> RobotState:
+        """Clear the hardware's fault; return the measured state."""
+        return self._receive(timeout=None)
+
+    def _stop_hardware(self) -> None:
+        """Protocol-level stop where the hardware has one."""
+
+
+def wait_until(predicate: Any, timeout: float, interval: float = 0.001) -> bool:
+    """Poll ``predicate`` until true or ``timeout`` seconds passed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+def require_dof(q: ArrayLike, dof: int, what: str = "joints") -> Array:
+    array = np.asarray(q, dtype=np.float64)
+    if array.shape != (dof,):
+        raise InvalidArgument(f"{what} must have {dof} values, got shape {array.shape}")
+    return array

@@ -1,0 +1,53 @@
+"""The core's own plugin: the ``sim`` backend and a generic planar model.
+
+It registers through the same hooks and the same entry-point group as every
+other plugin (entry point ``builtin`` in the ``robohal`` group).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .hookspecs import hookimpl
+from .kinematics import JointLimits, PlanarTwoLink
+from .records import BackendSpec, ModelSpec
+from .sim_backend import SimBackend
+
+
+def generic_planar2(l1: float = 0.3, l2: float = 0.25) -> PlanarTwoLink:
+    limits = JointLimits(
+        lower=np.radians([-170.0, -150.0]),
+        upper=np.radians([170.0, 150.0]),
+        velocity=np.radians([180.0, 180.0]),
+        acceleration=np.radians([900.0, 900.0]),
+        jerk=np.radians([18000.0, 18000.0]),
+    )
+    return PlanarTwoLink(l1, l2, limits)
+
+
+@hookimpl
+def robohal_models():
+    return [
+        ModelSpec(
+            "generic.planar2",
+            factory=generic_planar2,
+            dof=2,
+            description="Planar two-link arm, 0.30 m + 0.25 m links (a model for trying things out)",
+            tags=("planar", "example"),
+        )
+    ]
+
+
+@hookimpl
+def robohal_backends():
+    return [
+        BackendSpec(
+            "sim",
+            factory=SimBackend,
+            description="In-process simulated joint-position robot for any registered model",
+            hil_targets=("sim://?model=generic.planar2",),
+            features=frozenset({"simulated", "fault-injection"}),
+            position_tolerance=1e-3,
+            settle_time=0.5,
+        )
+    ]

@@ -1,0 +1,51 @@
+"""Turning a URI into a connected :class:`~robohal.motion.Robot`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import PluginError, UriError
+from .motion import Robot
+from .plugins import Registry, default_registry
+from .records import BackendSpec
+from .uri import RobotUri, parse_uri
+
+
+def resolve_model_name(uri: RobotUri, spec: BackendSpec) -> str:
+    if uri.model:
+        return uri.model
+    if spec.simulator is not None and spec.simulator.default_model:
+        return spec.simulator.default_model
+    default = spec.extra.get("default_model")
+    if default:
+        return str(default)
+    raise UriError(f"{uri}: which robot is it? add ?model=NAME (see `robohal models`)")
+
+
+def open_robot(uri: str | RobotUri, *, registry: Registry | None = None, connect: bool = True, **model_options: Any) -> Robot:
+    registry = registry or default_registry()
+    parsed = parse_uri(uri) if isinstance(uri, str) else uri
+    spec = registry.backend_spec(parsed.scheme)
+    model_name = resolve_model_name(parsed, spec)
+    model = registry.get_model(model_name, **model_options)
+    parsed = parsed.with_params(model=model_name)
+    simulator = None
+    if parsed.wants_simulator:
+        if spec.simulator is None:
+            raise UriError(f"{parsed}: backend {spec.scheme!r} has no bundled simulator (host 'sim' is reserved for it)")
+        simulator = spec.simulator.start(parsed)
+        target = simulator.uri
+    else:
+        target = parsed
+    try:
+        backend = spec.factory(target, model)
+        if getattr(backend, "model", None) is not model:
+            raise PluginError(f"backend {spec.scheme!r} ({spec.plugin}) did not keep the model it was given")
+        robot = Robot(backend, model, simulator=simulator, name=str(parsed))
+        if connect:
+            robot.connect()
+    except BaseException:
+        if simulator is not None:
+            simulator.stop()
+        raise
+    return robot

@@ -1,0 +1,51 @@
+"""The contract between robohal and its plugins.
+
+A plugin is a module (or object) registered under the entry-point group
+``robohal`` that implements some of these hooks with :data:`hookimpl`::
+
+    from robohal import hookimpl, ModelSpec
+
+    @hookimpl
+    def robohal_models():
+        return [ModelSpec("acme.arm6", factory=make_arm6, dof=6, description="ACME 6-axis")]
+
+Hooks return typed records. The registry stamps each record with the name of
+the plugin that gave it and refuses two records with the same model name or
+URI scheme, naming both plugins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pluggy
+
+from .records import BackendSpec, ModelSpec
+
+PROJECT = "robohal"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def robohal_models() -> Iterable[ModelSpec]:
+    """Return the robot models this plugin provides.
+
+    Each :class:`ModelSpec` names a model (dotted, lower-case, e.g.
+    ``abb.irb1410``) and a factory returning a
+    :class:`robohal.kinematics.Kinematics`. Factories are called lazily, when a
+    user asks for the model, so registering many models costs nothing.
+    """
+
+
+@hookspec
+def robohal_backends() -> Iterable[BackendSpec]:
+    """Return the hardware backends this plugin provides.
+
+    Each :class:`BackendSpec` serves one URI scheme (``franka``, ``abb-egm``,
+    ...). ``factory(uri, model)`` builds an unconnected
+    :class:`robohal.backend.Backend`. Where the plugin bundles a simulator that
+    speaks the same wire protocol, ``simulator`` describes it and
+    ``hil_targets`` lists the URIs the HIL suites use when no target is given.
+    """

@@ -1,0 +1,129 @@
+"""Per-joint limits: position, velocity, acceleration and jerk (SI units, radians)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..errors import InvalidArgument, LimitViolation
+
+Array = NDArray[np.float64]
+
+# Margin for float round-off when checking a value against a limit.
+TOLERANCE = 1e-9
+
+
+def _vector(value: ArrayLike, dof: int, name: str) -> Array:
+    array = np.array(np.broadcast_to(np.asarray(value, dtype=np.float64), (dof,)), dtype=np.float64)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class JointLimits:
+    """Limits of each joint.
+
+    ``lower``/``upper`` in rad (or m for a prismatic joint); ``velocity``,
+    ``acceleration`` and ``jerk`` are symmetric magnitudes per joint. Scalars
+    broadcast to every joint.
+    """
+
+    lower: Array
+    upper: Array
+    velocity: Array
+    acceleration: Array
+    jerk: Array
+
+    def __post_init__(self) -> None:
+        dof = np.atleast_1d(np.asarray(self.lower)).shape[-1]
+        for name in ("lower", "upper", "velocity", "acceleration", "jerk"):
+            value = _vector(getattr(self, name), dof, name)
+            if np.isnan(value).any():
+                raise InvalidArgument(f"joint limits: {name} contains NaN")
+            if name in ("velocity", "acceleration", "jerk") and not (value > 0).all():
+                raise InvalidArgument(f"joint limits: {name} must be positive")
+            object.__setattr__(self, name, value)
+        if not (self.lower <= self.upper).all():
+            bad = int(np.argmax(self.lower > self.upper))
+            raise InvalidArgument(f"joint limits: joint {bad + 1} has lower > upper")
+
+    @classmethod
+    def from_degrees(
+        cls,
+        lower: ArrayLike,
+        upper: ArrayLike,
+        velocity: ArrayLike,
+        acceleration: ArrayLike | None = None,
+        jerk: ArrayLike | None = None,
+    ) -> JointLimits:
+        """Limits given in degrees (and deg/s, ...), as datasheets print them.
+
+        Without published acceleration or jerk limits, conservative defaults are
+        derived from the velocity: reach full speed in 0.2 s, full acceleration
+        in 0.05 s.
+        """
+        velocity_rad = np.radians(np.asarray(velocity, dtype=np.float64))
+        acc = np.radians(np.asarray(acceleration, dtype=np.float64)) if acceleration is not None else velocity_rad / 0.2
+        jrk = np.radians(np.asarray(jerk, dtype=np.float64)) if jerk is not None else acc / 0.05
+        return cls(np.radians(lower), np.radians(upper), velocity_rad, acc, jrk)
+
+    @property
+    def dof(self) -> int:
+        return int(self.lower.shape[0])
+
+    @property
+    def centre(self) -> Array:
+        return 0.5 * (self.lower + self.upper)
+
+    def within(self, q: ArrayLike, tolerance: float = TOLERANCE) -> NDArray[np.bool_]:
+        """Whether each configuration in ``q`` (..., dof) lies inside the position limits."""
+        q = np.asarray(q, dtype=np.float64)
+        return ((q >= self.lower - tolerance) & (q <= self.upper + tolerance)).all(axis=-1)
+
+    def margin(self, q: ArrayLike) -> Array:
+        """Smallest distance (rad) of any joint to its position limit; negative outside."""
+        q = np.asarray(q, dtype=np.float64)
+        return np.minimum(q - self.lower, self.upper - q).min(axis=-1)
+
+    def clip(self, q: ArrayLike) -> Array:
+        return np.clip(np.asarray(q, dtype=np.float64), self.lower, self.upper)
+
+    def check_position(self, q: ArrayLike, what: str = "command") -> None:
+        """Raise :class:`LimitViolation` naming the first joint outside its range."""
+        q = np.asarray(q, dtype=np.float64)
+        if q.shape[-1:] != (self.dof,):
+            raise InvalidArgument(f"{what} has {q.shape[-1] if q.ndim else 0} joints, the model has {self.dof}")
+        if not np.isfinite(q).all():
+            raise InvalidArgument(f"{what} contains NaN or inf")
+        low = q < self.lower - TOLERANCE
+        high = q > self.upper + TOLERANCE
+        if low.any() or high.any():
+            flat_q = q.reshape(-1, self.dof)
+            row, joint = np.argwhere((low | high).reshape(-1, self.dof))[0]
+            value = float(flat_q[row, joint])
+            bound = float(self.lower[joint] if value < self.lower[joint] else self.upper[joint])
+            raise LimitViolation(
+                f"{what}: joint {joint + 1} at {value:.6g} rad ({np.degrees(value):.3f} deg) is outside"
+                f" [{self.lower[joint]:.6g}, {self.upper[joint]:.6g}] rad",
+                joint=int(joint), quantity="position", value=value, limit=bound,
+            )
+
+    def scaled(self, speed: float) -> JointLimits:
+        """Velocity, acceleration and jerk scaled for a speed fraction in (0, 1].
+
+        Acceleration scales with speed^2 and jerk with speed^3, so a profile
+        stretched in time by 1/speed stays inside the scaled limits.
+        """
+        if not (0.0 < speed <= 1.0):
+            raise InvalidArgument(f"speed must be a fraction in (0, 1], got {speed}")
+        return JointLimits(self.lower, self.upper, self.velocity * speed,
+                           self.acceleration * speed**2, self.jerk * speed**3)
+
+    def __repr__(self) -> str:
+        return (
+            f"JointLimits(lower={np.round(self.lower, 4).tolist()}, upper={np.round(self.upper, 4).tolist()},"
+            f" velocity={np.round(self.velocity, 4).tolist()}, acceleration={np.round(self.acceleration, 3).tolist()},"
+            f" jerk={np.round(self.jerk, 1).tolist()})"
+        )

@@ -1,0 +1,156 @@
+"""The planar two-link arm, in closed form.
+
+Joints ``q1`` (shoulder, from the base x axis) and ``q2`` (elbow, relative to
+link 1), both counter-clockwise positive about z; links ``l1`` and ``l2``.
+Only the xy position of a pose is a task for a two-joint arm: orientation and z
+of a target are ignored, and :meth:`forward` reports the tool rotated by q1 + q2.
+
+The arm reaches the annulus ``|l1 - l2| <= r <= l1 + l2``. On the outer rim
+(q2 = 0) and the inner rim (q2 = +-pi) the two elbow solutions merge and the
+Jacobian loses rank.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .. import spatial
+from ..errors import InvalidArgument
+from .base import Array, Kinematics, Solutions, near_previous, no_solution, sort_by_distance
+from .limits import JointLimits
+
+# On the rims |D| = 1 within this; there the two elbow solutions are one.
+RIM_TOLERANCE = 1e-12
+
+
+class PlanarTwoLink(Kinematics):
+    """Two revolute joints in the xy plane."""
+
+    max_solutions = 2
+    position_only = True
+    closed_form = True
+
+    def __init__(self, l1: float, l2: float, limits: JointLimits | None = None) -> None:
+        if not (np.isfinite(l1) and np.isfinite(l2) and l1 > 0 and l2 > 0):
+            raise InvalidArgument(f"link lengths must be positive and finite, got l1={l1}, l2={l2}")
+        self.l1 = float(l1)
+        self.l2 = float(l2)
+        self.dof = 2
+        self.limits = limits or JointLimits(
+            lower=[-np.pi, -np.pi], upper=[np.pi, np.pi], velocity=3.0, acceleration=30.0, jerk=600.0
+        )
+        if self.limits.dof != 2:
+            raise InvalidArgument("a planar two-link arm needs limits for 2 joints")
+
+    @property
+    def reach(self) -> tuple[float, float]:
+        """Inner and outer radius of the workspace annulus (m)."""
+        return abs(self.l1 - self.l2), self.l1 + self.l2
+
+    def elbow_xy(self, q: ArrayLike) -> Array:
+        q = self._joints(q)
+        return self.l1 * np.stack([np.cos(q[..., 0]), np.sin(q[..., 0])], -1)
+
+    def position(self, q: ArrayLike) -> Array:
+        """End-point (x, y) in metres, (..., 2)."""
+        q = self._joints(q)
+        q12 = q[..., 0] + q[..., 1]
+        return np.stack(
+            [self.l1 * np.cos(q[..., 0]) + self.l2 * np.cos(q12), self.l1 * np.sin(q[..., 0]) + self.l2 * np.sin(q12)],
+            -1,
+        )
+
+    def forward(self, q: ArrayLike) -> Array:
+        q = self._joints(q)
+        pose = spatial.rotation_z(q[..., 0] + q[..., 1])
+        pose[..., :2, 3] = self.position(q)
+        return pose
+
+    def joint_poses(self, q: ArrayLike) -> Array:
+        q = self._joints(q)
+        shoulder = spatial.rotation_z(q[..., 0])
+        elbow = spatial.rotation_z(q[..., 0] + q[..., 1])
+        elbow[..., :2, 3] = self.elbow_xy(q)
+        return np.stack([shoulder, elbow, self.forward(q)], axis=-3)
+
+    def jacobian(self, q: ArrayLike) -> Array:
+        q = self._joints(q)
+        q1, q12 = q[..., 0], q[..., 0] + q[..., 1]
+        jac = np.zeros((*q.shape[:-1], 6, 2))
+        jac[..., 0, 0] = -self.l1 * np.sin(q1) - self.l2 * np.sin(q12)
+        jac[..., 0, 1] = -self.l2 * np.sin(q12)
+        jac[..., 1, 0] = self.l1 * np.cos(q1) + self.l2 * np.cos(q12)
+        jac[..., 1, 1] = self.l2 * np.cos(q12)
+        jac[..., 5, :] = 1.0
+        return jac
+
+    def singularity(self, q: ArrayLike, threshold: float = 1e-6):
+        """'outer rim' (arm stretched, q2 = 0), 'inner rim' (folded, q2 = +-pi) or None."""
+        q = self._joints(q)
+        s2 = np.sin(q[..., 1])
+        if q.ndim > 1:
+            return np.abs(s2) < threshold
+        if abs(s2) >= threshold:
+            return None
+        return "outer rim" if np.cos(q[1]) > 0 else "inner rim"
+
+    # Inverse kinematics ----------------------------------------------------------------
+
+    def _solve_xy(self, x: Array, y: Array) -> tuple[Array, Array]:
+        """Both elbow solutions for arrays of targets: (..., 2, 2), NaN where unreachable."""
+        l1, l2 = self.l1, self.l2
+        d = (x * x + y * y - l1 * l1 - l2 * l2) / (2 * l1 * l2)
+        reachable = np.abs(d) <= 1 + RIM_TOLERANCE
+        d = np.clip(d, -1.0, 1.0)
+        s = np.sqrt(1 - d * d)
+        solutions = []
+        for sign in (1.0, -1.0):  # +: elbow on the clockwise side of the base-to-target line
+            q2 = np.arctan2(sign * s, d)
+            q1 = np.arctan2(y, x) - np.arctan2(l2 * np.sin(q2), l1 + l2 * np.cos(q2))
+            q1 = (q1 + np.pi) % (2 * np.pi) - np.pi
+            solutions.append(np.stack([q1, q2], -1))
+        out = np.stack(solutions, -2)
+        out[~reachable] = np.nan
+        return out, reachable
+
+    def unreachable_reason(self, x: float, y: float) -> str | None:
+        inner, outer = self.reach
+        r = float(np.hypot(x, y))
+        if r > outer * (1 + 1e-12):
+            return f"target is {r:.4f} m from the base; the arm reaches at most {outer:.4f} m"
+        if r < inner * (1 - 1e-12):
+            return f"target is {r:.4f} m from the base; the arm cannot fold closer than {inner:.4f} m"
+        return None
+
+    def inverse_xy(self, xy: ArrayLike) -> Solutions:
+        """Both elbow solutions for an (x, y) target, limit-filtered, sorted by
+        distance to the limits' centre; empty with a reason when unreachable."""
+        x, y = spatial.as_finite(xy, "xy", last=(2,))
+        reason = self.unreachable_reason(x, y)
+        if reason:
+            return no_solution(2, reason)
+        both, _ = self._solve_xy(np.asarray(x), np.asarray(y))
+        if abs(np.sin(both[0, 1])) < 1e-9:  # on a rim the two solutions are one
+            both = both[:1]
+        inside = both[self.limits.within(both)]
+        if len(inside) == 0:
+            return no_solution(2, "the target is reachable only outside the joint limits")
+        return sort_by_distance(inside, self.limits.centre)
+
+    def inverse(self, pose: ArrayLike) -> Solutions:
+        pose = self._pose(pose)
+        return self.inverse_xy(pose[:2, 3])
+
+    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
+        previous = self._joints(previous, "previous joints")
+        found = self.inverse(pose)
+        return sort_by_distance(near_previous(found, previous, self.limits), previous)
+
+    def inverse_batch(self, poses: ArrayLike) -> Array:
+        poses = spatial.as_finite(poses, "poses", last=(4, 4))
+        if poses.ndim == 2:
+            poses = poses[None]
+        both, _ = self._solve_xy(poses[:, 0, 3], poses[:, 1, 3])
+        both[~self.limits.within(both)] = np.nan
+        return both

@@ -1,0 +1,360 @@
+"""What a user calls: :func:`connect` gives a :class:`Robot` (model + backend).
+
+Motions are small objects the backend's control loop steps once per cycle
+(:class:`Motion`). They are plain picklable data, so a backend may run them in
+another thread or process (Franka's 1 kHz loop does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import spatial
+from .backend import Backend
+from .errors import InvalidArgument, RobohalError, UnreachableError
+from .kinematics import Kinematics
+from .state import Array, RobotState
+from .trajectory import DoubleS, joint_profile, sample_times
+
+
+@runtime_checkable
+class Motion(Protocol):
+    """A motion, stepped by the backend's control loop."""
+
+    def start(self, state: RobotState, commanded: Array, model: Kinematics, period: float) -> None:
+        """Called once, with the measured state and the last commanded setpoint."""
+
+    def step(self, state: RobotState) -> Array | None:
+        """The next joint-position setpoint, or None when the motion is over."""
+
+
+# Recording ---------------------------------------------------------------------------
+
+
+@dataclass
+class MotionResult:
+    """What a motion did: per-cycle commanded and measured joints, and figures."""
+
+    completed: bool
+    stopped: bool
+    times: Array
+    commanded: Array
+    measured: Array
+    period: float
+    target: Array | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cycles(self) -> int:
+        return len(self.times)
+
+    @property
+    def duration(self) -> float:
+        return float(self.times[-1] - self.times[0]) if len(self.times) > 1 else 0.0
+
+    @property
+    def tracking_error(self) -> Array:
+        """Largest joint deviation (rad) between command and measurement, per cycle."""
+        if self.cycles == 0:
+            return np.zeros(0)
+        return np.abs(self.commanded - self.measured).max(axis=-1)
+
+    def __repr__(self) -> str:
+        worst = float(self.tracking_error.max()) if self.cycles else 0.0
+        return (
+            f"MotionResult(completed={self.completed}, cycles={self.cycles}, duration={self.duration:.3f} s,"
+            f" max tracking error={np.degrees(worst):.3f} deg)"
+        )
+
+
+class MotionRecorder:
+    def __init__(self, period: float, dof: int) -> None:
+        self.period = period
+        self.dof = dof
+        self._times: list[float] = []
+        self._commanded: list[Array] = []
+        self._measured: list[Array] = []
+
+    def add(self, state: RobotState, commanded: Array | None) -> None:
+        self._times.append(state.time)
+        self._measured.append(state.q)
+        self._commanded.append(state.q if commanded is None else commanded)
+
+    def result(self, *, completed: bool, stopped: bool = False) -> MotionResult:
+        empty = np.zeros((0, self.dof))
+        return MotionResult(
+            completed=completed,
+            stopped=stopped,
+            times=np.array(self._times),
+            commanded=np.array(self._commanded) if self._commanded else empty,
+            measured=np.array(self._measured) if self._measured else empty,
+            period=self.period,
+        )
+
+
+# Joint-space motions -------------------------------------------------------------------
+
+
+class JointTrajectory:
+    """Play precomputed setpoints, one per cycle (sampled at the backend's period)."""
+
+    def __init__(self, setpoints: ArrayLike) -> None:
+        self.setpoints = spatial.as_finite(setpoints, "setpoints")
+        if self.setpoints.ndim != 2:
+            raise InvalidArgument("setpoints must be an (N, dof) array")
+        self._index = 0
+
+    def start(self, state: RobotState, commanded: Array, model: Kinematics, period: float) -> None:
+        self._index = 0
+
+    def step(self, state: RobotState) -> Array | None:
+        if self._index >= len(self.setpoints):
+            return None
+        q = self.setpoints[self._index]
+        self._index += 1
+        return q
+
+
+class PointToPoint:
+    """A jerk-limited straight line in joint space from the commanded position to
+    ``target``, synchronized so all joints arrive together."""
+
+    def __init__(self, target: ArrayLike, speed: float = 1.0) -> None:
+        self.target = spatial.as_finite(target, "target joints")
+        if not (0 < speed <= 1):
+            raise InvalidArgument(f"speed is a fraction of the joint limits in (0, 1], got {speed}")
+        self.speed = float(speed)
+        self._setpoints: Array | None = None
+        self._index = 0
+
+    def plan(self, start: Array, model: Kinematics, period: float) -> Array:
+        if self.target.shape != (model.dof,):
+            raise InvalidArgument(f"target must have {model.dof} joints, got shape {self.target.shape}")
+        model.limits.check_position(self.target, "target")
+        limits = model.limits.scaled(self.speed)
+        delta = self.target - start
+        # 0.98: headroom so finite differences stay inside the limits after round-off
+        profile = joint_profile(delta, limits.velocity * 0.98, limits.acceleration * 0.98, limits.jerk * 0.98)
+        if profile.distance == 0:
+            return self.target[None].copy()
+        s, _, _ = profile.sample(sample_times(profile.duration, period))
+        return start + s[:, None] * delta
+
+    def start(self, state: RobotState, commanded: Array, model: Kinematics, period: float) -> None:
+        self._setpoints = self.plan(commanded, model, period)
+        self._index = 0
+
+    def step(self, state: RobotState) -> Array | None:
+        assert self._setpoints is not None, "start() first"
+        if self._index >= len(self._setpoints):
+            return None
+        q = self._setpoints[self._index]
+        self._index += 1
+        return q
+
+
+class Hold:
+    """Hold the commanded position for ``duration`` seconds."""
+
+    def __init__(self, duration: float) -> None:
+        self.duration = float(duration)
+
+    def start(self, state: RobotState, commanded: Array, model: Kinematics, period: float) -> None:
+        self._q = commanded.copy()
+        self._left = round(self.duration / period)
+
+    def step(self, state: RobotState) -> Array | None:
+        if self._left <= 0:
+            return None
+        self._left -= 1
+        return self._q
+
+
+# Cartesian planning -------------------------------------------------------------------------
+
+
+def plan_linear(
+    model: Kinematics,
+    start_q: Array,
+    target: Array,
+    period: float,
+    speed: float = 0.25,
+    angular_speed: float = 1.0,
+    joint_speed: float = 1.0,
+) -> Array:
+    """Setpoints along the straight line from FK(start_q) to ``target``.
+
+    Position moves linearly, orientation along the shortest rotation, timed by a
+    jerk-limited profile at ``speed`` (m/s) and ``angular_speed`` (rad/s). Each
+    sample is solved by the model's IK next to the previous one; the timing
+    stretches until every joint stays inside its velocity, acceleration and jerk
+    limits. Raises :class:`UnreachableError` (nothing moves) when the line leaves
+    the workspace or crosses a joint limit.
+    """
+    target = spatial.as_pose(target, "target pose")
+    start_pose = model.forward(start_q)
+    if model.position_only:
+        target = target.copy()
+        target[:3, :3] = start_pose[:3, :3]
+        if model.inverse(target).shape[0] == 0:
+            raise UnreachableError(f"target unreachable: {model.inverse(target).reason}")
+    length, angle = spatial.distance(target, start_pose)
+    length, angle = float(length), float(angle)
+    if length < 1e-9 and angle < 1e-9:
+        return start_q[None].copy()
+    # Path parameter bounds from the Cartesian speed; accelerate to it in 0.25 s.
+    rate = min(speed / max(length, 1e-12), angular_speed / max(angle, 1e-12))
+    limits = model.limits
+    for _attempt in range(8):
+        profile = DoubleS(rate, rate / 0.25, rate / 0.25 / 0.05)
+        s, _, _ = profile.sample(sample_times(profile.duration, period))
+        poses = spatial.interpolate(start_pose, target, s)
+        joints = np.empty((len(s), model.dof))
+        previous = start_q
+        for i, pose in enumerate(poses):
+            found = model.inverse_continuing(pose, previous)
+            if found.shape[0] == 0:
+                raise UnreachableError(
+                    f"the straight line leaves the reachable workspace at {100 * s[i]:.1f}% of the path"
+                    f" ({found.reason or 'no IK solution'})"
+                )
+            joints[i] = found[0]
+            previous = found[0]
+        chain = np.vstack([start_q, start_q, start_q, joints])
+        velocity = np.diff(chain, axis=0) / period
+        acceleration = np.diff(chain, 2, axis=0) / period**2
+        jerk = np.diff(chain, 3, axis=0) / period**3
+        worst = max(
+            (np.abs(velocity) / (limits.velocity * joint_speed)).max(),
+            np.sqrt((np.abs(acceleration) / (limits.acceleration * joint_speed**2)).max()),
+            np.cbrt((np.abs(jerk) / (limits.jerk * joint_speed**3)).max()),
+        )
+        if np.abs(np.diff(joints, axis=0)).max(initial=0.0) > 0.5:
+            raise UnreachableError("the straight line passes a singularity or a branch change (joint jump)")
+        if worst <= 0.98:
+            return joints
+        rate /= worst / 0.95
+    raise UnreachableError("no timing of the straight line keeps every joint inside its limits")
+
+
+# The robot ----------------------------------------------------------------------------------
+
+
+class Robot:
+    """A connected robot: a model and a backend, and what users want to do with them.
+
+    Use it as a context manager; it stops the motion, closes the link and stops
+    any simulator it started when the block ends.
+    """
+
+    def __init__(self, backend: Backend, model: Kinematics, *, simulator: Any = None, name: str = "") -> None:
+        self.backend = backend
+        self.model = model
+        self.simulator = simulator
+        self.name = name or str(backend.uri)
+
+    # Lifecycle
+    def connect(self) -> Robot:
+        self.backend.connect()
+        return self
+
+    def close(self) -> None:
+        try:
+            self.backend.close()
+        finally:
+            if self.simulator is not None:
+                self.simulator.stop()
+
+    def __enter__(self) -> Robot:
+        if not self.backend.connected:
+            self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # State
+    @property
+    def state(self) -> RobotState:
+        return self.backend.read()
+
+    @property
+    def q(self) -> Array:
+        return np.array(self.backend.read().q)
+
+    @property
+    def pose(self) -> Array:
+        """The flange pose from the measured joints."""
+        return self.model.forward(self.state.q)
+
+    # Motions
+    def run(self, motion: Motion, *, wait: bool = True):
+        return self.backend.run(motion, wait=wait)
+
+    def move_joints(self, q: ArrayLike, *, speed: float = 0.5, wait: bool = True):
+        """Move to joints ``q`` (rad) on a jerk-limited straight line in joint space;
+        ``speed`` is a fraction of the joint limits."""
+        target = spatial.as_finite(q, "target joints")
+        if target.shape != (self.model.dof,):
+            raise InvalidArgument(f"target must have {self.model.dof} joints, got shape {target.shape}")
+        self.model.limits.check_position(target, "target")
+        result = self.backend.run(PointToPoint(target, speed), wait=wait)
+        if result is not None:
+            result.target = target
+        return result
+
+    def move_linear(self, pose: ArrayLike, *, speed: float = 0.25, angular_speed: float = 1.0,
+                    joint_speed: float = 1.0, wait: bool = True):
+        """Move the flange on a straight line to ``pose`` at ``speed`` m/s (and
+        ``angular_speed`` rad/s), through the model's inverse kinematics."""
+        if self.backend.busy:
+            raise RobohalError("a motion is running; wait() for it or stop() it first")
+        target = spatial.as_pose(pose, "target pose")
+        start = self.backend.commanded
+        setpoints = plan_linear(self.model, start, target, self.backend.period, speed, angular_speed, joint_speed)
+        return self.backend.run(JointTrajectory(setpoints), wait=wait)
+
+    def follow(self, points: ArrayLike, times: ArrayLike, *, wait: bool = True):
+        """Pass through joint waypoints ``points`` (k, dof) at ``times`` (s, rising,
+        from now). Between waypoints joints move on jerk-limited segments that
+        stop at each point when a segment's time allows nothing smoother."""
+        points = spatial.as_finite(points, "waypoints")
+        times = spatial.as_finite(times, "times")
+        if points.ndim != 2 or points.shape[1] != self.model.dof or times.shape != (points.shape[0],):
+            raise InvalidArgument("follow() needs waypoints (k, dof) and k times")
+        if np.any(np.diff(np.concatenate([[0.0], times])) <= 0):
+            raise InvalidArgument("waypoint times must rise from 0")
+        self.model.limits.check_position(points, "waypoint")
+        period = self.backend.period
+        segments = []
+        start = self.backend.commanded
+        t0 = 0.0
+        for k, (point, t) in enumerate(zip(points, times, strict=False)):
+            planned = PointToPoint(point).plan(start, self.model, period)
+            wanted = round((t - t0) / period)
+            if len(planned) > wanted + 1:
+                raise InvalidArgument(
+                    f"waypoint {k + 1} cannot be reached {t - t0:.3f} s after the previous one within the"
+                    f" joint limits (it needs {len(planned) * period:.3f} s)"
+                )
+            if len(planned) < wanted:  # early: wait at the waypoint until its time
+                planned = np.vstack([planned, np.repeat(planned[-1:], wanted - len(planned), axis=0)])
+            segments.append(planned)
+            start, t0 = point, t
+        return self.backend.run(JointTrajectory(np.vstack(segments)), wait=wait)
+
+    def wait(self, timeout: float | None = None):
+        return self.backend.wait(timeout)
+
+    def stop(self) -> None:
+        self.backend.stop()
+
+    def recover(self) -> RobotState:
+        return self.backend.recover()
+
+    def __repr__(self) -> str:
+        return f"<Robot {self.name} dof={self.model.dof}>"

@@ -1,0 +1,290 @@
+"""Plugin discovery and the registry of models and backends.
+
+Nothing here is a hidden global: :func:`plugin_manager` builds a fresh pluggy
+manager, :class:`Registry` collects the records from one, and the default
+registry used by :func:`robohal.get_model` and friends can be replaced with
+:func:`use_registry` (tests do this).
+
+Environment switches:
+
+``ROBOHAL_DISABLE_PLUGINS``
+    comma-separated entry-point names to hide (``abb,franka``).
+``ROBOHAL_TRACE_PLUGINS=1``
+    print every hook call (plugin, duration, records) to stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.metadata
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+from .errors import PluginConflictError, PluginError, UnknownNameError
+from .records import BackendSpec, ModelSpec
+
+ENTRY_POINT_GROUP = "robohal"
+DISABLE_ENV = "ROBOHAL_DISABLE_PLUGINS"
+TRACE_ENV = "ROBOHAL_TRACE_PLUGINS"
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One registered plugin: its name, where it came from and what it gave."""
+
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    models: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    """A plugin that could not be loaded, kept so the others still work."""
+
+    name: str
+    distribution: str | None
+    error: str
+
+
+def disabled_from_env(environ: dict[str, str] | None = None) -> frozenset[str]:
+    raw = (environ if environ is not None else os.environ).get(DISABLE_ENV, "")
+    return frozenset(part.strip() for part in raw.split(",") if part.strip())
+
+
+def trace_from_env(environ: dict[str, str] | None = None) -> bool:
+    raw = (environ if environ is not None else os.environ).get(TRACE_ENV, "")
+    return raw.strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def plugin_manager(
+    *,
+    load_entry_points: bool = True,
+    plugins: Iterable[tuple[str, Any]] = (),
+    disabled: Iterable[str] | None = None,
+) -> tuple[pluggy.PluginManager, dict[str, PluginFailure], dict[str, tuple[str | None, str | None]]]:
+    """Build a plugin manager.
+
+    Returns the manager, the plugins that failed to load (by name), and the
+    distribution name and version of each entry-point plugin. ``plugins`` adds
+    ``(name, module_or_object)`` pairs directly (tests use this); ``disabled``
+    defaults to ``ROBOHAL_DISABLE_PLUGINS``.
+    """
+    blocked = disabled_from_env() if disabled is None else frozenset(disabled)
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    failures: dict[str, PluginFailure] = {}
+    origins: dict[str, tuple[str | None, str | None]] = {}
+    for name in blocked:
+        pm.set_blocked(name)
+
+    def add(name: str, obj: Any, dist: str | None, version: str | None) -> None:
+        if pm.is_blocked(name):
+            return
+        if pm.has_plugin(name):
+            raise PluginConflictError(
+                f"two plugins are registered under the name {name!r}"
+                f" ({origins.get(name, (None,))[0] or 'direct'} and {dist or 'direct'})"
+            )
+        pm.register(obj, name=name)
+        origins[name] = (dist, version)
+
+    for name, obj in plugins:
+        add(name, obj, None, None)
+
+    if load_entry_points:
+        for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            dist = ep.dist.name if ep.dist is not None else None
+            version = ep.dist.version if ep.dist is not None else None
+            if ep.name in blocked:
+                continue
+            try:
+                obj = ep.load()
+            except Exception as exc:  # a broken plugin must not take the others down
+                failures[ep.name] = PluginFailure(
+                    ep.name, dist, f"{type(exc).__name__}: {exc}".strip()
+                )
+                continue
+            add(ep.name, obj, dist, version)
+    pm.check_pending()
+    return pm, failures, origins
+
+
+class Registry:
+    """The models and backends offered by the plugins of one plugin manager."""
+
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        *,
+        failures: dict[str, PluginFailure] | None = None,
+        origins: dict[str, tuple[str | None, str | None]] | None = None,
+        trace: bool | None = None,
+    ) -> None:
+        self.plugin_manager = pm
+        self.failures: dict[str, PluginFailure] = dict(failures or {})
+        self._origins = dict(origins or {})
+        self._trace = trace_from_env() if trace is None else trace
+        self._models: dict[str, ModelSpec] = {}
+        self._backends: dict[str, BackendSpec] = {}
+        self._collect()
+
+    @classmethod
+    def discover(cls, **kwargs: Any) -> Registry:
+        """A registry of every installed plugin (honouring the environment switches)."""
+        trace = kwargs.pop("trace", None)
+        pm, failures, origins = plugin_manager(**kwargs)
+        return cls(pm, failures=failures, origins=origins, trace=trace)
+
+    # Collection -------------------------------------------------------------
+
+    def _call_each(self, hook_name: str) -> Iterator[tuple[str, Any]]:
+        """Call every implementation of a hook separately, so each record is
+        attributed to the plugin that gave it."""
+        hook = getattr(self.plugin_manager.hook, hook_name)
+        for impl in hook.get_hookimpls():  # registration order
+            start = time.perf_counter()
+            try:
+                result = impl.function()
+            except Exception as exc:
+                self.failures[impl.plugin_name] = PluginFailure(
+                    impl.plugin_name,
+                    self._origins.get(impl.plugin_name, (None, None))[0],
+                    f"{hook_name}() raised {type(exc).__name__}: {exc}",
+                )
+                if self._trace:
+                    traceback.print_exc(file=sys.stderr)
+                continue
+            records = list(result or ())
+            if self._trace:
+                elapsed = (time.perf_counter() - start) * 1e3
+                print(
+                    f"robohal: {hook_name}() [{impl.plugin_name}] -> {len(records)} record(s)"
+                    f" in {elapsed:.2f} ms",
+                    file=sys.stderr,
+                )
+            for record in records:
+                yield impl.plugin_name, record
+
+    def _describe(self, plugin: str | None) -> str:
+        dist = self._origins.get(plugin or "", (None, None))[0]
+        return f"plugin {plugin!r}" + (f" (distribution {dist})" if dist else "")
+
+    def _collect(self) -> None:
+        for plugin, record in self._call_each("robohal_models"):
+            if not isinstance(record, ModelSpec):
+                raise PluginError(f"{self._describe(plugin)} returned {record!r} from robohal_models(), not a ModelSpec")
+            record = dataclasses.replace(record, plugin=plugin)
+            if record.name in self._models:
+                other = self._models[record.name].plugin
+                raise PluginConflictError(
+                    f"model {record.name!r} is claimed by both {self._describe(other)}"
+                    f" and {self._describe(plugin)}"
+                )
+            self._models[record.name] = record
+        for plugin, record in self._call_each("robohal_backends"):
+            if not isinstance(record, BackendSpec):
+                raise PluginError(f"{self._describe(plugin)} returned {record!r} from robohal_backends(), not a BackendSpec")
+            record = dataclasses.replace(record, plugin=plugin)
+            if record.scheme in self._backends:
+                other = self._backends[record.scheme].plugin
+                raise PluginConflictError(
+                    f"URI scheme {record.scheme!r} is claimed by both {self._describe(other)}"
+                    f" and {self._describe(plugin)}"
+                )
+            self._backends[record.scheme] = record
+
+    # Queries --------------------------------------------------------------------
+
+    def models(self) -> list[ModelSpec]:
+        return sorted(self._models.values(), key=lambda spec: spec.name)
+
+    def backends(self) -> list[BackendSpec]:
+        return sorted(self._backends.values(), key=lambda spec: spec.scheme)
+
+    def model_spec(self, name: str) -> ModelSpec:
+        key = name.strip().lower() if isinstance(name, str) else name
+        try:
+            return self._models[key]
+        except (KeyError, TypeError):
+            raise UnknownNameError("model", str(name), list(self._models)) from None
+
+    def backend_spec(self, scheme: str) -> BackendSpec:
+        key = scheme.strip().lower()
+        try:
+            return self._backends[key]
+        except KeyError:
+            raise UnknownNameError("backend scheme", scheme, list(self._backends)) from None
+
+    def get_model(self, name: str, **options: Any):
+        """Build the named model's :class:`~robohal.kinematics.Kinematics`."""
+        spec = self.model_spec(name)
+        model = spec.factory(**options)
+        if getattr(model, "dof", None) != spec.dof:
+            raise PluginError(
+                f"{self._describe(spec.plugin)}: model {spec.name!r} was declared with"
+                f" {spec.dof} joints but its factory built {getattr(model, 'dof', None)}"
+            )
+        return model
+
+    def plugins(self) -> list[PluginInfo]:
+        infos = []
+        for name, _plugin in sorted(self.plugin_manager.list_name_plugin()):
+            dist, version = self._origins.get(name, (None, None))
+            infos.append(
+                PluginInfo(
+                    name=name,
+                    distribution=dist,
+                    version=version,
+                    models=tuple(m.name for m in self.models() if m.plugin == name),
+                    backends=tuple(b.scheme for b in self.backends() if b.plugin == name),
+                )
+            )
+        return infos
+
+
+_default: Registry | None = None
+
+
+def default_registry() -> Registry:
+    """The registry of installed plugins, discovered once on first use."""
+    global _default
+    if _default is None:
+        _default = Registry.discover()
+    return _default
+
+
+def set_default_registry(registry: Registry | None) -> None:
+    """Replace the default registry (None: discover again on next use)."""
+    global _default
+    _default = registry
+
+
+@contextlib.contextmanager
+def use_registry(registry: Registry) -> Iterator[Registry]:
+    """Use ``registry`` as the default inside a ``with`` block."""
+    global _default
+    previous = _default
+    _default = registry
+    try:
+        yield registry
+    finally:
+        _default = previous
+
+
+def registry_with(*plugins: tuple[str, Any], entry_points: bool = False, **kwargs: Any) -> Registry:
+    """A registry of the given ``(name, plugin)`` pairs, for tests and embedding."""
+    return Registry.discover(load_entry_points=entry_points, plugins=plugins, **kwargs)
+
+
+PluginCallable = Callable[[], Iterable[Any]]

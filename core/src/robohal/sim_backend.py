@@ -1,0 +1,115 @@
+"""The built-in ``sim`` backend: an in-process simulated joint-position robot
+for any registered model.
+
+``sim://?model=abb.irb2400&rate=250&lag=0.01&realtime=1&q0=0,0,0,0,0,0``
+
+Each cycle the measured joints follow the setpoint with a first-order lag
+(``lag`` seconds) and never faster than the model's velocity limits. With
+``realtime=1`` (the default) cycles are paced by the wall clock at ``rate`` Hz;
+with ``realtime=0`` the simulation runs as fast as the caller cycles, on its own
+virtual clock (handy in tests). ``inject_fault()`` makes the next cycle report a
+fault, to exercise error paths.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .backend import Backend
+from .errors import ConnectionLost, UriError
+from .kinematics import Kinematics
+from .state import Array, RobotMode, RobotState
+from .uri import RobotUri
+
+
+class SimBackend(Backend):
+    checks = ("position", "velocity", "acceleration", "jerk")
+
+    def __init__(self, uri: RobotUri, model: Kinematics) -> None:
+        rate = uri.get_float("rate", 250.0, minimum=1.0)
+        super().__init__(uri, model, 1.0 / rate)
+        self.lag = uri.get_float("lag", 0.01, minimum=0.0)
+        self.realtime = uri.get_bool("realtime", True)
+        self.q0 = self._initial_joints(uri, model)
+        self._q = self.q0.copy()
+        self._dq = np.zeros(model.dof)
+        self._target = self.q0.copy()
+        self._time = 0.0
+        self._next_tick = 0.0
+        self._faults: tuple[str, ...] = ()
+        self._fault_recoverable = True
+
+    @staticmethod
+    def _initial_joints(uri: RobotUri, model: Kinematics) -> Array:
+        raw = uri.params.get("q0")
+        if raw is None:
+            return model.limits.clip(np.zeros(model.dof))
+        try:
+            q0 = np.array([float(v) for v in raw.split(",")])
+        except ValueError:
+            raise UriError(f"{uri}: q0 must be {model.dof} comma-separated numbers (rad)") from None
+        if q0.shape != (model.dof,) or not np.isfinite(q0).all():
+            raise UriError(f"{uri}: q0 must be {model.dof} finite comma-separated numbers (rad)")
+        model.limits.check_position(q0, "q0")
+        return q0
+
+    # The simulated robot ----------------------------------------------------------
+
+    def _snapshot(self) -> RobotState:
+        mode = RobotMode.FAULT if self._faults else (RobotMode.MOVING if np.abs(self._dq).max() > 1e-9 else RobotMode.IDLE)
+        return RobotState(
+            time=self._time, q=self._q, dq=self._dq, mode=mode, faults=self._faults,
+            q_commanded=self._target, info={"recoverable": self._fault_recoverable},
+        )
+
+    def _advance(self) -> None:
+        dt = self.period
+        alpha = 1.0 if self.lag == 0 else 1.0 - math.exp(-dt / self.lag)
+        step = np.clip((self._target - self._q) * alpha, -self.model.limits.velocity * dt, self.model.limits.velocity * dt)
+        self._q = self._q + step
+        self._dq = step / dt
+        self._time += dt
+
+    def inject_fault(self, name: str = "simulated_fault", recoverable: bool = True) -> None:
+        """Make the robot report a fault from its next cycle on."""
+        self._faults = (name,)
+        self._fault_recoverable = recoverable
+
+    # The wire ----------------------------------------------------------------------
+
+    def _open(self) -> RobotState:
+        self._next_tick = time.monotonic()
+        self._target = self._q.copy()
+        return self._snapshot()
+
+    def _close(self) -> None:
+        pass
+
+    def _send(self, q: Array) -> None:
+        if not self._connected:
+            raise ConnectionLost("sim: not connected")
+        self._target = q.copy()
+
+    def _receive(self, timeout: float | None) -> RobotState:
+        if self.realtime:
+            self._next_tick += self.period
+            delay = self._next_tick - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -self.period:  # late: do not burst to catch up
+                self._next_tick = time.monotonic()
+        if not self._faults:
+            self._advance()
+        return self._snapshot()
+
+    def _read_now(self) -> RobotState:
+        return self._snapshot()
+
+    def _recover(self) -> RobotState:
+        self._faults = ()
+        self._dq = np.zeros(self.model.dof)
+        self._target = self._q.copy()
+        return self._snapshot()

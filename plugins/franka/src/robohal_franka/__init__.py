@@ -1,0 +1,1 @@
+"""robohal plugin package robohal_franka."""

@@ -1,0 +1,15 @@
+"""The robohal_franka plugin's hooks (entry point `franka` in the `robohal` group)."""
+
+from __future__ import annotations
+
+from robohal import hookimpl
+
+
+@hookimpl
+def robohal_models():
+    return []
+
+
+@hookimpl
+def robohal_backends():
+    return []
