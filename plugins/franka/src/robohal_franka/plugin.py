@@ -1,4 +1,8 @@
-"""The robohal_franka plugin's hooks (entry point `franka` in the `robohal` group)."""
+"""The robohal_franka plugin's hooks (entry point `franka` in the `robohal` group).
+
+Models live in `models.py`, backends in `backends.py`; both are imported only
+when robohal asks, so listing plugins stays fast.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,13 @@ from robohal import hookimpl
 
 @hookimpl
 def robohal_models():
-    return []
+    from .models import model_specs
+
+    return model_specs()
 
 
 @hookimpl
 def robohal_backends():
-    return []
+    from .backends import backend_specs
+
+    return backend_specs()

@@ -1,0 +1,9 @@
+"""Robot models registered by robohal_arduino_planar."""
+
+from __future__ import annotations
+
+from robohal import ModelSpec
+
+
+def model_specs() -> list[ModelSpec]:
+    return []
