@@ -1,0 +1,356 @@
+"""Pure-Python stand-in for the planar-arm firmware on a pseudo-terminal.
+
+``python -m robohal_arduino_planar.emulator [--boot-ms N] [--watchdog-ms N] [--watchdog-action A]``
+
+Behaves like the simavr harness running the real firmware, for machines without the AVR toolchain:
+the first stdout line is the pty slave path; the port resets when the host opens it (held for
+--boot-ms, then a BOOT banner); it speaks protocol version 1 with the firmware's replies, error
+codes, limits, counters and watchdog; stdout carries ``RESET <sim_us> <open|stdin>`` and one
+``PULSE <sim_us> <9|10> <width_us>`` line per attached servo per 20 ms frame; stdin takes ``RESET``
+and ``QUIT`` lines. Exits on QUIT, stdin EOF or SIGTERM.
+
+:class:`FirmwareModel` is the firmware's logic without I/O, so it can be tested on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import select
+import signal
+import struct
+import sys
+import termios
+import time
+import tty
+from typing import Callable
+
+from . import protocol as p
+
+FRAME_US = 20000
+
+
+class FirmwareModel:
+    """The firmware's state machine: bytes in, reply bytes out, pin widths readable.
+
+    ``clock_ms`` plays millis(): milliseconds since this MCU reset.
+    """
+
+    def __init__(self, clock_ms: Callable[[], int], watchdog_ms: int = p.DEFAULT_WATCHDOG_MS,
+                 watchdog_action: str = p.DEFAULT_WATCHDOG_ACTION) -> None:
+        self._clock_ms = clock_ms
+        self._line = bytearray()
+        self._too_long = False
+        self._binary = False
+        self.setpoints = [0, 0]                  # 0 = never commanded since reset
+        self.attached = [False, False]
+        self.limits = [list(p.DEFAULT_LIMITS_US), list(p.DEFAULT_LIMITS_US)]
+        self.watchdog_ms = watchdog_ms
+        self.watchdog_action = watchdog_action
+        self._watchdog_tripped = False
+        self._last_valid_ms = clock_ms()
+        self.counts = dict(ok=0, bad_checksum=0, overflow=0, garbage=0, rejected=0, watchdog_trips=0)
+
+    # ---- outputs
+    def boot_banner(self) -> bytes:
+        return p.Boot(p.PROTOCOL_VERSION, "robohal_planar", "1.0.0").encode()
+
+    def pin_widths(self) -> tuple[int, int]:
+        """Pulse widths on D9 and D10 now; 0 = no pulses."""
+        return tuple(w if a else 0 for w, a in zip(self.setpoints, self.attached))  # type: ignore[return-value]
+
+    # ---- input
+    def receive(self, data: bytes) -> bytes:
+        """Feeds received bytes; returns the reply bytes, as the firmware's loop() would send them."""
+        out = bytearray()
+        for c in data:
+            if c == 0x0D:
+                continue
+            if c == 0x0A:
+                if self._too_long:
+                    self._count("overflow")
+                    out += p.error_reply(None, p.ErrorCode.LINE_TOO_LONG).encode()
+                elif self._binary:
+                    self._count("garbage")
+                    out += p.error_reply(None, p.ErrorCode.BAD_FRAME).encode()
+                elif self._line:
+                    out += self._handle_line(bytes(self._line))
+                self._line.clear()
+                self._too_long = self._binary = False
+                continue
+            if len(self._line) >= p.MAX_COMMAND_LINE:
+                self._too_long = True
+                continue
+            if c < 0x20 or c > 0x7E:
+                self._binary = True
+            self._line.append(c)
+        return bytes(out)
+
+    def poll(self) -> bytes:
+        """The watchdog check of loop(); returns an EVT line when it trips."""
+        if self.watchdog_ms == 0 or self._watchdog_tripped or not any(self.attached):
+            return b""
+        if (self._clock_ms() - self._last_valid_ms) % 2**32 < self.watchdog_ms:
+            return b""
+        self._watchdog_tripped = True
+        self._count("watchdog_trips")
+        if self.watchdog_action == "detach":
+            self.attached = [False, False]
+        return p.Event("WDT", self.watchdog_action).encode()
+
+    # ---- internals
+    def _count(self, name: str) -> None:
+        self.counts[name] = (self.counts[name] + 1) % 2**32   # uint32_t on the MCU
+
+    def _reject(self, seq: int | None, code: p.ErrorCode) -> bytes:
+        self._count("rejected")
+        return p.error_reply(seq, code).encode()
+
+    def _ack(self, seq: int) -> bytes:
+        return p.Ack(seq, self.pin_widths()).encode()
+
+    def _handle_line(self, line: bytes) -> bytes:
+        try:
+            p.split_frame(line)
+        except p.FrameError as exc:
+            self._count("garbage" if exc.code == p.ErrorCode.BAD_FRAME else "bad_checksum")
+            return p.error_reply(None, exc.code).encode()
+        # A checksum-valid frame proves the host is alive, even if the command is then refused.
+        self._count("ok")
+        self._last_valid_ms = self._clock_ms()
+        self._watchdog_tripped = False
+        try:
+            cmd = p.decode_command(line)
+        except p.FrameError as exc:
+            return self._reject(exc.seq, exc.code)
+        return self._execute(cmd)
+
+    def _execute(self, cmd: p.Command) -> bytes:
+        seq = cmd.seq
+        if isinstance(cmd, p.Hello):
+            return p.HelloReply(seq, p.PROTOCOL_VERSION, "robohal_planar", "1.0.0", p.SERVO_COUNT,
+                                (tuple(self.limits[0]), tuple(self.limits[1])),  # type: ignore[arg-type]
+                                self.watchdog_ms, self.watchdog_action).encode()
+        if isinstance(cmd, p.Ping):
+            return p.Pong(seq).encode()
+        if isinstance(cmd, p.Set):
+            widths = (cmd.width1_us, cmd.width2_us)
+            for w, (lo, hi) in zip(widths, self.limits):
+                if not lo <= w <= hi:
+                    return self._reject(seq, p.ErrorCode.OUT_OF_LIMITS)
+            self.setpoints = list(widths)
+            self.attached = [True, True]
+            return self._ack(seq)
+        if isinstance(cmd, p.Get):
+            c = self.counts
+            return p.State(seq, tuple(self.setpoints), tuple(self.attached),  # type: ignore[arg-type]
+                           self.watchdog_ms, self.watchdog_action, c["watchdog_trips"], c["ok"],
+                           c["bad_checksum"], c["overflow"], c["garbage"], c["rejected"],
+                           self._clock_ms() % 2**32).encode()
+        if isinstance(cmd, p.Watchdog):
+            self.watchdog_ms, self.watchdog_action = cmd.timeout_ms, cmd.action
+            return p.WatchdogReply(seq, cmd.timeout_ms, cmd.action).encode()
+        if isinstance(cmd, p.Limits):
+            for (lo, hi), sp in zip(cmd.limits, self.setpoints):
+                if lo < p.ENVELOPE_US[0] or hi > p.ENVELOPE_US[1]:
+                    return self._reject(seq, p.ErrorCode.OUT_OF_LIMITS)
+                if sp and not lo <= sp <= hi:   # ATTACH would otherwise output an illegal width
+                    return self._reject(seq, p.ErrorCode.OUT_OF_LIMITS)
+            self.limits = [list(cmd.limits[0]), list(cmd.limits[1])]
+            return p.LimitsReply(seq, cmd.limits).encode()
+        if isinstance(cmd, p.Attach):
+            if not all(self.setpoints):
+                return self._reject(seq, p.ErrorCode.NO_SETPOINT)
+            self.attached = [True, True]
+            return self._ack(seq)
+        if isinstance(cmd, p.Detach):
+            self.attached = [False, False]
+            return self._ack(seq)
+        raise AssertionError(f"unhandled command {cmd!r}")
+
+
+# ---------------------------------------------------------------- the process around the model
+
+_IN_OPEN, _IN_CLOSE_WRITE, _IN_CLOSE_NOWRITE = 0x20, 0x08, 0x10
+
+
+class _OpenWatch:
+    """inotify on the pty slave: counts host opens, so a quick close+reopen is never missed."""
+
+    def __init__(self, path: str) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0 or libc.inotify_add_watch(
+                self.fd, path.encode(), _IN_OPEN | _IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE) < 0:
+            raise OSError(ctypes.get_errno(), "inotify on the pty failed")
+        self.opens = 0
+
+    def read(self) -> int:
+        """Consumes events; returns how many times the open count went from 0 to 1."""
+        first_opens = 0
+        try:
+            data = os.read(self.fd, 4096)
+        except BlockingIOError:
+            return 0
+        pos = 0
+        while pos + 16 <= len(data):
+            _wd, mask, _cookie, length = struct.unpack_from("iIII", data, pos)
+            if mask & _IN_OPEN:
+                if self.opens == 0:
+                    first_opens += 1
+                self.opens += 1
+            if mask & (_IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE) and self.opens > 0:
+                self.opens -= 1
+            pos += 16 + length
+        return first_opens
+
+
+class Emulator:
+    """Runs a FirmwareModel behind a pty with reset-on-open, pulse reports and control lines."""
+
+    def __init__(self, boot_ms: int, watchdog_ms: int, watchdog_action: str) -> None:
+        self.boot_ms = boot_ms
+        self.watchdog_ms = watchdog_ms
+        self.watchdog_action = watchdog_action
+        self.master, self.spare = os.openpty()
+        # The spare slave descriptor stays open: raw settings persist between host sessions and the
+        # line discipline never echoes our output back.
+        tty.setraw(self.spare)
+        attrs = termios.tcgetattr(self.spare)
+        attrs[4] = attrs[5] = termios.B115200
+        termios.tcsetattr(self.spare, termios.TCSANOW, attrs)
+        os.set_blocking(self.master, False)
+        self.slave_path = os.ttyname(self.spare)
+        self.watch = _OpenWatch(self.slave_path)   # before the path is announced
+        self.t0 = time.monotonic()
+        self.model: FirmwareModel | None = None    # None: held in reset
+        self.boot_deadline: float | None = None
+        self.boot_reason = "open"
+        self.reset_at = 0.0
+        self.out = bytearray()
+        self.next_frame = 0.0
+        self.stop = False
+
+    def sim_us(self, t: float | None = None) -> int:
+        return int(((time.monotonic() if t is None else t) - self.t0) * 1e6)
+
+    def _millis(self) -> int:
+        return int((time.monotonic() - self.reset_at) * 1000)
+
+    def hold(self, reason: str) -> None:
+        self.model = None
+        self.out.clear()
+        termios.tcflush(self.spare, termios.TCIOFLUSH)
+        self.boot_deadline = time.monotonic() + self.boot_ms / 1000
+        self.boot_reason = reason
+
+    def release(self) -> None:
+        self.reset_at = time.monotonic()
+        self.model = FirmwareModel(self._millis, self.watchdog_ms, self.watchdog_action)
+        self.boot_deadline = None
+        self.next_frame = time.monotonic()
+        print(f"RESET {self.sim_us()} {self.boot_reason}", flush=True)
+        self.out += self.model.boot_banner()
+
+    def control(self, line: str) -> None:
+        line = line.strip()
+        if line == "QUIT":
+            self.stop = True
+        elif line == "RESET":
+            self.hold("stdin")
+        elif line:
+            print(f"emulator: unknown control line: {line}", file=sys.stderr)
+
+    def run(self) -> None:
+        print(self.slave_path, flush=True)
+        os.set_blocking(0, False)
+        ctl = b""
+        while not self.stop:
+            now = time.monotonic()
+            timeout = 0.1
+            if self.boot_deadline is not None:
+                timeout = max(0.0, min(timeout, self.boot_deadline - now))
+            if self.model is not None:
+                timeout = max(0.0, min(0.005, self.next_frame - now))
+            wants_write = [self.master] if self.out else []
+            try:
+                readable, writable, _ = select.select([0, self.watch.fd, self.master], wants_write, [], timeout)
+            except InterruptedError:
+                continue
+            if 0 in readable:
+                try:
+                    data = os.read(0, 4096)
+                except BlockingIOError:
+                    data = None
+                if data == b"":
+                    break                      # stdin closed: our owner is gone
+                if data:
+                    ctl += data
+                    *lines, ctl = ctl.split(b"\n")
+                    for raw in lines:
+                        self.control(raw.decode("ascii", "replace"))
+                    ctl = ctl[-256:]
+            if self.watch.fd in readable and self.watch.read():
+                self.hold("open")
+            if self.boot_deadline is not None and time.monotonic() >= self.boot_deadline:
+                self.release()
+            if self.master in readable:
+                try:
+                    data = os.read(self.master, 4096)
+                except (BlockingIOError, OSError):
+                    data = b""
+                if self.model is not None:     # a held MCU (bootloader) hears nothing
+                    self.out += self.model.receive(data)
+            if self.model is not None:
+                self.out += self.model.poll()
+                self._frames()
+            if self.out:
+                try:
+                    n = os.write(self.master, self.out)
+                    del self.out[:n]
+                except BlockingIOError:
+                    if self.watch.opens == 0 or len(self.out) > 65536:
+                        self.out.clear()       # nobody listening: the bytes fall off the wire
+        sys.stdout.flush()
+
+    def _frames(self) -> None:
+        """One PULSE line per attached servo per 20 ms frame; a late loop skips frames."""
+        now = time.monotonic()
+        if now < self.next_frame:
+            return
+        widths = self.model.pin_widths() if self.model else (0, 0)
+        t = self.sim_us(self.next_frame)
+        for pin, w in zip(p.SERVO_PINS, widths):
+            if w:
+                print(f"PULSE {t} {pin} {w:.4f}")
+        sys.stdout.flush()
+        self.next_frame += FRAME_US / 1e6
+        if self.next_frame < now:
+            self.next_frame = now + FRAME_US / 1e6
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m robohal_arduino_planar.emulator", description=__doc__.split("\n")[0])
+    parser.add_argument("--boot-ms", type=int, default=300, help="reset hold after open/RESET (default 300)")
+    parser.add_argument("--watchdog-ms", type=int, default=p.DEFAULT_WATCHDOG_MS, help="power-up watchdog timeout")
+    parser.add_argument("--watchdog-action", choices=p.WATCHDOG_ACTIONS, default=p.DEFAULT_WATCHDOG_ACTION)
+    parser.add_argument("--realtime", action="store_true", help="accepted for harness compatibility")
+    parser.add_argument("--fast", action="store_true", help="accepted for harness compatibility")
+    args = parser.parse_args(argv)
+    emulator = Emulator(args.boot_ms, args.watchdog_ms, args.watchdog_action)
+
+    def on_signal(signum: int, frame: object) -> None:
+        emulator.stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        emulator.run()
+    except BrokenPipeError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,537 @@
+"""Codec of the robohal planar-arm serial line protocol (version 1); see PROTOCOL.md.
+
+Pure functions and frozen dataclasses, no I/O. A frame is one ASCII line::
+
+    <WORD> <seq|-> <fields...> *<CC>\\n
+
+where ``CC`` is the CRC-8 (polynomial 0x07, init 0, CRC-8/SMBUS) of every byte before the ``*``,
+as two hex digits. Hosts send commands (:func:`encode_command` or ``Command.encode()``) and decode
+replies with :func:`decode_reply`; the firmware emulator decodes commands with
+:func:`decode_command`, which refuses a frame exactly as the firmware does.
+
+Every decoder raises :class:`FrameError` (a ``ValueError``) on bad input, whatever the bytes are.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from dataclasses import dataclass
+from typing import Union
+
+PROTOCOL_VERSION = 1
+BAUDRATE = 115200
+MAX_COMMAND_LINE = 48          # bytes of a command line without its newline; longer -> LINE_TOO_LONG
+MAX_REPLY_LINE = 160           # replies are at most this long, newline included
+MAX_TOKENS = 8
+SEQ_MODULO = 65536             # sequence numbers are 0..65535 and wrap
+ENVELOPE_US = (500, 2500)      # no limit configuration can leave this
+DEFAULT_LIMITS_US = (1000, 2000)
+WATCHDOG_RANGE_MS = (50, 60000)  # or 0 = off
+DEFAULT_WATCHDOG_MS = 1000
+DEFAULT_WATCHDOG_ACTION = "detach"
+WATCHDOG_ACTIONS = ("hold", "detach")
+SERVO_COUNT = 2
+SERVO_PINS = (9, 10)
+
+
+class ErrorCode(enum.IntEnum):
+    """Error codes of ``ERR`` replies; the name is sent along with the number."""
+
+    BAD_CHECKSUM = 1   # CRC mismatch; the frame is ignored and its seq not trusted
+    UNKNOWN_CMD = 2    # valid frame, unknown command word
+    BAD_ARGS = 3       # wrong argument count or syntax, missing/bad seq, min >= max, bad watchdog value
+    OUT_OF_LIMITS = 4  # a width outside the servo's limits, or limits outside the envelope
+    LINE_TOO_LONG = 5  # more than MAX_COMMAND_LINE bytes before the newline
+    BAD_FRAME = 6      # no "*CC" trailer, or bytes outside printable ASCII
+    NO_SETPOINT = 7    # ATTACH before any SET since reset
+
+
+class FrameError(ValueError):
+    """A line that is not a valid frame. ``code`` is the error the firmware answers it with."""
+
+    def __init__(self, code: ErrorCode, message: str, seq: int | None = None) -> None:
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.seq = seq
+
+
+# ---------------------------------------------------------------- framing
+
+
+def crc8(data: bytes) -> int:
+    """CRC-8/SMBUS: polynomial 0x07, initial value 0, no reflection, no final xor."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x07) & 0xFF if crc & 0x80 else (crc << 1) & 0xFF
+    return crc
+
+
+def encode_frame(*tokens: object) -> bytes:
+    """Joins tokens with spaces and appends the checksum trailer and newline."""
+    body = (" ".join(str(t) for t in tokens) + " ").encode("ascii")
+    return body + b"*%02X\n" % crc8(body)
+
+
+def split_frame(line: bytes) -> list[str]:
+    """Checks a line's trailer and checksum and returns its tokens.
+
+    ``line`` may end in ``\\n`` or ``\\r\\n``. Raises FrameError (BAD_FRAME or BAD_CHECKSUM).
+    """
+    if not isinstance(line, (bytes, bytearray)):
+        raise TypeError("a frame is bytes")
+    line = bytes(line).rstrip(b"\n").rstrip(b"\r")
+    if any(b < 0x20 or b > 0x7E for b in line):
+        raise FrameError(ErrorCode.BAD_FRAME, "bytes outside printable ASCII")
+    star = line.rfind(b"*")
+    trailer = line[star + 1:] if star >= 0 else b""
+    if star < 0 or len(trailer) != 2 or any(c not in b"0123456789abcdefABCDEF" for c in trailer):
+        raise FrameError(ErrorCode.BAD_FRAME, "missing '*CC' checksum trailer")
+    body = line[:star]
+    if crc8(body) != int(trailer, 16):
+        raise FrameError(ErrorCode.BAD_CHECKSUM, f"checksum {trailer.decode()} != {crc8(body):02X}")
+    return body.decode("ascii").split()
+
+
+def parse_u16(token: str) -> int:
+    """Decimal 0..65535, digits only (as the firmware parses); raises ValueError."""
+    if not (1 <= len(token) <= 5) or not all("0" <= c <= "9" for c in token):
+        raise ValueError(f"not a decimal 0..65535: {token!r}")
+    value = int(token)
+    if value > 65535:
+        raise ValueError(f"not a decimal 0..65535: {token!r}")
+    return value
+
+
+def _seq_token(seq: int | None) -> str:
+    return "-" if seq is None else str(seq)
+
+
+def _check_seq(seq: int) -> None:
+    if not 0 <= seq < SEQ_MODULO:
+        raise ValueError(f"seq must be 0..65535, got {seq}")
+
+
+# ---------------------------------------------------------------- commands (host -> firmware)
+
+
+@dataclass(frozen=True)
+class Hello:
+    """Version query; answered with HelloReply."""
+
+    seq: int
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("HELLO", self.seq)
+
+
+@dataclass(frozen=True)
+class Ping:
+    """Liveness check (also feeds the watchdog); answered with Pong."""
+
+    seq: int
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("PING", self.seq)
+
+
+@dataclass(frozen=True)
+class Set:
+    """Pulse widths for servo 1 (D9) and servo 2 (D10) in microseconds; attaches both. Ack."""
+
+    seq: int
+    width1_us: int
+    width2_us: int
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("SET", self.seq, int(self.width1_us), int(self.width2_us))
+
+
+@dataclass(frozen=True)
+class Get:
+    """State query; answered with State."""
+
+    seq: int
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("GET", self.seq)
+
+
+@dataclass(frozen=True)
+class Watchdog:
+    """Host-silence watchdog: timeout in ms (0 = off, else 50..60000) and action hold|detach."""
+
+    seq: int
+    timeout_ms: int
+    action: str
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("WDOG", self.seq, int(self.timeout_ms), self.action)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Pulse limits per servo, ((min1, max1), (min2, max2)) in us, within ENVELOPE_US."""
+
+    seq: int
+    limits: tuple[tuple[int, int], tuple[int, int]]
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        (a, b), (c, d) = self.limits
+        return encode_frame("LIMITS", self.seq, int(a), int(b), int(c), int(d))
+
+
+@dataclass(frozen=True)
+class Attach:
+    """Re-attach both servos at their last SET widths. Ack, or NO_SETPOINT."""
+
+    seq: int
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("ATTACH", self.seq)
+
+
+@dataclass(frozen=True)
+class Detach:
+    """Stop the pulses on both pins (servos go limp). Ack with widths 0."""
+
+    seq: int
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("DETACH", self.seq)
+
+
+Command = Union[Hello, Ping, Set, Get, Watchdog, Limits, Attach, Detach]
+
+
+def encode_command(command: Command) -> bytes:
+    """The wire bytes of a command, newline included."""
+    return command.encode()
+
+
+def decode_command(line: bytes) -> Command:
+    """Decodes a command line as the firmware does, refusing it with the firmware's error code.
+
+    Checks in firmware order: trailer, checksum, token count and seq, command word, arguments.
+    State-dependent checks (widths against limits, limits against envelope and setpoints,
+    ATTACH without a setpoint) are the receiver's job. The seq of the FrameError is set once the
+    frame's checksum and seq were valid.
+    """
+    if len(bytes(line).rstrip(b"\n").rstrip(b"\r")) > MAX_COMMAND_LINE:
+        raise FrameError(ErrorCode.LINE_TOO_LONG, f"more than {MAX_COMMAND_LINE} bytes")
+    tokens = split_frame(line)
+    if len(tokens) > MAX_TOKENS:
+        raise FrameError(ErrorCode.BAD_ARGS, "too many tokens")
+    try:
+        seq = parse_u16(tokens[1]) if len(tokens) >= 2 else None
+    except ValueError:
+        seq = None
+    if seq is None:
+        raise FrameError(ErrorCode.BAD_ARGS, "missing or bad sequence number")
+    word, args = tokens[0], tokens[2:]
+
+    def need(n: int) -> None:
+        if len(args) != n:
+            raise FrameError(ErrorCode.BAD_ARGS, f"{word} takes {n} arguments", seq)
+
+    def number(token: str) -> int:
+        try:
+            return parse_u16(token)
+        except ValueError as exc:
+            raise FrameError(ErrorCode.BAD_ARGS, str(exc), seq) from None
+
+    if word == "HELLO":
+        need(0)
+        return Hello(seq)
+    if word == "PING":
+        need(0)
+        return Ping(seq)
+    if word == "SET":
+        need(2)
+        return Set(seq, number(args[0]), number(args[1]))
+    if word == "GET":
+        need(0)
+        return Get(seq)
+    if word == "WDOG":
+        need(2)
+        timeout = number(args[0])
+        if args[1] not in WATCHDOG_ACTIONS:
+            raise FrameError(ErrorCode.BAD_ARGS, "watchdog action is hold or detach", seq)
+        if timeout != 0 and not WATCHDOG_RANGE_MS[0] <= timeout <= WATCHDOG_RANGE_MS[1]:
+            raise FrameError(ErrorCode.BAD_ARGS, "watchdog timeout is 0 or 50..60000 ms", seq)
+        return Watchdog(seq, timeout, args[1])
+    if word == "LIMITS":
+        need(4)
+        v = [number(a) for a in args]
+        if v[0] >= v[1] or v[2] >= v[3]:
+            raise FrameError(ErrorCode.BAD_ARGS, "each min must be below its max", seq)
+        return Limits(seq, ((v[0], v[1]), (v[2], v[3])))
+    if word == "ATTACH":
+        need(0)
+        return Attach(seq)
+    if word == "DETACH":
+        need(0)
+        return Detach(seq)
+    raise FrameError(ErrorCode.UNKNOWN_CMD, f"unknown command {word!r}", seq)
+
+
+# ---------------------------------------------------------------- replies (firmware -> host)
+
+
+@dataclass(frozen=True)
+class HelloReply:
+    seq: int
+    protocol: int
+    firmware: str
+    version: str
+    servos: int
+    limits: tuple[tuple[int, int], tuple[int, int]]
+    watchdog_ms: int
+    watchdog_action: str
+
+    def encode(self) -> bytes:
+        (a, b), (c, d) = self.limits
+        return encode_frame("HELLO", self.seq, self.protocol, self.firmware, self.version, self.servos,
+                            a, b, c, d, self.watchdog_ms, self.watchdog_action)
+
+
+@dataclass(frozen=True)
+class Pong:
+    seq: int
+
+    def encode(self) -> bytes:
+        return encode_frame("PONG", self.seq)
+
+
+@dataclass(frozen=True)
+class Ack:
+    """Widths now on the pins after SET/ATTACH/DETACH; 0 = that servo has no pulses."""
+
+    seq: int
+    widths_us: tuple[int, int]
+
+    def encode(self) -> bytes:
+        return encode_frame("ACK", self.seq, *self.widths_us)
+
+
+@dataclass(frozen=True)
+class State:
+    """GET reply. Setpoints are 0 until the first SET; counters wrap modulo 2**32."""
+
+    seq: int
+    setpoints_us: tuple[int, int]
+    attached: tuple[bool, bool]
+    watchdog_ms: int
+    watchdog_action: str
+    watchdog_trips: int
+    frames_ok: int
+    bad_checksum: int
+    overflow: int
+    garbage: int
+    rejected: int
+    uptime_ms: int
+
+    def encode(self) -> bytes:
+        return encode_frame("STATE", self.seq, *self.setpoints_us, *(int(a) for a in self.attached),
+                            self.watchdog_ms, self.watchdog_action, self.watchdog_trips, self.frames_ok,
+                            self.bad_checksum, self.overflow, self.garbage, self.rejected, self.uptime_ms)
+
+
+@dataclass(frozen=True)
+class WatchdogReply:
+    seq: int
+    timeout_ms: int
+    action: str
+
+    def encode(self) -> bytes:
+        return encode_frame("WDOG", self.seq, self.timeout_ms, self.action)
+
+
+@dataclass(frozen=True)
+class LimitsReply:
+    seq: int
+    limits: tuple[tuple[int, int], tuple[int, int]]
+
+    def encode(self) -> bytes:
+        (a, b), (c, d) = self.limits
+        return encode_frame("LIMITS", self.seq, a, b, c, d)
+
+
+@dataclass(frozen=True)
+class ErrorReply:
+    """``seq`` is None when the firmware could not trust the frame's seq (``-`` on the wire)."""
+
+    seq: int | None
+    code: int
+    name: str
+
+    def encode(self) -> bytes:
+        return encode_frame("ERR", _seq_token(self.seq), self.code, self.name)
+
+
+@dataclass(frozen=True)
+class Boot:
+    """Unsolicited banner after reset (may be lost: pyserial's open flushes input)."""
+
+    protocol: int
+    firmware: str
+    version: str
+
+    seq = None
+
+    def encode(self) -> bytes:
+        return encode_frame("BOOT", "-", self.protocol, self.firmware, self.version)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Unsolicited event; version 1 has ``WDT hold|detach`` (the watchdog tripped)."""
+
+    kind: str
+    detail: str
+
+    seq = None
+
+    def encode(self) -> bytes:
+        return encode_frame("EVT", "-", self.kind, self.detail)
+
+
+Reply = Union[HelloReply, Pong, Ack, State, WatchdogReply, LimitsReply, ErrorReply, Boot, Event]
+
+
+def _u32(token: str) -> int:
+    if not (1 <= len(token) <= 10) or not token.isdigit() or not token.isascii() or int(token) > 0xFFFFFFFF:
+        raise ValueError(f"not a decimal 0..2**32-1: {token!r}")
+    return int(token)
+
+
+def _flag(token: str) -> bool:
+    if token not in ("0", "1"):
+        raise ValueError(f"not 0 or 1: {token!r}")
+    return token == "1"
+
+
+def _action(token: str) -> str:
+    if token not in WATCHDOG_ACTIONS:
+        raise ValueError(f"not a watchdog action: {token!r}")
+    return token
+
+
+def decode_reply(line: bytes) -> Reply:
+    """Decodes one reply line (with or without its newline). Raises FrameError on anything else."""
+    if len(line) > MAX_REPLY_LINE:
+        raise FrameError(ErrorCode.LINE_TOO_LONG, f"reply longer than {MAX_REPLY_LINE} bytes")
+    tokens = split_frame(line)
+    if len(tokens) < 2:
+        raise FrameError(ErrorCode.BAD_FRAME, "a reply has a word and a seq")
+    word, seq_token, f = tokens[0], tokens[1], tokens[2:]
+    try:
+        seq = None if seq_token == "-" else parse_u16(seq_token)
+
+        def fields(n: int) -> None:
+            if len(f) != n:
+                raise ValueError(f"{word} has {n} fields, got {len(f)}")
+
+        def numbered() -> int:
+            if seq is None:
+                raise ValueError(f"{word} needs a seq")
+            return seq
+
+        if word == "HELLO":
+            fields(10)
+            return HelloReply(numbered(), parse_u16(f[0]), f[1], f[2], parse_u16(f[3]),
+                              ((parse_u16(f[4]), parse_u16(f[5])), (parse_u16(f[6]), parse_u16(f[7]))),
+                              parse_u16(f[8]), _action(f[9]))
+        if word == "PONG":
+            fields(0)
+            return Pong(numbered())
+        if word == "ACK":
+            fields(2)
+            return Ack(numbered(), (parse_u16(f[0]), parse_u16(f[1])))
+        if word == "STATE":
+            fields(13)
+            return State(numbered(), (parse_u16(f[0]), parse_u16(f[1])), (_flag(f[2]), _flag(f[3])),
+                         parse_u16(f[4]), _action(f[5]), *(_u32(x) for x in f[6:13]))
+        if word == "WDOG":
+            fields(2)
+            return WatchdogReply(numbered(), parse_u16(f[0]), _action(f[1]))
+        if word == "LIMITS":
+            fields(4)
+            v = [parse_u16(x) for x in f]
+            return LimitsReply(numbered(), ((v[0], v[1]), (v[2], v[3])))
+        if word == "ERR":
+            fields(2)
+            return ErrorReply(seq, parse_u16(f[0]), f[1])
+        if word == "BOOT":
+            fields(3)
+            return Boot(parse_u16(f[0]), f[1], f[2])
+        if word == "EVT":
+            fields(2)
+            return Event(f[0], f[1])
+    except ValueError as exc:
+        raise FrameError(ErrorCode.BAD_ARGS, f"{word}: {exc}") from None
+    raise FrameError(ErrorCode.UNKNOWN_CMD, f"unknown reply {word!r}")
+
+
+def error_reply(seq: int | None, code: ErrorCode) -> ErrorReply:
+    """The ERR reply the firmware sends for ``code``."""
+    return ErrorReply(seq, int(code), code.name)
+
+
+# ---------------------------------------------------------------- byte stream -> lines
+
+
+class LineSplitter:
+    """Splits a byte stream into lines; a line longer than ``max_len`` is returned truncated
+    (and then fails decoding) rather than growing without bound."""
+
+    def __init__(self, max_len: int = MAX_REPLY_LINE) -> None:
+        self._buf = bytearray()
+        self._max_len = max_len
+        self._overlong = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        data = bytes(data)
+        lines = []
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                self._append(data[start:])
+                return lines
+            self._append(data[start:nl])
+            if self._buf or self._overlong:
+                lines.append(bytes(self._buf) + (b"~" if self._overlong else b""))
+            self._buf.clear()
+            self._overlong = False
+            start = nl + 1
+
+    def _append(self, part: bytes) -> None:
+        room = self._max_len - len(self._buf)
+        if len(part) > room:
+            self._overlong = True
+            part = part[:max(room, 0)]
+        self._buf += part
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m robohal_arduino_planar.protocol PING 1`` prints the framed line (for terminals)."""
+    if not argv:
+        print("usage: python -m robohal_arduino_planar.protocol WORD SEQ [ARGS...]", file=sys.stderr)
+        return 2
+    sys.stdout.write(encode_frame(*argv).decode("ascii"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))
