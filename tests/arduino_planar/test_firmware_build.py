@@ -1,0 +1,81 @@
+"""Building the firmware and the harness with make, and the toolchain check."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from robohal_arduino_planar import firmware
+
+
+def test_toolchain_missing_names_the_install_command(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))          # no avr-gcc, no make, no cc
+    message = firmware.toolchain_missing()
+    assert message is not None and "avr-gcc" in message and "make avr-deps" in message
+
+
+def test_plugin_dir_is_found_and_overridable(monkeypatch, tmp_path):
+    monkeypatch.delenv("ROBOHAL_ARDUINO_DIR", raising=False)
+    assert (firmware.plugin_dir() / "Makefile").is_file()
+    assert (firmware.sketch_dir() / "robohal_planar.ino").is_file()
+    monkeypatch.setenv("ROBOHAL_ARDUINO_DIR", str(tmp_path))
+    assert firmware.plugin_dir() == tmp_path.resolve()
+    assert firmware.build_dir() == tmp_path.resolve() / "build"
+
+
+def _make(target: str) -> list[str]:
+    proc = subprocess.run(["make", "-s", "-C", str(firmware.plugin_dir()), target], capture_output=True,
+                          text=True, timeout=300, check=True)
+    return proc.stdout.splitlines()
+
+
+def test_make_firmware_prints_the_elf_path_last_and_is_incremental(firmware_build):
+    elf, _ = firmware_build
+    assert elf.is_absolute() and elf.suffix == ".elf" and elf.is_file()
+    before = elf.stat().st_mtime_ns
+    lines = _make("firmware")
+    assert lines == [str(elf)]                           # nothing rebuilt, nothing else said
+    assert elf.stat().st_mtime_ns == before
+    assert (elf.parent / "robohal_planar.hex").is_file()
+
+
+def test_make_harness_prints_its_path_last(firmware_build):
+    _, harness = firmware_build
+    assert _make("harness") == [str(harness)]
+    assert os.access(harness, os.X_OK)
+
+
+def test_firmware_fits_an_uno(firmware_build):
+    elf, _ = firmware_build
+    sizes = subprocess.run(["avr-size", "-A", str(elf)], capture_output=True, text=True, timeout=30,
+                           check=True).stdout
+    section = {parts[0]: int(parts[1]) for parts in (line.split() for line in sizes.splitlines())
+               if len(parts) >= 2 and parts[0].startswith(".") and parts[1].isdigit()}
+    flash = section[".text"] + section.get(".data", 0)
+    ram = section.get(".data", 0) + section.get(".bss", 0)
+    assert flash <= 32256                                # boards.txt upload.maximum_size
+    assert ram <= 2048 - 512                             # leave at least 512 bytes for the stack
+
+
+def test_sketch_compiles_without_warnings(firmware_build):
+    core = "/usr/share/arduino/hardware/arduino/avr"
+    sketch = firmware.sketch_dir() / "robohal_planar.ino"
+    proc = subprocess.run(
+        ["avr-g++", "-fsyntax-only", "-x", "c++", "-std=gnu++11", "-fpermissive", "-fno-exceptions",
+         "-Wall", "-Wextra", "-mmcu=atmega328p",
+         "-DF_CPU=16000000L", "-DARDUINO=10807", "-DARDUINO_AVR_UNO", "-DARDUINO_ARCH_AVR",
+         f"-I{core}/cores/arduino", f"-I{core}/variants/standard", str(sketch)],
+        capture_output=True, text=True, timeout=120, check=False)
+    # Only our own files count: the core's headers have warnings of their own.
+    ours = [line for line in proc.stderr.splitlines()
+            if line.startswith(str(firmware.sketch_dir())) and "warning:" in line]
+    assert proc.returncode == 0 and not ours, proc.stderr
+
+
+def test_build_helpers_return_paths(firmware_build):
+    assert firmware.build_firmware() == firmware_build[0]
+    assert firmware.build_harness() == firmware_build[1]
+    assert Path(firmware_build[0]).parent == firmware.build_dir()
