@@ -69,7 +69,7 @@ static uint8_t crc8(const char *data, uint8_t len) {
 }
 
 // ---- reply building: "<TYPE> <seq|-> <fields...> *<CC>\n" ----
-static char out[120];
+static char out[136];                          // the longest reply, STATE, is at most 120 bytes
 static uint8_t outLen = 0;
 
 static void outText(const char *s) {
