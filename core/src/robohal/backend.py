@@ -229,6 +229,10 @@ class Backend(ABC):
             state = self._cycle(q)
             if recorder is not None:
                 recorder.add(state, q)
+        for _ in range(3):  # settle the command history at rest
+            state = self._cycle(q)
+            if recorder is not None:
+                recorder.add(state, q)
 
     def stop(self) -> None:
         """Stop the running motion (decelerating within the limits) and hold."""

@@ -239,7 +239,9 @@ class Registry:
 
     def plugins(self) -> list[PluginInfo]:
         infos = []
-        for name, _plugin in sorted(self.plugin_manager.list_name_plugin()):
+        for name, plugin in sorted(self.plugin_manager.list_name_plugin(), key=lambda item: item[0]):
+            if plugin is None:  # blocked (disabled) names stay registered as None
+                continue
             dist, version = self._origins.get(name, (None, None))
             infos.append(
                 PluginInfo(

@@ -1,0 +1,247 @@
+"""The ``robohal`` command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+import numpy as np
+
+from . import __version__, spatial
+from .errors import RobohalError
+from .plugins import default_registry
+
+USER_ERRORS = (RobohalError, ValueError, LookupError)
+
+
+class RobohalGroup(click.Group):
+    """Turns user errors into one clear line and exit status 2, no traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except USER_ERRORS as exc:
+            click.echo(f"robohal: error: {exc}", err=True)
+            sys.exit(2)
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _table(title: str, columns: Sequence[str]):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
+@click.group(cls=RobohalGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="robohal")
+def main() -> None:
+    """robohal: one API for robot arms. Models and backends come from plugins."""
+
+
+# Plugins and models -------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def plugins(as_json: bool) -> None:
+    """Installed plugins and what each registers."""
+    registry = default_registry()
+    infos = registry.plugins()
+    if as_json:
+        payload = {
+            "plugins": [info.__dict__ for info in infos],
+            "failed": [failure.__dict__ for failure in registry.failures.values()],
+        }
+        click.echo(json.dumps(payload, indent=2, default=list))
+        return
+    table = _table("robohal plugins", ["plugin", "distribution", "version", "models", "backends"])
+    for info in infos:
+        table.add_row(info.name, info.distribution or "-", info.version or "-",
+                      ", ".join(info.models) or "-", ", ".join(info.backends) or "-")
+    console = _console()
+    console.print(table)
+    for failure in registry.failures.values():
+        console.print(f"[red]failed to load plugin {failure.name!r}[/red] ({failure.distribution or '?'}): {failure.error}")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def models(as_json: bool) -> None:
+    """Registered robot models."""
+    specs = default_registry().models()
+    if as_json:
+        click.echo(json.dumps([{"name": s.name, "dof": s.dof, "plugin": s.plugin, "description": s.description,
+                                "tags": list(s.tags)} for s in specs], indent=2))
+        return
+    table = _table("robohal models", ["model", "dof", "plugin", "description"])
+    for spec in specs:
+        table.add_row(spec.name, str(spec.dof), spec.plugin or "-", spec.description)
+    _console().print(table)
+
+
+# Kinematics -------------------------------------------------------------------------------
+
+
+def _parse_floats(values: Sequence[str], what: str) -> np.ndarray:
+    try:
+        array = np.array([float(v) for v in values])
+    except ValueError:
+        raise click.BadParameter(f"{what} must be numbers, got {' '.join(values)}") from None
+    if not np.isfinite(array).all():
+        raise RobohalError(f"{what} contains NaN or inf")
+    return array
+
+
+def _pose_summary(pose: np.ndarray) -> dict[str, Any]:
+    xyz, quat = spatial.pose_to_xyz_quat(pose)
+    return {
+        "xyz_m": xyz.tolist(),
+        "quat_wxyz": quat.tolist(),
+        "rpy_deg": np.degrees(spatial.matrix_to_rpy(pose[:3, :3])).tolist(),
+        "matrix": pose.tolist(),
+    }
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("model")
+@click.argument("joints", nargs=-1, required=True)
+@click.option("--deg", is_flag=True, help="Joints are in degrees (default radians).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def fk(model: str, joints: Sequence[str], deg: bool, as_json: bool) -> None:
+    """Forward kinematics: the flange pose of MODEL at JOINTS."""
+    kin = default_registry().get_model(model)
+    q = _parse_floats(joints, "joints")
+    if q.shape != (kin.dof,):
+        raise RobohalError(f"{model} has {kin.dof} joints; got {q.size} values")
+    if deg:
+        q = np.radians(q)
+    pose = kin.forward(q)
+    summary = _pose_summary(pose)
+    margin = float(kin.limits.margin(q))
+    summary["joints_rad"] = q.tolist()
+    summary["within_limits"] = bool(margin >= 0)
+    if as_json:
+        click.echo(json.dumps({"model": model, **summary}, indent=2))
+        return
+    x, y, z = summary["xyz_m"]
+    w, qx, qy, qz = summary["quat_wxyz"]
+    r, p, yw = summary["rpy_deg"]
+    click.echo(f"model    {model}")
+    click.echo(f"joints   {' '.join(f'{v:.6f}' for v in q)} rad")
+    click.echo(f"xyz      {x:.6f} {y:.6f} {z:.6f} m")
+    click.echo(f"quat     {w:.6f} {qx:.6f} {qy:.6f} {qz:.6f} (w x y z)")
+    click.echo(f"rpy      {r:.4f} {p:.4f} {yw:.4f} deg")
+    if margin < 0:
+        click.echo("warning  these joints are outside the model's limits", err=True)
+
+
+@main.command()
+@click.argument("model")
+@click.option("--xyz", nargs=3, type=float, required=True, help="Target position, metres.")
+@click.option("--quat", nargs=4, type=float, help="Target orientation as a quaternion w x y z.")
+@click.option("--rpy", nargs=3, type=float, help="Target orientation as roll pitch yaw, degrees.")
+@click.option("--all", "show_all", is_flag=True, help="Every solution, not only the best.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def ik(model: str, xyz: tuple[float, float, float], quat: tuple[float, ...] | None,
+       rpy: tuple[float, float, float] | None, show_all: bool, as_json: bool) -> None:
+    """Inverse kinematics: joint solutions of MODEL that reach a pose."""
+    kin = default_registry().get_model(model)
+    if quat and rpy:
+        raise RobohalError("give the orientation once: --quat or --rpy")
+    if quat:
+        pose = spatial.pose_from_xyz_quat(xyz, quat)
+    elif rpy:
+        pose = spatial.pose_from_xyz_rpy(xyz, np.radians(rpy))
+    elif kin.position_only:
+        pose = spatial.from_translation(xyz)
+    else:
+        raise RobohalError(f"{model} needs an orientation: --quat W X Y Z or --rpy R P Y")
+    solutions = kin.inverse(pose)
+    rows = np.asarray(solutions) if show_all else np.asarray(solutions)[:1]
+    label = getattr(kin, "solution_label", None)
+    labels = [label(q) if callable(label) else "" for q in rows]
+    if as_json:
+        click.echo(json.dumps({
+            "model": model, "reachable": bool(len(solutions)), "reason": solutions.reason,
+            "solutions": [{"rad": q.tolist(), "deg": np.degrees(q).tolist(), "branch": b} for q, b in zip(rows, labels, strict=True)],
+        }, indent=2))
+        if not len(solutions):
+            sys.exit(1)
+        return
+    if not len(solutions):
+        click.echo(f"unreachable: {solutions.reason}")
+        sys.exit(1)
+    joint_names = [f"j{i + 1}" for i in range(kin.dof)]
+    table = _table(f"{model}: {len(solutions)} solution(s)" + ("" if show_all else ", best shown (--all for every one)"),
+                   ["#", "branch", "unit", *joint_names])
+    for i, (q, branch) in enumerate(zip(rows, labels, strict=True)):
+        table.add_row(str(i + 1), branch or "-", "deg", *(f"{v:.4f}" for v in np.degrees(q)))
+        table.add_row("", "", "rad", *(f"{v:.6f}" for v in q))
+    _console().print(table)
+
+
+# Simulators, HIL, demo ---------------------------------------------------------------------
+
+
+class SimulatorGroup(click.Group):
+    """``robohal sim SCHEME ...``: the bundled simulators that plugins provide."""
+
+    def _commands(self) -> dict[str, click.Command]:
+        found = {}
+        for spec in default_registry().backends():
+            if spec.simulator is not None and spec.simulator.command is not None:
+                found[spec.scheme] = spec.simulator.command
+        return found
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(self._commands())
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        commands = self._commands()
+        if name not in commands:
+            from .errors import UnknownNameError
+
+            raise UnknownNameError("simulator", name, list(commands))
+        return commands[name]
+
+
+@main.group(cls=SimulatorGroup)
+def sim() -> None:
+    """Run a backend's bundled simulator in the foreground (loopback only)."""
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("--target", "targets", multiple=True, metavar="URI", help="Robot URI (repeatable); default: every bundled simulator.")
+@click.option("--report", type=click.Path(file_okay=False), help="Write JUnit XML and a Markdown report here.")
+@click.option("--suite", type=click.Path(exists=True), help="HIL test folder (default: ./hil, else the packaged contract suite).")
+@click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
+def hil(targets: Sequence[str], report: str | None, suite: str | None, pytest_args: Sequence[str]) -> None:
+    """Run the HIL suites against robot URIs (extra arguments go to pytest)."""
+    from .hil_runner import run_hil
+
+    sys.exit(run_hil(targets, report=report, suite=suite, pytest_args=pytest_args))
+
+
+@main.command()
+@click.option("--out", type=click.Path(file_okay=False), default="robohal-demo", show_default=True,
+              help="Folder for the plots and summary.")
+def demo(out: str) -> None:
+    """Drive the bundled simulators through a short task each and summarise."""
+    from .demo import run_demo
+
+    sys.exit(run_demo(out))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

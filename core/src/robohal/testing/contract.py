@@ -1,0 +1,182 @@
+"""The backend contract suite: what every robohal backend must do.
+
+Subclass :class:`BackendContract` in a test module and run pytest with
+``--hil-target URI`` (or with no option: every bundled simulator)::
+
+    from robohal.testing.contract import BackendContract
+
+    class TestContract(BackendContract):
+        pass
+
+Each test uses the ``robot`` / ``hil_target`` fixtures of the robohal pytest
+plugin. Moves are small (a few degrees, at a fraction of the limits) and head
+towards the middle of the joint ranges, so the suite is safe on a real robot
+in a clear cell.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from ..errors import LimitViolation, RobohalError
+from ..kinematics import Kinematics
+from ..motion import Hold, Robot
+from ..state import Array, RobotState
+from .target import HilTarget
+
+SMALL_MOVE = np.radians(3.0)  # rad per joint
+HOLD_CYCLES = 25
+
+
+class InjectedError(RuntimeError):
+    """Raised on purpose inside a control cycle by :class:`FailingMotion`."""
+
+
+class FailingMotion:
+    """Holds still for ``cycles`` cycles, then raises inside the control loop.
+    Module-level and picklable, so backends that run motions in another process
+    can run it too."""
+
+    def __init__(self, cycles: int = 5) -> None:
+        self.cycles = cycles
+
+    def start(self, state: RobotState, commanded: Array, model: Kinematics, period: float) -> None:
+        self._q = np.array(commanded)
+        self._left = self.cycles
+
+    def step(self, state: RobotState) -> Array | None:
+        if self._left <= 0:
+            raise InjectedError("raised inside a control cycle on purpose")
+        self._left -= 1
+        return self._q
+
+
+def small_target(robot: Robot, size: float = SMALL_MOVE) -> Array:
+    """Joints ``size`` rad from the commanded ones, each towards the middle of its range."""
+    limits = robot.model.limits
+    start = robot.backend.commanded
+    direction = np.where(start <= limits.centre, 1.0, -1.0)
+    return limits.clip(start + direction * size)
+
+
+def settle(robot: Robot, target: Array, tolerance: float, timeout: float) -> RobotState:
+    """Hold and wait until the measured joints are within ``tolerance`` of ``target``."""
+    deadline = time.monotonic() + timeout
+    state = robot.state
+    while time.monotonic() < deadline:
+        state = robot.backend.cycle()
+        if np.abs(state.q - target).max() <= tolerance:
+            break
+    return state
+
+
+class BackendContract:
+    """The contract every backend must pass (run it with the robohal pytest plugin)."""
+
+    def test_connect_reports_state(self, robot: Robot) -> None:
+        state = robot.state
+        assert isinstance(state, RobotState)
+        assert state.q.shape == (robot.model.dof,)
+        assert state.dq.shape == (robot.model.dof,)
+        assert np.isfinite(state.q).all() and np.isfinite(state.dq).all()
+        assert np.isfinite(state.time)
+
+    def test_state_in_radians_within_limits_and_time_rises(self, robot: Robot, hil_target: HilTarget) -> None:
+        limits = robot.model.limits
+        times = []
+        for _ in range(HOLD_CYCLES):
+            state = robot.backend.cycle()
+            times.append(state.time)
+            # radians, not degrees: inside the limits (with the target's tolerance)
+            assert limits.within(state.q, tolerance=max(hil_target.spec.position_tolerance, 1e-6))
+        steps = np.diff(times)
+        assert (steps > 0).all(), f"state time must rise every cycle, got steps {steps}"
+        period = robot.backend.period
+        assert np.median(steps) == pytest.approx(period, rel=0.5), "state time should advance by about one period per cycle"
+
+    def test_hold_position(self, robot: Robot, hil_target: HilTarget) -> None:
+        before = robot.backend.commanded
+        states = [robot.backend.cycle() for _ in range(HOLD_CYCLES * 2)]
+        drift = np.abs(np.array([s.q for s in states]) - before).max()
+        assert drift <= hil_target.spec.position_tolerance, f"drifted {drift:.2e} rad while holding"
+        assert np.allclose(robot.backend.commanded, before), "holding must not change the command"
+
+    def test_small_joint_move_reaches_target(self, robot: Robot, hil_target: HilTarget) -> None:
+        target = small_target(robot)
+        result = robot.move_joints(target, speed=0.3)
+        assert result.completed
+        assert np.allclose(result.commanded[-1], target, atol=1e-9), "the last setpoint must be the target"
+        state = settle(robot, target, hil_target.spec.position_tolerance, hil_target.spec.settle_time + 2.0)
+        error = np.abs(state.q - target).max()
+        assert error <= hil_target.spec.position_tolerance, f"{np.degrees(error):.4f} deg from target after settling"
+
+    def test_out_of_limit_command_refused_before_wire(self, robot: Robot) -> None:
+        limits = robot.model.limits
+        before_q = robot.state.q.copy()
+        sent = robot.backend.counters["commands_sent"]
+        bad = robot.backend.commanded
+        bad[0] = limits.upper[0] + np.radians(1.0)
+        with pytest.raises(LimitViolation) as refused:
+            robot.backend.cycle(bad)
+        assert refused.value.joint == 0 and refused.value.quantity == "position"
+        with pytest.raises(LimitViolation):
+            robot.move_joints(bad)
+        assert robot.backend.counters["commands_sent"] == sent, "a refused command must not reach the wire"
+        state = robot.backend.cycle()  # still connected and usable
+        assert np.abs(state.q - before_q).max() < np.radians(0.5)
+
+    def test_jump_refused_before_wire(self, robot: Robot) -> None:
+        """A setpoint inside the position limits but too far for one cycle."""
+        sent = robot.backend.counters["commands_sent"]
+        jump = small_target(robot, size=np.radians(20.0))
+        with pytest.raises(LimitViolation) as refused:
+            robot.backend.cycle(jump)
+        assert refused.value.quantity in ("velocity", "acceleration", "jerk")
+        assert robot.backend.counters["commands_sent"] == sent
+
+    def test_stop_during_motion(self, robot: Robot, hil_target: HilTarget) -> None:
+        start = robot.backend.commanded
+        target = small_target(robot, size=np.radians(10.0))
+        cycles = robot.backend.counters["cycles"]
+        robot.move_joints(target, speed=0.02, wait=False)
+        deadline = time.monotonic() + 5.0
+        while robot.backend.counters["cycles"] < cycles + 10 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        robot.stop()
+        assert not robot.backend.busy
+        stopped_at = robot.backend.commanded
+        assert np.abs(stopped_at - start).max() > 0, "the motion should have started"
+        assert np.abs(stopped_at - target).max() > np.radians(1.0), "stop() should end the motion early"
+        # at rest: holding changes nothing
+        held = [robot.backend.cycle().q for _ in range(5)]
+        assert np.allclose(robot.backend.commanded, stopped_at)
+        assert np.isfinite(held).all()
+        # and it moves again afterwards
+        assert robot.move_joints(small_target(robot, size=np.radians(1.0)), speed=0.3).completed
+
+    def test_close_and_reconnect(self, hil_target: HilTarget) -> None:
+        first = hil_target.connect()
+        try:
+            q_before = first.state.q.copy()
+        finally:
+            first.close()
+        with pytest.raises(RobohalError):
+            first.state  # closed: no stale state is served as live
+        with hil_target.connect() as second:
+            state = second.state
+            assert state.q.shape == q_before.shape
+            assert np.isfinite(state.q).all()
+            assert second.move_joints(small_target(second, size=np.radians(1.0)), speed=0.3).completed
+
+    def test_error_inside_cycle_resurfaces_on_next_call(self, robot: Robot) -> None:
+        robot.run(FailingMotion(cycles=5), wait=False)
+        deadline = time.monotonic() + 10.0
+        while robot.backend.busy and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with pytest.raises(InjectedError):
+            robot.wait()
+        # reported once, and the robot is usable again
+        assert robot.run(Hold(0.05)).completed

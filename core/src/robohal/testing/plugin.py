@@ -1,0 +1,125 @@
+"""The robohal pytest plugin (entry point ``pytest11``).
+
+* ``--hil-target URI`` (repeatable) picks the robots to test; without it, every
+  installed backend's bundled simulators (their ``hil_targets``) — never a
+  silent all-skip.
+* ``hil_target`` (session fixture, one per target, simulators started in their
+  own processes and stopped at the end) and ``robot`` (a connected robot per test).
+* Markers: ``hil_backend(scheme, ...)`` runs a test only on targets of those
+  schemes; ``needs_feature(name, ...)`` skips unless the backend lists the
+  features; ``hardware_only`` skips on simulators.
+* Every HIL test case records its target as a JUnit property ``hil_target``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from ..errors import RobohalError
+from ..motion import Robot
+from ..plugins import default_registry
+from ..uri import parse_uri
+from .target import HilTarget
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("robohal", "robohal hardware-in-the-loop testing")
+    group.addoption(
+        "--hil-target",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="robot URI to run HIL tests against (repeatable); default: every installed backend's bundled simulator",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "hil_backend(scheme, ...): run only against HIL targets of these URI schemes")
+    config.addinivalue_line("markers", "needs_feature(name, ...): skip unless the target's backend has these features")
+    config.addinivalue_line("markers", "hardware_only: skip on simulated targets")
+
+
+def hil_targets(config: pytest.Config) -> list[str]:
+    """The targets given on the command line, else every bundled simulator."""
+    given = list(config.getoption("hil_target") or [])
+    if given:
+        for uri in given:
+            try:
+                parse_uri(uri)
+            except RobohalError as exc:
+                raise pytest.UsageError(f"--hil-target: {exc}") from None
+        return given
+    return [uri for spec in default_registry().backends() for uri in spec.hil_targets]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    try:
+        return "robohal HIL targets: " + (", ".join(hil_targets(config)) or "none")
+    except Exception as exc:  # a broken plugin must not hide the test run
+        return f"robohal HIL targets: unavailable ({exc})"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "hil_target" not in metafunc.fixturenames:
+        return
+    targets = hil_targets(metafunc.config)
+    marker = metafunc.definition.get_closest_marker("hil_backend")
+    if marker is not None:
+        schemes = {str(s).lower() for s in marker.args}
+        targets = [t for t in targets if parse_uri(t).scheme in schemes]
+        if not targets:
+            reason = f"no HIL target for {', '.join(sorted(schemes))} (give --hil-target {sorted(schemes)[0]}://...)"
+            metafunc.parametrize(
+                "hil_target", [pytest.param(None, marks=pytest.mark.skip(reason=reason))],
+                indirect=True, scope="session", ids=["no-target"],
+            )
+            return
+    if not targets:
+        raise pytest.UsageError("no HIL targets: no installed backend bundles a simulator; give --hil-target URI")
+    metafunc.parametrize("hil_target", targets, indirect=True, scope="session", ids=targets)
+
+
+@pytest.fixture(scope="session")
+def hil_target(request: pytest.FixtureRequest) -> Iterator[HilTarget]:
+    """The target of this test: its simulator runs for as long as tests use it."""
+    requested = getattr(request, "param", None)
+    if requested is None:
+        pytest.skip("no HIL target")
+    target = HilTarget.start(requested)
+    try:
+        yield target
+    finally:
+        target.close()
+
+
+@pytest.fixture
+def robot(hil_target: HilTarget) -> Iterator[Robot]:
+    """A robot connected to the test's target, closed after the test."""
+    with hil_target.connect() as connected:
+        yield connected
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Record each HIL test's target and skip what the target cannot do, before
+    any simulator is started for it."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        requested = callspec.params.get("hil_target") if callspec is not None else None
+        if requested is None:
+            continue
+        item.user_properties.append(("hil_target", requested))
+        uri = parse_uri(requested)
+        try:
+            spec = default_registry().backend_spec(uri.scheme)
+        except RobohalError as exc:
+            item.add_marker(pytest.mark.skip(reason=str(exc)))
+            continue
+        simulated = uri.wants_simulator or spec.scheme == "sim"
+        if item.get_closest_marker("hardware_only") is not None and simulated:
+            item.add_marker(pytest.mark.skip(reason=f"needs real hardware; {requested} is a simulator"))
+        for marker in item.iter_markers("needs_feature"):
+            missing = [f for f in marker.args if f not in spec.features]
+            if missing:
+                item.add_marker(pytest.mark.skip(reason=f"{spec.scheme} lacks feature(s) {', '.join(missing)}"))

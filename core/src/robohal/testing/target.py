@@ -1,0 +1,65 @@
+"""A HIL target: one robot URI, with its simulator started when it asks for one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..connection import open_robot, resolve_model_name
+from ..motion import Robot
+from ..plugins import Registry, default_registry
+from ..records import BackendSpec
+from ..uri import RobotUri, parse_uri
+
+
+@dataclass
+class HilTarget:
+    """What a HIL test runs against.
+
+    ``requested`` is the URI as given; ``uri`` is the one connected to (for the
+    reserved ``sim`` host, the address of the simulator started for this target).
+    """
+
+    requested: str
+    uri: RobotUri
+    spec: BackendSpec
+    simulator: Any = None
+    registry: Registry = field(default_factory=default_registry)
+
+    @classmethod
+    def start(cls, requested: str, registry: Registry | None = None) -> HilTarget:
+        registry = registry or default_registry()
+        parsed = parse_uri(requested)
+        spec = registry.backend_spec(parsed.scheme)
+        parsed = parsed.with_params(model=resolve_model_name(parsed, spec))
+        simulator = None
+        if parsed.wants_simulator:
+            if spec.simulator is None:
+                raise ValueError(f"{requested}: backend {spec.scheme!r} has no bundled simulator")
+            simulator = spec.simulator.start(parsed)
+            parsed = simulator.uri
+        return cls(requested=requested, uri=parsed, spec=spec, simulator=simulator, registry=registry)
+
+    @property
+    def simulated(self) -> bool:
+        """True for bundled simulators (and the in-process ``sim`` backend)."""
+        return self.simulator is not None or self.spec.scheme == "sim"
+
+    @property
+    def model_name(self) -> str:
+        return str(self.uri.model)
+
+    def has(self, feature: str) -> bool:
+        return feature in self.spec.features
+
+    def connect(self) -> Robot:
+        """A connected :class:`Robot` on this target (close it, or use ``with``)."""
+        return open_robot(self.uri, registry=self.registry)
+
+    def close(self) -> None:
+        if self.simulator is not None:
+            self.simulator.stop()
+            self.simulator = None
+
+    def __str__(self) -> str:
+        return self.requested

@@ -1,0 +1,72 @@
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from robohal.cli import main
+
+
+@pytest.fixture
+def cli():
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(main, list(args))
+
+    return invoke
+
+
+def test_version_and_lists(cli):
+    assert cli("--version").exit_code == 0
+    models = json.loads(cli("models", "--json").output)
+    assert {"name": "generic.planar2", "dof": 2, "plugin": "builtin"}.items() <= models[0].items() or any(
+        m["name"] == "generic.planar2" and m["plugin"] == "builtin" for m in models
+    )
+    plugins = json.loads(cli("plugins", "--json").output)
+    assert any(p["name"] == "builtin" and "sim" in p["backends"] for p in plugins["plugins"])
+
+
+def test_fk_in_degrees_and_json(cli):
+    result = cli("fk", "generic.planar2", "90", "0", "--deg", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert np.allclose(data["xyz_m"], [0.0, 0.55, 0.0], atol=1e-12)
+    assert data["within_limits"] is True
+
+
+def test_fk_accepts_negative_joints(cli):
+    result = cli("fk", "generic.planar2", "-90", "-10", "--deg", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["xyz_m"][1] < 0
+
+
+def test_ik_lists_both_elbows_and_round_trips(cli):
+    result = cli("ik", "generic.planar2", "--xyz", "0.3", "0.2", "0", "--all", "--json")
+    data = json.loads(result.output)
+    assert result.exit_code == 0 and len(data["solutions"]) == 2
+    for solution in data["solutions"]:
+        fk = json.loads(cli("fk", "generic.planar2", *map(str, solution["rad"]), "--json").output)
+        assert np.allclose(fk["xyz_m"][:2], [0.3, 0.2])
+
+
+def test_ik_unreachable_says_why(cli):
+    result = cli("ik", "generic.planar2", "--xyz", "2", "0", "0")
+    assert result.exit_code == 1 and "reaches at most" in result.output
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("fk", "generic.planar", "0", "0"), "did you mean generic.planar2"),
+        (("fk", "generic.planar2", "0"), "has 2 joints"),
+        (("fk", "generic.planar2", "0", "nan"), "NaN"),
+        (("fk", "generic.planar2", "0", "inf"), "NaN or inf"),
+        (("ik", "generic.planar2", "--xyz", "nan", "0", "0"), "NaN"),
+        (("sim", "nope"), "unknown simulator"),
+    ],
+)
+def test_user_errors_are_one_line_and_exit_2(cli, args, message):
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output

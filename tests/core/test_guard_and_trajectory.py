@@ -1,0 +1,92 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from robohal.errors import InvalidArgument, LimitViolation
+from robohal.guard import SetpointGuard
+from robohal.kinematics import JointLimits
+from robohal.trajectory import DoubleS, braking_step, joint_profile, sample_times
+
+LIMITS = JointLimits(lower=[-1.0, -2.0], upper=[1.0, 2.0], velocity=[1.0, 2.0], acceleration=[10.0, 10.0], jerk=[500.0, 500.0])
+
+
+def test_guard_refuses_each_kind_of_violation_and_names_the_joint():
+    guard = SetpointGuard(LIMITS, 0.001, checks=("position", "velocity", "acceleration", "jerk"))
+    guard.reset([0.0, 0.0])
+    with pytest.raises(LimitViolation) as position:
+        guard.check([1.2, 0.0])
+    assert (position.value.joint, position.value.quantity) == (0, "position")
+    with pytest.raises(LimitViolation) as velocity:
+        guard.check([0.0, 0.003])  # 3 rad/s > 2
+    assert (velocity.value.joint, velocity.value.quantity) == (1, "velocity")
+    with pytest.raises(LimitViolation) as acceleration:
+        guard.check([0.0, 0.00002])  # 20 rad/s^2 > 10 after rest
+    assert acceleration.value.quantity in ("acceleration", "jerk")
+    with pytest.raises(InvalidArgument):
+        guard.check([np.nan, 0.0])
+    with pytest.raises(InvalidArgument):
+        guard.check([0.0, 0.0, 0.0])
+
+
+def test_guard_with_position_check_only_accepts_jumps():
+    guard = SetpointGuard(LIMITS, 0.004, checks=("position",))
+    guard.reset([0.0, 0.0])
+    guard.check([0.9, -1.9])  # a jump, but within range: allowed by this configuration
+    with pytest.raises(LimitViolation):
+        guard.check([0.9, -2.1])
+
+
+def test_guard_history_and_derivatives():
+    guard = SetpointGuard(LIMITS, 0.01)
+    guard.reset([0.0, 0.0])
+    for k in range(1, 4):
+        guard.commit(np.array([0.001 * k, 0.0]))
+    velocity, acceleration = guard.derivatives()
+    assert np.allclose(velocity, [0.1, 0.0]) and np.allclose(acceleration, 0.0)
+    assert np.allclose(guard.last, [0.003, 0.0])
+
+
+bounds = st.floats(0.05, 50.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(bounds, bounds, st.floats(1.0, 5000.0), st.floats(1e-3, 10.0))
+def test_double_s_respects_its_bounds_and_lands_exactly(velocity, acceleration, jerk, distance):
+    profile = DoubleS(velocity, acceleration, jerk, distance)
+    t = np.linspace(0, profile.duration, 4001)
+    s, v, a = profile.sample(t)
+    assert s[0] == 0 and np.isclose(s[-1], distance, rtol=1e-9)
+    assert v.max() <= velocity * (1 + 1e-9) and np.abs(a).max() <= acceleration * (1 + 1e-9)
+    assert (np.diff(s) >= -1e-12).all(), "monotonic"
+    # jerk from the acceleration samples never exceeds the bound
+    dt = t[1] - t[0]
+    assert np.abs(np.diff(a) / dt).max() <= jerk * (1 + 1e-6)
+    assert v[0] == 0 and abs(v[-1]) < 1e-9
+
+
+def test_sampled_profile_keeps_finite_differences_inside_the_guard():
+    """What the robot checks: finite differences of the sampled setpoints."""
+    period = 0.001
+    delta = np.array([0.8, -1.5])
+    profile = joint_profile(delta, LIMITS.velocity * 0.98, LIMITS.acceleration * 0.98, LIMITS.jerk * 0.98)
+    s, _, _ = profile.sample(sample_times(profile.duration, period))
+    guard = SetpointGuard(LIMITS, period, checks=("position", "velocity", "acceleration", "jerk"))
+    guard.reset([0.0, 0.0])
+    for q in s[:, None] * delta:
+        guard.commit(guard.check(q))
+    assert np.allclose(guard.last, delta)
+
+
+def test_braking_stops_within_acceleration_and_jerk():
+    period = 0.001
+    q, v, a = np.zeros(2), np.array([0.9, -1.8]), np.array([0.0, 0.0])
+    history = [q.copy()]
+    for _ in range(5000):
+        q, v, a = braking_step(q, v, a, LIMITS.acceleration, LIMITS.jerk, period)
+        history.append(q.copy())
+        if not v.any() and not a.any():
+            break
+    assert not v.any(), "must come to rest"
+    h = np.array(history)
+    acc = np.diff(h, 2, axis=0) / period**2
+    assert np.abs(acc).max() <= LIMITS.acceleration.max() * 1.05

@@ -1,0 +1,75 @@
+"""The HIL pytest plugin, run for real with pytester."""
+
+import xml.etree.ElementTree as ET
+
+SUITE = """
+import pytest
+from robohal.testing.contract import BackendContract
+
+class TestContract(BackendContract):
+    pass
+
+@pytest.mark.hil_backend("no-such-scheme")
+def test_family_suite_for_another_backend(hil_target):
+    pass
+
+@pytest.mark.hardware_only
+def test_only_on_real_hardware(robot):
+    pass
+
+@pytest.mark.needs_feature("fault-injection")
+def test_needs_fault_injection(robot):
+    robot.backend.inject_fault("x")
+"""
+
+
+def test_contract_suite_passes_on_sim_and_markers_skip_with_reasons(pytester):
+    pytester.makepyfile(test_hil=SUITE)
+    result = pytester.runpytest_subprocess(
+        "--hil-target", "sim://?model=generic.planar2&realtime=0", "-p", "no:cacheprovider", "-rs",
+        "--junitxml=junit.xml",
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 10, result.stdout.str()
+    assert outcomes.get("skipped") == 2
+    result.stdout.fnmatch_lines(["*no HIL target for no-such-scheme*"])
+    result.stdout.fnmatch_lines(["*needs real hardware*"])
+    tree = ET.parse(pytester.path / "junit.xml")
+    targets = {p.get("value") for p in tree.iter("property") if p.get("name") == "hil_target"}
+    assert targets == {"sim://?model=generic.planar2&realtime=0"}
+
+
+def test_default_targets_are_the_bundled_simulators_not_an_all_skip(pytester):
+    pytester.makepyfile(test_default="def test_target(hil_target):\n    assert hil_target.uri.scheme\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*test_target[[]sim://?model=generic.planar2[]]*"])
+
+
+def test_a_broken_backend_fails_the_contract(pytester):
+    """The suite can fail: a backend that ignores setpoints does not pass."""
+    pytester.makeconftest(
+        """
+import robohal
+from robohal import BackendSpec, hookimpl
+from robohal.plugins import Registry, set_default_registry, plugin_manager
+from robohal.sim_backend import SimBackend
+
+class LazyBackend(SimBackend):
+    def _send(self, q):
+        pass  # never moves
+
+class LazyPlugin:
+    @hookimpl
+    def robohal_backends(self):
+        return [BackendSpec("lazy", factory=LazyBackend)]
+
+def pytest_configure(config):
+    pm, failures, origins = plugin_manager(plugins=[("lazy", LazyPlugin())])
+    set_default_registry(Registry(pm, failures=failures, origins=origins))
+"""
+    )
+    pytester.makepyfile(test_lazy=SUITE)
+    result = pytester.runpytest_subprocess("--hil-target", "lazy://?model=generic.planar2&realtime=0", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 1
+    result.stdout.fnmatch_lines(["*test_small_joint_move_reaches_target*"])
