@@ -8,13 +8,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import serial
-
-from robohal_arduino_planar import firmware, protocol as p
+from robohal_arduino_planar import firmware
+from robohal_arduino_planar import protocol as p
 
 SIMULATORS = ("firmware", "emulator")
 READ_TIMEOUT_S = 3.0

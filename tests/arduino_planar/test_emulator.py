@@ -7,13 +7,12 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from robohal_arduino_planar import firmware, protocol as p
+from robohal_arduino_planar import firmware
+from robohal_arduino_planar import protocol as p
 from robohal_arduino_planar.emulator import FirmwareModel
 
 

@@ -16,8 +16,8 @@ def assert_widths_settle(sim, mark: int, old: tuple[int, int], new: tuple[int, i
     """After `mark`, each pin shows only old widths, then only new ones, at least 5 of them."""
     sim.wait_for(lambda: all(
         sum(1 for _, pn, w in sim.pulses[mark:] if pn == pin and abs(w - target) <= TOLERANCE_US) >= 5
-        for pin, target in zip(p.SERVO_PINS, new)), timeout=10)
-    for pin, before, target in zip(p.SERVO_PINS, old, new):
+        for pin, target in zip(p.SERVO_PINS, new, strict=True)), timeout=10)
+    for pin, before, target in zip(p.SERVO_PINS, old, new, strict=True):
         widths = sim.pulses_since(mark, pin)
         first_new = next((i for i, w in enumerate(widths) if abs(w - target) <= TOLERANCE_US), None)
         assert first_new is not None, f"pin {pin}: never {target} us; saw {widths[:10]}"
@@ -62,7 +62,7 @@ def test_out_of_limits_set_is_refused_and_changes_nothing(sim, host):
         assert reply == p.ErrorReply(host.seq, p.ErrorCode.OUT_OF_LIMITS, "OUT_OF_LIMITS")
     mark = sim.pulse_mark()
     widths = sim.wait_pulses(mark, 5)
-    for pin, target in zip(p.SERVO_PINS, (1200, 1800)):
+    for pin, target in zip(p.SERVO_PINS, (1200, 1800), strict=True):
         assert all(abs(w - target) <= TOLERANCE_US for w in widths[pin]), widths[pin]
     state = host.get()
     assert state.setpoints_us == (1200, 1800)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import signal
 import statistics
 import subprocess
+from itertools import pairwise
 
 import pytest
-
 from robohal_arduino_planar import protocol as p
 
 
@@ -67,7 +67,7 @@ def test_pulses_are_exact_to_the_timer_tick(sim_factory, connect):
         assert all(abs(w - target) <= 8 for w in settled)
     # one pulse per 20 ms frame (in simulated time) on each pin
     times = [t for t, pin, _ in sim.pulses[mark:] if pin == 9]
-    periods = [b - a for a, b in zip(times[2:], times[3:])]
+    periods = [b - a for a, b in pairwise(times[2:])]
     assert periods and all(abs(d - 20000) <= 2 for d in periods), periods
 
 
@@ -75,6 +75,6 @@ def test_free_running_mode_works(sim_factory, connect):
     sim = sim_factory("firmware", extra=("--fast",))
     host = connect(sim)
     assert host.set(1500, 1500) == p.Ack(host.seq, (1500, 1500))
-    for i in range(50):
+    for _ in range(50):
         assert host.request(p.Ping(host.next_seq())) == p.Pong(host.seq)
     assert sim.wait_pulses(sim.pulse_mark(), 5)

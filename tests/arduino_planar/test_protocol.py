@@ -6,11 +6,11 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from robohal_arduino_planar import protocol as p
 
 try:
-    from hypothesis import given, settings, strategies as st
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
 except ImportError:  # the seeded fuzz tests below still run
     given = None
 

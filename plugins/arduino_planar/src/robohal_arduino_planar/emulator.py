@@ -24,7 +24,7 @@ import sys
 import termios
 import time
 import tty
-from typing import Callable
+from collections.abc import Callable
 
 from . import protocol as p
 
@@ -58,7 +58,7 @@ class FirmwareModel:
 
     def pin_widths(self) -> tuple[int, int]:
         """Pulse widths on D9 and D10 now; 0 = no pulses."""
-        return tuple(w if a else 0 for w, a in zip(self.setpoints, self.attached))  # type: ignore[return-value]
+        return tuple(w if a else 0 for w, a in zip(self.setpoints, self.attached, strict=True))  # type: ignore[return-value]
 
     # ---- input
     def receive(self, data: bytes) -> bytes:
@@ -136,7 +136,7 @@ class FirmwareModel:
             return p.Pong(seq).encode()
         if isinstance(cmd, p.Set):
             widths = (cmd.width1_us, cmd.width2_us)
-            for w, (lo, hi) in zip(widths, self.limits):
+            for w, (lo, hi) in zip(widths, self.limits, strict=True):
                 if not lo <= w <= hi:
                     return self._reject(seq, p.ErrorCode.OUT_OF_LIMITS)
             self.setpoints = list(widths)
@@ -152,7 +152,7 @@ class FirmwareModel:
             self.watchdog_ms, self.watchdog_action = cmd.timeout_ms, cmd.action
             return p.WatchdogReply(seq, cmd.timeout_ms, cmd.action).encode()
         if isinstance(cmd, p.Limits):
-            for (lo, hi), sp in zip(cmd.limits, self.setpoints):
+            for (lo, hi), sp in zip(cmd.limits, self.setpoints, strict=True):
                 if lo < p.ENVELOPE_US[0] or hi > p.ENVELOPE_US[1]:
                     return self._reject(seq, p.ErrorCode.OUT_OF_LIMITS)
                 if sp and not lo <= sp <= hi:   # ATTACH would otherwise output an illegal width
@@ -275,7 +275,7 @@ class Emulator:
                 timeout = max(0.0, min(0.005, self.next_frame - now))
             wants_write = [self.master] if self.out else []
             try:
-                readable, writable, _ = select.select([0, self.watch.fd, self.master], wants_write, [], timeout)
+                readable, _, _ = select.select([0, self.watch.fd, self.master], wants_write, [], timeout)
             except InterruptedError:
                 continue
             if 0 in readable:
@@ -321,7 +321,7 @@ class Emulator:
             return
         widths = self.model.pin_widths() if self.model else (0, 0)
         t = self.sim_us(self.next_frame)
-        for pin, w in zip(p.SERVO_PINS, widths):
+        for pin, w in zip(p.SERVO_PINS, widths, strict=True):
             if w:
                 print(f"PULSE {t} {pin} {w:.4f}")
         sys.stdout.flush()

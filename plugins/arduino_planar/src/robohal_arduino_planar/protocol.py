@@ -17,7 +17,6 @@ from __future__ import annotations
 import enum
 import sys
 from dataclasses import dataclass
-from typing import Union
 
 PROTOCOL_VERSION = 1
 BAUDRATE = 115200
@@ -211,7 +210,7 @@ class Detach:
         return encode_frame("DETACH", self.seq)
 
 
-Command = Union[Hello, Ping, Set, Get, Watchdog, Limits, Attach, Detach]
+Command = Hello | Ping | Set | Get | Watchdog | Limits | Attach | Detach
 
 
 def encode_command(command: Command) -> bytes:
@@ -406,7 +405,7 @@ class Event:
         return encode_frame("EVT", "-", self.kind, self.detail)
 
 
-Reply = Union[HelloReply, Pong, Ack, State, WatchdogReply, LimitsReply, ErrorReply, Boot, Event]
+Reply = HelloReply | Pong | Ack | State | WatchdogReply | LimitsReply | ErrorReply | Boot | Event
 
 
 def _u32(token: str) -> int:
