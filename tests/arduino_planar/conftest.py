@@ -36,8 +36,11 @@ class SimProcess:
             self.stop()
             raise RuntimeError(f"simulator did not announce a pty: {first!r} {self.proc.stderr.read()!r}")
         self.pty_path = first.strip()
+        self.stderr: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        # Drain stderr too, so a chatty simulator can never block on a full pipe.
+        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
 
     def _readline_with_timeout(self, timeout: float) -> str:
         result: list[str] = []

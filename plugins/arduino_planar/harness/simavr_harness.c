@@ -43,7 +43,7 @@
 #include "avr_uart.h"
 
 #define F_CPU_HZ 16000000ULL
-#define SLICE_CYCLES 8000ULL             /* 0.5 ms of simulated time between I/O checks */
+#define SLICE_CYCLES 2000ULL             /* 125 us of simulated time between I/O checks */
 #define BYTE_CYCLES 1389ULL              /* one 10-bit character at 115200 baud */
 #define MAX_LAG_NS 50000000LL            /* behind real time by more than this: re-anchor, don't race */
 
