@@ -233,6 +233,18 @@ def hil(targets: Sequence[str], report: str | None, suite: str | None, pytest_ar
     sys.exit(run_hil(targets, report=report, suite=suite, pytest_args=pytest_args))
 
 
+@main.command("new-plugin")
+@click.argument("name")
+@click.option("--dir", "directory", type=click.Path(file_okay=False), default=".", show_default=True)
+def new_plugin(name: str, directory: str) -> None:
+    """Scaffold a plugin distribution robohal-NAME (model, backend skeleton, tests)."""
+    from .scaffold import new_plugin as scaffold
+
+    root = scaffold(name, directory)
+    click.echo(f"created {root}")
+    click.echo(f"next: pip install -e '{root}[test]' && (cd {root} && pytest)")
+
+
 @main.command()
 @click.option("--out", type=click.Path(file_okay=False), default="robohal-demo", show_default=True,
               help="Folder for the plots and summary.")
