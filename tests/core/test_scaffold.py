@@ -9,7 +9,6 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-
 from robohal.cli import main
 
 
