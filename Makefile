@@ -10,7 +10,7 @@ MEMBERS := requirements-dev.txt core/pyproject.toml plugins/abb/pyproject.toml \
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AVR_PACKAGES := gcc-avr avr-libc binutils-avr simavr libsimavr-dev libsimavrparts1 arduino-core-avr
 
-.PHONY: venv test lint demo hil bench avr-deps firmware harness clean
+.PHONY: venv test lint demo hil bench avr-deps firmware harness proto clean
 
 $(STAMP): $(MEMBERS)
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ firmware:
 
 harness:
 	@$(MAKE) -s --no-print-directory -C plugins/arduino_planar harness
+
+## proto: regenerate the ABB EGM Python classes from plugins/abb's egm.proto
+proto: $(STAMP)
+	$(MAKE) --no-print-directory -C plugins/abb proto PYTHON=$(abspath $(PY))
 
 clean:
 	rm -rf $(VENV) plugins/arduino_planar/build .pytest_cache .ruff_cache
