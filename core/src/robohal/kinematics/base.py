@@ -13,6 +13,7 @@ damped-least-squares inverse.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -30,6 +31,9 @@ DUPLICATE_TOLERANCE = 1e-6
 # A solution counts as reaching the pose within these.
 POSITION_TOLERANCE = 1e-6  # m
 ROTATION_TOLERANCE = 1e-6  # rad
+# Round-off allowed when checking a joint against its limit.
+LIMIT_TOLERANCE = 1e-9
+TWO_PI = 2.0 * math.pi
 
 
 class Solutions(np.ndarray):
@@ -68,7 +72,14 @@ def no_solution(dof: int, reason: str) -> Solutions:
 
 
 class Kinematics(ABC):
-    """A robot model: forward and inverse kinematics, Jacobian, limits."""
+    """A robot model: forward and inverse kinematics, Jacobian, limits.
+
+    Solvers implement :meth:`_candidates` (every verified solution, angles
+    normalised, limits not yet applied); the public :meth:`inverse` and
+    :meth:`inverse_continuing` then move angles by whole turns, filter on the
+    limits (and :attr:`constraints`), drop duplicates and sort, all in this
+    model's own joints.
+    """
 
     #: number of joints
     dof: int
@@ -80,6 +91,8 @@ class Kinematics(ABC):
     position_only: bool = False
     #: True when :meth:`inverse` is closed-form (fast, all solutions)
     closed_form: bool = False
+    #: optional extra joint constraints (:class:`~robohal.kinematics.Constraints`) for filtering and sorting
+    constraints: Any = None
 
     # Input validation shared by every model ----------------------------------
 
@@ -91,6 +104,18 @@ class Kinematics(ABC):
 
     def _pose(self, pose: ArrayLike, name: str = "pose") -> Array:
         return spatial.as_pose(pose, name)
+
+    def _one_pose(self, pose: ArrayLike, name: str = "pose") -> Array:
+        pose = self._pose(pose, name)
+        if pose.shape != (4, 4):
+            raise InvalidArgument(f"{name} must be one (4, 4) pose here, got shape {pose.shape}; use inverse_batch")
+        return pose
+
+    def _one_joints(self, q: ArrayLike, name: str = "joints") -> Array:
+        q = self._joints(q, name)
+        if q.shape != (self.dof,):
+            raise InvalidArgument(f"{name} must have shape ({self.dof},), got {q.shape}")
+        return q
 
     # The protocol -----------------------------------------------------------------
 
@@ -121,25 +146,33 @@ class Kinematics(ABC):
             columns.append(np.concatenate([linear, angular], -1))
         return np.stack(columns, -1)
 
+    def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+        """Every solution found for one validated pose, verified by forward
+        kinematics, angles normalised to (-pi, pi]; limits NOT applied.
+        ``previous`` (this model's joints, or None) only guides choices the pose
+        leaves open (singular wrists, redundancy). Returns the rows and, when
+        there are none, the reason. This default searches numerically."""
+        from .numeric import numeric_candidates
+
+        return numeric_candidates(self, pose, previous)
+
     def inverse(self, pose: ArrayLike) -> Solutions:
         """Every joint solution (k, dof) that reaches ``pose`` within the limits,
         sorted by distance to the centre of the limits. Empty, with a
         ``reason``, when there is none."""
-        from .numeric import numeric_inverse
-
-        return numeric_inverse(self, self._pose(pose))
+        rows, reason = self._candidates(self._one_pose(pose), None)
+        return self._finish(rows, None, reason)
 
     def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
         """Solutions sorted by closeness to ``previous`` (the current joints), each
         angle moved by whole turns next to ``previous`` where the limits allow."""
-        previous = self._joints(previous, "previous joints")
-        from .numeric import numeric_inverse
-
-        found = numeric_inverse(self, self._pose(pose), seed=previous)
-        return sort_by_distance(near_previous(found, previous, self.limits), previous)
+        previous = self._one_joints(previous, "previous joints")
+        rows, reason = self._candidates(self._one_pose(pose), previous)
+        return self._finish(rows, previous.tolist(), reason)
 
     def inverse_batch(self, poses: ArrayLike) -> Array:
-        """All solutions for N poses: (N, max_solutions, dof), NaN-padded."""
+        """All solutions for N poses: (N, max_solutions, dof), NaN-padded, limit-filtered.
+        Use :func:`pick_best` to choose one per pose."""
         poses = spatial.as_finite(poses, "poses", last=(4, 4))
         if poses.ndim == 2:
             poses = poses[None]
@@ -155,8 +188,134 @@ class Kinematics(ABC):
         sigma = np.linalg.svd(self.jacobian(q), compute_uv=False)
         return sigma[..., -1] < threshold
 
+    def solution_label(self, q: ArrayLike) -> str:
+        """A short name of the configuration branch of ``q`` (e.g. "front, elbow up,
+        no flip"); empty when the model has no named branches."""
+        return ""
+
+    # Finishing solutions (shared by every solver) ---------------------------------
+
+    @property
+    def periodic(self) -> tuple[bool, ...]:
+        """Per joint: True when adding a whole turn gives the same pose (revolute)."""
+        return (True,) * self.dof
+
+    def _admissible(self, q: list[float]) -> bool:
+        """Extra feasibility test beyond the joint limits (wrappers override)."""
+        return True
+
+    def _bounds(self) -> tuple:
+        cache = self.__dict__.get("_bounds_cache")
+        if cache is not None and cache[0] is self.limits:
+            return cache[1]
+        big = 1e9
+        lower = tuple(max(float(x), -big) for x in self.limits.lower)
+        upper = tuple(min(float(x), big) for x in self.limits.upper)
+        centre = tuple(0.5 * (lo + hi) if abs(lo) < big and abs(hi) < big else 0.0 for lo, hi in zip(lower, upper, strict=False))
+        value = (lower, upper, centre, self.periodic)
+        self.__dict__["_bounds_cache"] = (self.limits, value)
+        return value
+
+    def _finish(self, rows: Any, previous: list[float] | None, reason: str | None = None) -> Solutions:
+        """Move angles by whole turns (next to ``previous``, else into the limits),
+        keep those inside the limits, drop duplicates, sort."""
+        lower, upper, centre, periodic = self._bounds()
+        if isinstance(rows, np.ndarray):
+            rows = rows.tolist()
+        kept: list[list[float]] = []
+        for row in rows:
+            out = []
+            for x, lo, hi, ref, turns in zip(row, lower, upper, previous or row, periodic, strict=False):
+                if turns:
+                    if previous is not None and not -math.pi <= ref - x <= math.pi:
+                        moved = x + TWO_PI * round((ref - x) / TWO_PI)
+                        if lo <= moved <= hi:
+                            x = moved
+                    if not lo <= x <= hi:
+                        x = _turn_into(x, lo, hi, ref)
+                        if x is None:
+                            break
+                elif not (lo - LIMIT_TOLERANCE <= x <= hi + LIMIT_TOLERANCE):
+                    break
+                out.append(x)
+            else:
+                if not self._admissible(out):
+                    continue
+                duplicate = False
+                for other in kept:
+                    for a, b in zip(out, other, strict=False):
+                        if abs(a - b) >= DUPLICATE_TOLERANCE:
+                            break
+                    else:
+                        duplicate = True
+                        break
+                if not duplicate:
+                    kept.append(out)
+        if not kept:
+            if rows:
+                reason = "every solution lies outside the joint limits"
+            return no_solution(self.dof, reason or "no solution")
+        if self.constraints is not None:
+            return self.constraints.sort(self.constraints.filter(np.array(kept)), previous)
+        ref = centre if previous is None else previous
+        if len(kept) > 1:
+            kept.sort(key=lambda r: sum(abs(a - b) for a, b in zip(r, ref, strict=False)))
+        return Solutions(kept)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} dof={self.dof}>"
+
+
+def _turn_into(x: float, lo: float, hi: float, ref: float) -> float | None:
+    """``x`` moved by the whole turns that put it inside [lo, hi], nearest ``ref``; None if none does."""
+    kmin = math.ceil((lo - LIMIT_TOLERANCE - x) / TWO_PI)
+    kmax = math.floor((hi + LIMIT_TOLERANCE - x) / TWO_PI)
+    if kmin > kmax:
+        return None
+    k = min(max(round((ref - x) / TWO_PI), kmin), kmax)
+    return min(max(x + k * TWO_PI, lo), hi)
+
+
+def pose_rows(pose: ArrayLike, name: str = "pose") -> list[list[float]]:
+    """One pose as four Python lists, validated cheaply (the single-pose fast
+    paths): shape (4, 4), finite, last row 0 0 0 1, orthonormal rotation."""
+    if type(pose) is not np.ndarray or pose.dtype != np.float64:
+        try:
+            pose = np.asarray(pose, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"{name} must be numeric, got {pose!r:.80}") from None
+    if pose.shape != (4, 4):
+        raise InvalidArgument(f"{name} must be one (4, 4) pose, got shape {pose.shape}")
+    m = pose.tolist()
+    r0, r1, r2, r3 = m
+    if not all(map(math.isfinite, r0 + r1 + r2)):
+        raise InvalidArgument(f"{name} contains NaN or inf")
+    if r3 != [0.0, 0.0, 0.0, 1.0] and max(abs(r3[0]), abs(r3[1]), abs(r3[2]), abs(r3[3] - 1.0)) > 1e-9:
+        raise InvalidArgument(f"{name} is not a homogeneous transform: last row must be 0 0 0 1")
+    x0, x1, x2 = r0[0], r1[0], r2[0]
+    y0, y1, y2 = r0[1], r1[1], r2[1]
+    z0, z1, z2 = r0[2], r1[2], r2[2]
+    if (abs(x0 * x0 + x1 * x1 + x2 * x2 - 1.0) > 1e-6 or abs(z0 * z0 + z1 * z1 + z2 * z2 - 1.0) > 1e-6
+            or abs(x0 * z0 + x1 * z1 + x2 * z2) > 1e-6 or abs(z1 * x2 - z2 * x1 - y0) > 1e-6
+            or abs(z2 * x0 - z0 * x2 - y1) > 1e-6 or abs(z0 * x1 - z1 * x0 - y2) > 1e-6):
+        raise InvalidArgument(f"{name} has a rotation part that is not orthonormal with det +1")
+    return m
+
+
+def pick_best(solutions: ArrayLike, reference: ArrayLike) -> Array:
+    """One solution per pose from an :meth:`Kinematics.inverse_batch` result
+    (N, k, dof): the one nearest ``reference`` (dof,) or (N, dof) in summed
+    absolute joint distance; a NaN row where a pose has none."""
+    solutions = np.asarray(solutions, dtype=np.float64)
+    reference = np.asarray(reference, dtype=np.float64)
+    if solutions.ndim != 3 or reference.shape[-1] != solutions.shape[-1]:
+        raise InvalidArgument("pick_best needs solutions (N, k, dof) and a reference (dof,) or (N, dof)")
+    ref = reference[:, None, :] if reference.ndim == 2 else reference
+    cost = np.abs(solutions - ref).sum(axis=-1)
+    cost = np.where(np.isnan(cost), np.inf, cost)
+    best = np.argmin(cost, axis=1)
+    out = np.take_along_axis(solutions, best[:, None, None], axis=1)[:, 0, :]
+    return out
 
 
 # Helpers shared by the solvers -----------------------------------------------------

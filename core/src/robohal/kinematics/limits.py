@@ -37,7 +37,9 @@ class JointLimits:
     jerk: Array
 
     def __post_init__(self) -> None:
-        dof = np.atleast_1d(np.asarray(self.lower)).shape[-1]
+        # The joint count comes from whichever field is a vector (scalars broadcast).
+        dof = max(np.atleast_1d(np.asarray(getattr(self, n))).shape[-1]
+                  for n in ("lower", "upper", "velocity", "acceleration", "jerk"))
         for name in ("lower", "upper", "velocity", "acceleration", "jerk"):
             value = _vector(getattr(self, name), dof, name)
             if np.isnan(value).any():

@@ -55,3 +55,8 @@ def numeric_inverse(model: Kinematics, pose: Array, seed: Array | None = None, r
         return no_solution(model.dof, "no joint configuration within the limits reaches the pose (numeric search)")
     solutions = unique_rows(np.array(found), tolerance=1e-4)
     return sort_by_distance(solutions, limits.centre if seed is None else np.asarray(seed, float))
+
+
+def numeric_candidates(model: Kinematics, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+    found = numeric_inverse(model, pose, seed=previous)
+    return np.asarray(found).tolist(), found.reason

@@ -1,0 +1,542 @@
+"""Six-axis arms with a parallel base and a spherical wrist, in closed form (OPW).
+
+Seven lengths describe the arm (metres): ``a1`` (J2 axis ahead of J1), ``a2``
+(wrist offset from the forearm, negative when the wrist sits above it), ``b``
+(lateral offset), ``c1`` (J2 height), ``c2`` (upper arm), ``c3`` (J3 to the
+wrist centre), ``c4`` (wrist centre to flange). At model angles theta = 0 every
+link points straight up; the model angle of joint i is
+``theta_i = signs[i] * q_i - offsets[i]``.
+
+Frames (the forward kinematics, written as a product of elementary motions)::
+
+    Rz(t1) Trans(a1, b, c1) Ry(t2) Trans(0, 0, c2) Ry(t3) Trans(a2, 0, c3) Rz(t4) Ry(t5) Rz(t6) Trans(0, 0, c4)
+
+The flange frame has z along the approach direction. The inverse gives up to
+eight solutions: shoulder (front/back) x elbow (up/down) x wrist (flip/no flip).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..errors import InvalidArgument
+from .base import Array, Kinematics, Solutions, pose_rows
+from .limits import JointLimits
+
+PI = math.pi
+TWO_PI = 2.0 * math.pi
+#: J5 this close (rad) to 0 or +-pi counts as the wrist singularity (0.01 deg)
+WRIST_SINGULARITY = math.radians(0.01)
+# Below this |sin J5| the pose fixes only J4 + J6 (or J4 - J6): J4 is taken from
+# ``previous`` (or the centre of its limits) and J6 follows.
+WRIST_DEGENERATE = 1e-7
+# |cos| of the elbow angle may exceed 1 by this much (round-off on the workspace rim).
+RIM_SLACK = 1e-10
+# Every solution must reproduce the pose within these (m, and rotation-matrix entries).
+VERIFY_POSITION = 1e-6
+VERIFY_ROTATION = 1e-6
+# Poses per chunk in the batch paths (keeps temporaries in cache).
+CHUNK = 2048
+
+
+def _wrap(x: float) -> float:
+    """Angle into (-pi, pi]."""
+    return PI - (PI - x) % TWO_PI
+
+
+def _wrap_array(x: Array) -> Array:
+    return PI - np.remainder(PI - x, TWO_PI)
+
+
+class OPW(Kinematics):
+    """An OPW arm; see the module docstring for the parameters.
+
+    ``offsets`` (rad) and ``signs`` (+1/-1) map the controller's joints to the
+    model's angles. ``limits`` default to +-pi on every joint.
+    """
+
+    closed_form = True
+    max_solutions = 8
+
+    def __init__(
+        self,
+        a1: float,
+        a2: float,
+        b: float,
+        c1: float,
+        c2: float,
+        c3: float,
+        c4: float,
+        offsets: Sequence[float] = (0.0,) * 6,
+        signs: Sequence[float] = (1,) * 6,
+        limits: JointLimits | None = None,
+        constraints=None,
+    ) -> None:
+        lengths = [a1, a2, b, c1, c2, c3, c4]
+        if not all(isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(x) for x in lengths):
+            raise InvalidArgument(f"OPW lengths must be finite numbers, got {lengths}")
+        offsets = [float(x) for x in offsets]
+        signs = [float(x) for x in signs]
+        if len(offsets) != 6 or not all(math.isfinite(x) for x in offsets):
+            raise InvalidArgument("OPW offsets must be 6 finite angles (rad)")
+        if len(signs) != 6 or any(s not in (1.0, -1.0) for s in signs):
+            raise InvalidArgument("OPW signs must be 6 values, each +1 or -1")
+        if c2 <= 0 or math.hypot(a2, c3) <= 0:
+            raise InvalidArgument("OPW needs c2 > 0 and a non-zero forearm (a2, c3)")
+        self.a1, self.a2, self.b, self.c1, self.c2, self.c3, self.c4 = (float(x) for x in lengths)
+        self.offsets = tuple(offsets)
+        self.signs = tuple(signs)
+        self.dof = 6
+        self.limits = limits or JointLimits(lower=-PI, upper=PI, velocity=[2.0] * 6, acceleration=10.0, jerk=200.0)
+        if self.limits.dof != 6:
+            raise InvalidArgument("an OPW arm needs limits for 6 joints")
+        self.constraints = constraints
+        # Forearm as one link: length k at angle psi from the forearm axis.
+        self._k = math.hypot(self.a2, self.c3)
+        self._psi = math.atan2(self.a2, self.c3)
+        self._offsets = np.array(self.offsets)
+        self._signs = np.array(self.signs)
+
+    def __repr__(self) -> str:
+        return (f"OPW(a1={self.a1}, a2={self.a2}, b={self.b}, c1={self.c1}, c2={self.c2}, c3={self.c3},"
+                f" c4={self.c4}, offsets={list(self.offsets)}, signs={list(self.signs)})")
+
+    # Joint <-> model angles -----------------------------------------------------------
+
+    def _theta(self, q: Array) -> Array:
+        return q * self._signs - self._offsets
+
+    def _q_from_theta(self, theta: list[float]) -> list[float]:
+        s, o = self.signs, self.offsets
+        return [_wrap(s[i] * (theta[i] + o[i])) for i in range(6)]
+
+    # Forward kinematics -----------------------------------------------------------------
+
+    def _fk_scalar(self, q: list[float]) -> list[float]:
+        """Flange pose for one configuration: R row-major then p, 12 floats."""
+        s, o = self.signs, self.offsets
+        t1 = s[0] * q[0] - o[0]
+        t2 = s[1] * q[1] - o[1]
+        t23 = t2 + s[2] * q[2] - o[2]
+        t4 = s[3] * q[3] - o[3]
+        t5 = s[4] * q[4] - o[4]
+        t6 = s[5] * q[5] - o[5]
+        sn1, cs1 = math.sin(t1), math.cos(t1)
+        sn2, cs2 = math.sin(t2), math.cos(t2)
+        s23, c23 = math.sin(t23), math.cos(t23)
+        sn4, cs4 = math.sin(t4), math.cos(t4)
+        sn5, cs5 = math.sin(t5), math.cos(t5)
+        sn6, cs6 = math.sin(t6), math.cos(t6)
+        # R3_6 = Rz(t4) Ry(t5) Rz(t6)
+        c4c5 = cs4 * cs5
+        s4c5 = sn4 * cs5
+        e00 = c4c5 * cs6 - sn4 * sn6
+        e01 = -c4c5 * sn6 - sn4 * cs6
+        e02 = cs4 * sn5
+        e10 = s4c5 * cs6 + cs4 * sn6
+        e11 = -s4c5 * sn6 + cs4 * cs6
+        e12 = sn4 * sn5
+        e20 = -sn5 * cs6
+        e21 = sn5 * sn6
+        e22 = cs5
+        # R0_3 = Rz(t1) Ry(t23); rows 0/1 share u = c23 e0j + s23 e2j.
+        u0 = c23 * e00 + s23 * e20
+        u1 = c23 * e01 + s23 * e21
+        u2 = c23 * e02 + s23 * e22
+        r02 = cs1 * u2 - sn1 * e12
+        r12 = sn1 * u2 + cs1 * e12
+        r22 = c23 * e22 - s23 * e02
+        xw = self.a1 + self.c2 * sn2 + self.a2 * c23 + self.c3 * s23
+        zw = self.c1 + self.c2 * cs2 - self.a2 * s23 + self.c3 * c23
+        c4 = self.c4
+        return [
+            cs1 * u0 - sn1 * e10, cs1 * u1 - sn1 * e11, r02,
+            sn1 * u0 + cs1 * e10, sn1 * u1 + cs1 * e11, r12,
+            c23 * e20 - s23 * e00, c23 * e21 - s23 * e01, r22,
+            cs1 * xw - sn1 * self.b + c4 * r02,
+            sn1 * xw + cs1 * self.b + c4 * r12,
+            zw + c4 * r22,
+        ]
+
+    def _fk_arrays(self, theta: Array) -> list[Array]:
+        """Flange pose entries for model angles ``theta`` (6, n): 12 arrays (R row-major, p)."""
+        t1, t2, t3, t4, t5, t6 = theta
+        sn1, cs1 = np.sin(t1), np.cos(t1)
+        sn2, cs2 = np.sin(t2), np.cos(t2)
+        t23 = t2 + t3
+        s23, c23 = np.sin(t23), np.cos(t23)
+        sn4, cs4 = np.sin(t4), np.cos(t4)
+        sn5, cs5 = np.sin(t5), np.cos(t5)
+        sn6, cs6 = np.sin(t6), np.cos(t6)
+        c4c5 = cs4 * cs5
+        s4c5 = sn4 * cs5
+        e00 = c4c5 * cs6 - sn4 * sn6
+        e01 = -c4c5 * sn6 - sn4 * cs6
+        e02 = cs4 * sn5
+        e10 = s4c5 * cs6 + cs4 * sn6
+        e11 = cs4 * cs6 - s4c5 * sn6
+        e12 = sn4 * sn5
+        e20 = -sn5 * cs6
+        e21 = sn5 * sn6
+        u0 = c23 * e00 + s23 * e20
+        u1 = c23 * e01 + s23 * e21
+        u2 = c23 * e02 + s23 * cs5
+        r02 = cs1 * u2 - sn1 * e12
+        r12 = sn1 * u2 + cs1 * e12
+        r22 = c23 * cs5 - s23 * e02
+        xw = self.a1 + self.c2 * sn2 + self.a2 * c23 + self.c3 * s23
+        zw = self.c1 + self.c2 * cs2 - self.a2 * s23 + self.c3 * c23
+        c4 = self.c4
+        return [
+            cs1 * u0 - sn1 * e10, cs1 * u1 - sn1 * e11, r02,
+            sn1 * u0 + cs1 * e10, sn1 * u1 + cs1 * e11, r12,
+            c23 * e20 - s23 * e00, c23 * e21 - s23 * e01, r22,
+            cs1 * xw - sn1 * self.b + c4 * r02,
+            sn1 * xw + cs1 * self.b + c4 * r12,
+            zw + c4 * r22,
+        ]
+
+    def forward(self, q: ArrayLike) -> Array:
+        """Flange pose (4, 4) for joints (6,); (..., 4, 4) for (..., 6)."""
+        if (type(q) is np.ndarray and q.shape == (6,)) or (type(q) in (list, tuple) and len(q) == 6):
+            values = q.tolist() if type(q) is np.ndarray else [float(x) for x in q]
+            if all(map(math.isfinite, values)):
+                m = self._fk_scalar(values)
+                return np.array([[*m[0:3], m[9]], [*m[3:6], m[10]], [*m[6:9], m[11]], [0.0, 0.0, 0.0, 1.0]])
+        q = self._joints(q)
+        if q.ndim == 1:
+            return self.forward(q.tolist())
+        flat = q.reshape(-1, 6)
+        n = flat.shape[0]
+        out = np.zeros((n, 4, 4))
+        out[:, 3, 3] = 1.0
+        view = out.reshape(n, 16)
+        for start in range(0, n, CHUNK):
+            stop = min(start + CHUNK, n)
+            theta = (flat[start:stop] * self._signs - self._offsets).T
+            entries = self._fk_arrays(theta)
+            block = view[start:stop]
+            for index, value in zip((0, 1, 2, 4, 5, 6, 8, 9, 10, 3, 7, 11), entries, strict=False):
+                block[:, index] = value
+        return out.reshape(*q.shape[:-1], 4, 4)
+
+    def joint_poses(self, q: ArrayLike) -> Array:
+        """Frames moved by J1..J6 and the flange: (..., 7, 4, 4). J1's frame is at
+        the base origin, J2's and J3's on their axes, J4-J6's at the wrist centre."""
+        from .. import spatial
+
+        q = self._joints(q)
+        t = np.moveaxis(self._theta(q), -1, 0)
+        shape = q.shape[:-1]
+
+        def trans(x: float, y: float, z: float) -> Array:
+            return spatial.from_translation(np.broadcast_to([x, y, z], (*shape, 3)))
+
+        f1 = spatial.rotation_z(t[0])
+        f2 = f1 @ trans(self.a1, self.b, self.c1) @ spatial.rotation_y(t[1])
+        f3 = f2 @ trans(0, 0, self.c2) @ spatial.rotation_y(t[2])
+        f4 = f3 @ trans(self.a2, 0, self.c3) @ spatial.rotation_z(t[3])
+        f5 = f4 @ spatial.rotation_y(t[4])
+        f6 = f5 @ spatial.rotation_z(t[5])
+        flange = f6 @ trans(0, 0, self.c4)
+        return np.stack([f1, f2, f3, f4, f5, f6, flange], axis=-3)
+
+    def jacobian(self, q: ArrayLike) -> Array:
+        """Geometric Jacobian (..., 6, 6) from the joint axes (analytic)."""
+        frames = self.joint_poses(q)
+        tip = frames[..., 6, :3, 3]
+        axis_column = (2, 1, 1, 2, 1, 2)  # J1, J4, J6 turn about z; J2, J3, J5 about y
+        columns = []
+        for i, column in enumerate(axis_column):
+            axis = frames[..., i, :3, column]
+            linear = np.cross(axis, tip - frames[..., i, :3, 3])
+            columns.append(self.signs[i] * np.concatenate([linear, axis], axis=-1))
+        return np.stack(columns, axis=-1)
+
+    def singularity(self, q: ArrayLike, threshold: float = WRIST_SINGULARITY):
+        """'wrist' when J5 is within ``threshold`` (0.01 deg) of 0 or +-pi, else None;
+        for a batch (N, 6), a boolean array."""
+        q = self._joints(q)
+        t5 = np.remainder(self._theta(q)[..., 4], PI)
+        near = np.minimum(t5, PI - t5) < threshold
+        if q.ndim == 1:
+            return "wrist" if bool(near) else None
+        return near
+
+    def solution_label(self, q: ArrayLike) -> str:
+        """"front|back, elbow up|down, wrist flip|no flip" of joints ``q`` (6,)."""
+        q = self._one_joints(q)
+        t = self._theta(q)
+        reach = self.a1 + self.c2 * math.sin(t[1]) + self._k * math.sin(t[1] + t[2] + self._psi)
+        front = reach >= 0
+        up = (math.sin(t[2] + self._psi) > 0) == front
+        flip = _wrap(float(t[4])) < 0
+        return f"{'front' if front else 'back'}, elbow {'up' if up else 'down'}, {'wrist flip' if flip else 'no flip'}"
+
+    # Inverse kinematics: one pose ------------------------------------------------------------
+
+    def _solve(self, m: list[list[float]], previous: list[float] | None, j6: float | None = None) -> tuple[list, str | None]:
+        """All verified solutions (joint lists, normalised) for one pose given as rows."""
+        r00, r01, r02, px = m[0]
+        r10, r11, r12, py = m[1]
+        r20, r21, r22, pz = m[2]
+        a1, b, c2, k, psi = self.a1, self.b, self.c2, self._k, self._psi
+        s, o = self.signs, self.offsets
+        if previous is not None:
+            ref = [s[i] * previous[i] - o[i] for i in range(6)]
+        else:
+            centre = self._bounds()[2]
+            ref = [s[i] * centre[i] - o[i] for i in range(6)]
+        # Wrist centre.
+        cx = px - self.c4 * r02
+        cy = py - self.c4 * r12
+        cz = pz - self.c4 * r22
+        rho2 = cx * cx + cy * cy - b * b
+        if rho2 < -1e-12:
+            return [], f"the wrist centre is {math.hypot(cx, cy):.4f} m from the joint-1 axis, closer than the offset b = {b:.4f} m"
+        r = math.sqrt(max(rho2, 0.0))
+        phi = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else ref[0]  # on the J1 axis J1 is free
+        v = cz - self.c1
+        kk = c2 * c2 + k * k
+        rows: list[list[float]] = []
+        worst = None
+        for xp in (r, -r):
+            u = xp - a1
+            d = (u * u + v * v - kk) / (2.0 * c2 * k)
+            if abs(d) > 1.0 + RIM_SLACK:
+                distance = math.hypot(u, v)
+                worst = worst or (f"the wrist centre is {distance:.4f} m from joint 2; the arm reaches"
+                                  f" {abs(c2 - k):.4f} to {c2 + k:.4f} m")
+                continue
+            d = min(1.0, max(-1.0, d))
+            t1 = phi - math.atan2(b, xp)
+            sn1, cs1 = math.sin(t1), math.cos(t1)
+            h_x = cs1 * r00 + sn1 * r10
+            h_y = cs1 * r01 + sn1 * r11
+            h_z = cs1 * r02 + sn1 * r12
+            along = math.atan2(u, v)
+            root = math.sqrt(1.0 - d * d)
+            for sin_elbow in ((root, -root) if root > 0 else (0.0,)):
+                t3 = math.atan2(sin_elbow, d) - psi
+                t2 = along - math.atan2(k * sin_elbow, c2 + k * d)
+                t23 = t2 + t3
+                s23, c23 = math.sin(t23), math.cos(t23)
+                # Wrist centre check (the arm part of the forward kinematics).
+                xw = a1 + c2 * math.sin(t2) + self.a2 * c23 + self.c3 * s23
+                zw = self.c1 + c2 * math.cos(t2) - self.a2 * s23 + self.c3 * c23
+                if (abs(cs1 * xw - sn1 * b - cx) > VERIFY_POSITION or abs(sn1 * xw + cs1 * b - cy) > VERIFY_POSITION
+                        or abs(zw - cz) > VERIFY_POSITION):
+                    continue
+                # M = R0_3^T R: its third column and third row give the wrist angles.
+                m02 = c23 * h_z - s23 * r22
+                m12 = cs1 * r12 - sn1 * r02
+                m22 = s23 * h_z + c23 * r22
+                sin5 = math.sqrt(m02 * m02 + m12 * m12)
+                t5 = math.atan2(sin5, m22)
+                if sin5 < WRIST_DEGENERATE:
+                    t4 = ref[3]
+                    if j6 is not None:
+                        wrists = [(t4, t5, j6)]
+                    else:
+                        m00 = c23 * h_x - s23 * r20
+                        m10 = cs1 * r10 - sn1 * r00
+                        if m22 > 0:  # J5 = 0: only t4 + t6 is fixed
+                            wrists = [(t4, t5, math.atan2(m10, m00) - t4)]
+                        else:  # J5 = pi: only t4 - t6 is fixed
+                            wrists = [(t4, t5, t4 - math.atan2(-m10, -m00))]
+                else:
+                    t4 = math.atan2(m12, m02)
+                    if j6 is not None:
+                        t6 = j6
+                        t6f = j6
+                    else:
+                        t6 = math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
+                        t6f = t6 + PI
+                    wrists = [(t4, t5, t6), (t4 + PI, -t5, t6f)]
+                for t4, t5, t6 in wrists:
+                    # Verify the rotation: R0_3 R3_6 against the target's x (unless 5-DOF) and z axes.
+                    sn4, cs4 = math.sin(t4), math.cos(t4)
+                    sn5, cs5 = math.sin(t5), math.cos(t5)
+                    e02, e12 = cs4 * sn5, sn4 * sn5
+                    u2 = c23 * e02 + s23 * cs5
+                    if (abs(cs1 * u2 - sn1 * e12 - r02) > VERIFY_ROTATION or abs(sn1 * u2 + cs1 * e12 - r12) > VERIFY_ROTATION
+                            or abs(c23 * cs5 - s23 * e02 - r22) > VERIFY_ROTATION):
+                        continue
+                    if j6 is None:
+                        sn6, cs6 = math.sin(t6), math.cos(t6)
+                        c4c5 = cs4 * cs5
+                        e00 = c4c5 * cs6 - sn4 * sn6
+                        e10 = sn4 * cs5 * cs6 + cs4 * sn6
+                        e20 = -sn5 * cs6
+                        u0 = c23 * e00 + s23 * e20
+                        if (abs(cs1 * u0 - sn1 * e10 - r00) > VERIFY_ROTATION or abs(sn1 * u0 + cs1 * e10 - r10) > VERIFY_ROTATION
+                                or abs(c23 * e20 - s23 * e00 - r20) > VERIFY_ROTATION):
+                            continue
+                    rows.append([_wrap(s[0] * (t1 + o[0])), _wrap(s[1] * (t2 + o[1])), _wrap(s[2] * (t3 + o[2])),
+                                 _wrap(s[3] * (t4 + o[3])), _wrap(s[4] * (t5 + o[4])), _wrap(s[5] * (t6 + o[5]))])
+        if not rows:
+            return [], worst or "no configuration reproduces the pose (numerically degenerate target)"
+        return rows, None
+
+    def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+        return self._solve(pose.tolist(), None if previous is None else list(previous))
+
+    def inverse(self, pose: ArrayLike) -> Solutions:
+        rows, reason = self._solve(pose_rows(pose), None)
+        return self._finish(rows, None, reason)
+
+    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
+        """Solutions nearest ``previous``; at the J5 = 0 (pi) singularity J4 stays at
+        ``previous`` and J6 keeps J4 + J6 (J4 - J6) as the pose demands."""
+        prev = self._previous_list(previous)
+        rows, reason = self._solve(pose_rows(pose), prev)
+        return self._finish(rows, prev, reason)
+
+    def _previous_list(self, previous: ArrayLike) -> list[float]:
+        values = previous.tolist() if type(previous) is np.ndarray else previous
+        try:
+            values = [float(x) for x in values]
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"previous joints must be {self.dof} numbers, got {previous!r:.80}") from None
+        if len(values) != self.dof:
+            raise InvalidArgument(f"previous joints must have {self.dof} values, got {len(values)}")
+        if not all(map(math.isfinite, values)):
+            raise InvalidArgument("previous joints contain NaN or inf")
+        return values
+
+    def inverse_5dof(self, pose: ArrayLike, j6: float) -> Solutions:
+        """Solutions that place the flange at the pose's position with its z axis
+        along the pose's z axis; rotation about that axis is ignored and J6 = ``j6``."""
+        if not math.isfinite(j6):
+            raise InvalidArgument("j6 must be finite")
+        rows, reason = self._solve(pose_rows(pose), None, j6=self.signs[5] * j6 - self.offsets[5])
+        return self._finish(rows, None, reason)
+
+    def inverse_continuing_5dof(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
+        """:meth:`inverse_5dof` with J6 taken from ``previous``, sorted by distance to it."""
+        prev = self._previous_list(previous)
+        rows, reason = self._solve(pose_rows(pose), prev, j6=self.signs[5] * prev[5] - self.offsets[5])
+        return self._finish(rows, prev, reason)
+
+    # Inverse kinematics: many poses ------------------------------------------------------------
+
+    def _candidates_batch(self, poses: Array) -> Array:
+        """(n, 8, 6) solutions in fixed slots (4 * back + 2 * elbow branch + flip),
+        FK-verified, normalised to (-pi, pi]; NaN where a branch does not exist."""
+        n = poses.shape[0]
+        out = np.empty((n, 8, 6))
+        for start in range(0, n, CHUNK):
+            stop = min(start + CHUNK, n)
+            out[start:stop] = self._solve_chunk(poses[start:stop])
+        return out
+
+    def _solve_chunk(self, poses: Array) -> Array:
+        n = poses.shape[0]
+        a1, b, c2, k, psi = self.a1, self.b, self.c2, self._k, self._psi
+        flat = poses.reshape(n, 16).T  # rows: matrix entries, columns: poses
+        r00, r01, r02, px, r10, r11, r12, py, r20, r21, r22, pz = (np.ascontiguousarray(flat[i]) for i in range(12))
+        cx = px - self.c4 * r02
+        cy = py - self.c4 * r12
+        cz = pz - self.c4 * r22
+        rho2 = cx * cx + cy * cy - b * b
+        bad_base = rho2 < -1e-12
+        r = np.sqrt(np.maximum(rho2, 0.0))
+        centre = self._bounds()[2]
+        ref = [self.signs[i] * centre[i] - self.offsets[i] for i in range(6)]
+        phi = np.arctan2(cy, cx)
+        on_axis = cx * cx + cy * cy <= 1e-24
+        if on_axis.any():
+            phi[on_axis] = ref[0]
+        xp = np.stack([r, -r])  # (2, n): front, back
+        t1 = phi - np.arctan2(b, xp)
+        u = xp - a1
+        v = cz - self.c1
+        d = (u * u + v * v - (c2 * c2 + k * k)) / (2.0 * c2 * k)
+        unreachable = (np.abs(d) > 1.0 + RIM_SLACK) | bad_base
+        d = np.clip(d, -1.0, 1.0)
+        root = np.sqrt(1.0 - d * d)
+        sin_elbow = np.stack([root, -root], axis=1)  # (2, 2, n): shoulder, elbow
+        t3 = np.arctan2(sin_elbow, d[:, None]) - psi
+        t2 = np.arctan2(u, v)[:, None] - np.arctan2(k * sin_elbow, c2 + k * d[:, None])
+        sn1, cs1 = np.sin(t1)[:, None], np.cos(t1)[:, None]
+        t23 = t2 + t3
+        s23, c23 = np.sin(t23), np.cos(t23)
+        h_x = cs1 * r00 + sn1 * r10
+        h_y = cs1 * r01 + sn1 * r11
+        h_z = cs1 * r02 + sn1 * r12
+        m02 = c23 * h_z - s23 * r22
+        m12 = cs1 * r12 - sn1 * r02
+        m22 = s23 * h_z + c23 * r22
+        sin5 = np.sqrt(m02 * m02 + m12 * m12)
+        t5 = np.arctan2(sin5, m22)
+        t4 = np.arctan2(m12, m02)
+        t6 = np.arctan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
+        degenerate = sin5 < WRIST_DEGENERATE
+        if degenerate.any():
+            m00 = c23 * h_x - s23 * r20
+            m10 = cs1 * r10 - sn1 * r00
+            t4 = np.where(degenerate, ref[3], t4)
+            sum46 = np.arctan2(m10, m00)
+            diff46 = np.arctan2(-m10, -m00)
+            t6 = np.where(degenerate, np.where(m22 > 0, sum46 - ref[3], ref[3] - diff46), t6)
+        # Branch angles (6, 2, 2, 2, n): joint, shoulder, elbow, flip.
+        theta = np.empty((6, 2, 2, 2, n))
+        theta[0] = t1[:, None, None, :]
+        theta[1] = t2[:, :, None, :]
+        theta[2] = t3[:, :, None, :]
+        theta[3, :, :, 0] = t4
+        theta[3, :, :, 1] = t4 + PI
+        theta[4, :, :, 0] = t5
+        theta[4, :, :, 1] = -t5
+        theta[5, :, :, 0] = t6
+        theta[5, :, :, 1] = t6 + PI
+        theta = theta.reshape(6, 8 * n)
+        q = _wrap_array((theta + self._offsets[:, None]) * self._signs[:, None])
+        # Verify every branch with the forward kinematics of the final joints.
+        pose = self._fk_arrays(q * self._signs[:, None] - self._offsets[:, None])
+        target = (r00, r01, r02, r10, r11, r12, r20, r21, r22, px, py, pz)
+        error = np.zeros(8 * n)
+        for i, value in enumerate(pose):
+            np.maximum(error, np.abs(value.reshape(8, n) - target[i]).reshape(-1), out=error)
+        bad = ~(error <= VERIFY_POSITION)  # also catches NaN
+        bad |= np.broadcast_to(unreachable[:, None, None, :], (2, 2, 2, n)).reshape(-1)
+        degenerate_flip = np.zeros((2, 2, 2, n), dtype=bool)
+        degenerate_flip[:, :, 1] = degenerate  # at J5 = 0 the flipped wrist repeats the other
+        bad |= degenerate_flip.reshape(-1)
+        q[:, bad] = np.nan
+        return q.reshape(6, 8, n).transpose(2, 1, 0)
+
+    def inverse_batch(self, poses: ArrayLike) -> Array:
+        """All 8 branches for N poses: (N, 8, 6), NaN where a branch does not exist
+        or leaves the limits. Slot ``4 * back + 2 * elbow + flip`` is stable, so a
+        column follows one branch; :func:`~robohal.kinematics.pick_best` picks one per pose."""
+        from .. import spatial
+
+        poses = spatial.as_finite(poses, "poses", last=(4, 4))
+        if poses.ndim == 2:
+            poses = poses[None]
+        poses = poses.reshape(-1, 4, 4)
+        out = self._candidates_batch(poses)
+        return fit_limits_batch(out, self.limits, self.periodic)
+
+
+def fit_limits_batch(q: Array, limits: JointLimits, periodic: Sequence[bool]) -> Array:
+    """Move angles by one turn into the limits where that helps; NaN rows outside."""
+    lower, upper = limits.lower, limits.upper
+    for j in range(q.shape[-1]):
+        if not periodic[j]:
+            continue
+        column = q[..., j]
+        low = column < lower[j]
+        if low.any():
+            column[low] += TWO_PI
+        high = column > upper[j]
+        if high.any():
+            column[high] -= TWO_PI
+    inside = ((q >= lower - 1e-9) & (q <= upper + 1e-9)).all(axis=-1)
+    q[~inside] = np.nan
+    return q

@@ -1,0 +1,274 @@
+"""Wrappers that are themselves models and stack: a parallelogram linkage between
+two joints, a tool on the flange, a base frame under the robot.
+
+Each keeps the public joints its own: a :class:`Parallelogram`'s joints are the
+controller's (motor) joints, and its ``previous``, sorting and limits are in
+those joints, converted to the inner (geometric) model only to call it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .. import spatial
+from ..errors import InvalidArgument
+from .base import Array, Kinematics, Solutions, pose_rows
+from .limits import JointLimits
+from .opw import fit_limits_batch
+
+
+class _Wrapper(Kinematics):
+    """Shared plumbing: a wrapped model, joints passed through unless overridden."""
+
+    def __init__(self, robot: Kinematics) -> None:
+        if not isinstance(robot, Kinematics):
+            raise InvalidArgument(f"expected a Kinematics model to wrap, got {type(robot).__name__}")
+        self.robot = robot
+        self.dof = robot.dof
+        self.max_solutions = robot.max_solutions
+        self.position_only = robot.position_only
+        self.closed_form = robot.closed_form
+
+    @property
+    def limits(self) -> JointLimits:  # type: ignore[override]
+        return self.robot.limits
+
+    @property
+    def constraints(self):  # type: ignore[override]
+        return self.robot.constraints
+
+    @property
+    def periodic(self) -> tuple[bool, ...]:
+        return self.robot.periodic
+
+    # Joints: outer (this model's) <-> inner (the wrapped model's).
+    def _inner(self, q: Array) -> Array:
+        return q
+
+    def _outer(self, q: Array) -> Array:
+        return q
+
+    # Poses: this model's targets <-> the wrapped model's.
+    def _inner_pose(self, pose: Array) -> Array:
+        return pose
+
+    def _outer_pose(self, pose: Array) -> Array:
+        return pose
+
+    def forward(self, q: ArrayLike) -> Array:
+        return self._outer_pose(self.robot.forward(self._inner(self._joints(q))))
+
+    def joint_poses(self, q: ArrayLike) -> Array:
+        return self.robot.joint_poses(self._inner(self._joints(q)))
+
+    def jacobian(self, q: ArrayLike) -> Array:
+        return self.robot.jacobian(self._inner(self._joints(q)))
+
+    def singularity(self, q: ArrayLike, *args, **kwargs):
+        return self.robot.singularity(self._inner(self._joints(q)), *args, **kwargs)
+
+    def solution_label(self, q: ArrayLike) -> str:
+        return self.robot.solution_label(self._inner(self._one_joints(q)))
+
+    def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+        inner_previous = None if previous is None else self._inner(np.asarray(previous, dtype=np.float64))
+        rows, reason = self.robot._candidates(self._inner_pose(pose), inner_previous)
+        if len(rows) == 0:
+            return [], reason
+        return self._outer(np.asarray(rows, dtype=np.float64)).tolist(), None
+
+    def inverse(self, pose: ArrayLike) -> Solutions:
+        rows, reason = self._candidates(np.array(pose_rows(pose)), None)
+        return self._finish(rows, None, reason)
+
+    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
+        previous = self._one_joints(previous, "previous joints")
+        rows, reason = self._candidates(np.array(pose_rows(pose)), previous)
+        return self._finish(rows, previous.tolist(), reason)
+
+    def _candidates_5dof(self, pose: Array, j6: float | None, previous: Array | None) -> tuple[list, str | None]:
+        robot = self.robot
+        inner_previous = None if previous is None else self._inner(previous)
+        if isinstance(robot, _Wrapper):
+            rows, reason = robot._candidates_5dof(self._inner_pose(pose), j6, inner_previous)
+        elif hasattr(robot, "_solve"):
+            s, o = robot.signs[5], robot.offsets[5]
+            j6_inner = j6 if j6 is not None else float(inner_previous[5])
+            rows, reason = robot._solve(self._inner_pose(pose).tolist(), None if inner_previous is None
+                                        else inner_previous.tolist(), j6=s * j6_inner - o)
+        else:
+            raise InvalidArgument(f"{type(robot).__name__} has no 5-DOF inverse")
+        if len(rows) == 0:
+            return [], reason
+        return self._outer(np.asarray(rows, dtype=np.float64)).tolist(), None
+
+    def inverse_5dof(self, pose: ArrayLike, j6: float) -> Solutions:
+        """Position exact, rotation about the tool axis ignored, J6 = ``j6`` (see :class:`OPW`)."""
+        if not math.isfinite(j6):
+            raise InvalidArgument("j6 must be finite")
+        rows, reason = self._candidates_5dof(np.array(pose_rows(pose)), self._inner_j6(j6), None)
+        return self._finish(rows, None, reason)
+
+    def inverse_continuing_5dof(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
+        previous = self._one_joints(previous, "previous joints")
+        rows, reason = self._candidates_5dof(np.array(pose_rows(pose)), None, previous)
+        return self._finish(rows, previous.tolist(), reason)
+
+    def _inner_j6(self, j6: float) -> float:
+        return j6
+
+    def _candidates_batch(self, poses: Array) -> Array:
+        inner = self.robot._candidates_batch(self._inner_pose(poses))
+        return self._outer(inner)
+
+    def inverse_batch(self, poses: ArrayLike) -> Array:
+        poses = spatial.as_finite(poses, "poses", last=(4, 4)).reshape(-1, 4, 4)
+        if not hasattr(self.robot, "_candidates_batch"):
+            return super().inverse_batch(poses)
+        out = fit_limits_batch(self._candidates_batch(poses), self.limits, self.periodic)
+        ok = ~np.isnan(out[..., 0])
+        if ok.any() and type(self)._admissible is not Kinematics._admissible:
+            rows = out[ok]
+            keep = np.array([self._admissible(r) for r in rows.tolist()]) if len(rows) else np.zeros(0, bool)
+            rows[~keep] = np.nan
+            out[ok] = rows
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.robot!r})"
+
+
+class Parallelogram(_Wrapper):
+    """A parallelogram linkage: the controller's joint ``coupled`` is measured
+    from a fixed direction instead of from the previous link.
+
+    Forward: the inner model sees ``q[coupled] - scaling * q[driven]``; inverse:
+    ``q[coupled] = q_inner[coupled] + scaling * q_inner[driven]``. ``limits`` are
+    in the controller's joints (default: the inner model's numbers); solutions
+    must also satisfy the inner model's own limits (its geometric joints).
+    """
+
+    def __init__(self, robot: Kinematics, scaling: float = 1.0, driven: int = 1, coupled: int = 2,
+                 limits: JointLimits | None = None) -> None:
+        super().__init__(robot)
+        if not math.isfinite(scaling):
+            raise InvalidArgument("parallelogram scaling must be finite")
+        if not (0 <= driven < robot.dof and 0 <= coupled < robot.dof and driven != coupled):
+            raise InvalidArgument(f"driven and coupled must be two different joints of 0..{robot.dof - 1}")
+        self.scaling = float(scaling)
+        self.driven = int(driven)
+        self.coupled = int(coupled)
+        if limits is not None and limits.dof != robot.dof:
+            raise InvalidArgument(f"parallelogram limits must be for {robot.dof} joints")
+        self._limits = limits or robot.limits
+
+    @property
+    def limits(self) -> JointLimits:  # type: ignore[override]
+        return self._limits
+
+    @property
+    def periodic(self) -> tuple[bool, ...]:
+        # A whole turn of the driven joint moves the coupled one by scaling turns:
+        # the same pose only when scaling is a whole number.
+        flags = list(self.robot.periodic)
+        if self.scaling != round(self.scaling):
+            flags[self.driven] = False
+        return tuple(flags)
+
+    def _inner(self, q: Array) -> Array:
+        q = np.array(q, dtype=np.float64)
+        q[..., self.coupled] -= self.scaling * q[..., self.driven]
+        return q
+
+    def _outer(self, q: Array) -> Array:
+        q = np.array(q, dtype=np.float64)
+        q[..., self.coupled] += self.scaling * q[..., self.driven]
+        return q
+
+    def _admissible(self, q: list[float]) -> bool:
+        inner = list(q)
+        inner[self.coupled] -= self.scaling * inner[self.driven]
+        lower, upper = self.robot._bounds()[:2]
+        return all(lo - 1e-9 <= x <= hi + 1e-9 for x, lo, hi in zip(inner, lower, upper, strict=False)) and self.robot._admissible(inner)
+
+    def jacobian(self, q: ArrayLike) -> Array:
+        # d(inner)/d(outer): the driven joint also turns the coupled one by -scaling.
+        jac = np.array(self.robot.jacobian(self._inner(self._joints(q))))
+        jac[..., :, self.driven] -= self.scaling * jac[..., :, self.coupled]
+        return jac
+
+    def __repr__(self) -> str:
+        return f"Parallelogram({self.robot!r}, scaling={self.scaling}, driven={self.driven}, coupled={self.coupled})"
+
+
+def _check_transform(transform: ArrayLike, name: str) -> Array:
+    return spatial.as_pose(transform, name).reshape(4, 4).copy()
+
+
+class Tool(_Wrapper):
+    """A tool fixed to the flange: poses are of the tool centre point, ``T`` is
+    the flange-to-TCP transform."""
+
+    def __init__(self, robot: Kinematics, tool: ArrayLike) -> None:
+        super().__init__(robot)
+        self.tool = _check_transform(tool, "tool transform")
+        self._tool_inverse = spatial.invert(self.tool)
+
+    def _inner_pose(self, pose: Array) -> Array:
+        return pose @ self._tool_inverse
+
+    def _outer_pose(self, pose: Array) -> Array:
+        return pose @ self.tool
+
+    def joint_poses(self, q: ArrayLike) -> Array:
+        frames = np.array(self.robot.joint_poses(self._inner(self._joints(q))))
+        frames[..., -1, :, :] = frames[..., -1, :, :] @ self.tool
+        return frames
+
+    def jacobian(self, q: ArrayLike) -> Array:
+        q = self._joints(q)
+        jac = np.array(self.robot.jacobian(q))
+        flange = self.robot.forward(q)
+        lever = np.einsum("...ij,j->...i", flange[..., :3, :3], self.tool[:3, 3])
+        # v_tcp = v_flange + w x lever
+        jac[..., :3, :] += np.cross(jac[..., 3:, :], lever[..., None, :], axisa=-2, axisb=-1, axisc=-2)
+        return jac
+
+    def _candidates_5dof(self, pose, j6, previous):
+        if not np.allclose(self.tool[:3, 2], (0, 0, 1), atol=1e-12) or not np.allclose(self.tool[:2, 3], 0, atol=1e-12):
+            raise InvalidArgument("a 5-DOF inverse through a tool needs the tool's z axis on the flange's z axis")
+        return super()._candidates_5dof(pose, j6, previous)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.robot!r}, {self.tool.round(6).tolist()})"
+
+
+class Base(_Wrapper):
+    """The robot mounted at ``T`` (world-to-robot-base): poses are in the world frame."""
+
+    def __init__(self, robot: Kinematics, base: ArrayLike) -> None:
+        super().__init__(robot)
+        self.base = _check_transform(base, "base transform")
+        self._base_inverse = spatial.invert(self.base)
+
+    def _inner_pose(self, pose: Array) -> Array:
+        return self._base_inverse @ pose
+
+    def _outer_pose(self, pose: Array) -> Array:
+        return self.base @ pose
+
+    def joint_poses(self, q: ArrayLike) -> Array:
+        return self.base @ self.robot.joint_poses(self._inner(self._joints(q)))
+
+    def jacobian(self, q: ArrayLike) -> Array:
+        jac = np.array(self.robot.jacobian(self._joints(q)))
+        rotation = self.base[:3, :3]
+        jac[..., :3, :] = rotation @ jac[..., :3, :]
+        jac[..., 3:, :] = rotation @ jac[..., 3:, :]
+        return jac
+
+    def __repr__(self) -> str:
+        return f"Base({self.robot!r}, {self.base.round(6).tolist()})"
