@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -232,11 +231,10 @@ def start_simulator(kind: str, request: pytest.FixtureRequest, boot_ms: int = 50
                     extra: tuple[str, ...] = ()) -> SimProcess:
     """Starts one simulator process, stopped again when the test ends."""
     if kind == "firmware":
-        elf, harness = request.getfixturevalue("firmware_build")
-        sim = SimProcess([str(harness), str(elf), "--boot-ms", str(boot_ms), *extra])
+        request.getfixturevalue("firmware_build")      # skips without the toolchain
+        sim = SimProcess([*firmware.harness_command(boot_ms), *extra])
     else:
-        sim = SimProcess([sys.executable, "-m", "robohal_arduino_planar.emulator", "--boot-ms", str(boot_ms),
-                          *extra], env=_src_env())
+        sim = SimProcess([*firmware.emulator_command(boot_ms), *extra], env=_src_env())
     request.addfinalizer(sim.stop)
     return sim
 

@@ -77,3 +77,10 @@ def test_build_helpers_return_paths(firmware_build):
     assert firmware.build_firmware() == firmware_build[0]
     assert firmware.build_harness() == firmware_build[1]
     assert Path(firmware_build[0]).parent == firmware.build_dir()
+
+
+def test_simulator_commands(firmware_build):
+    elf, harness = firmware_build
+    assert firmware.harness_command(boot_ms=42, realtime=False) == [str(harness), str(elf), "--boot-ms", "42", "--fast"]
+    argv = firmware.emulator_command(boot_ms=7)
+    assert argv[1:] == ["-m", "robohal_arduino_planar.emulator", "--boot-ms", "7"]

@@ -224,7 +224,6 @@ int main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-  fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
 
   printf("%s\n", slave_path);
   fflush(stdout);
@@ -282,6 +281,7 @@ int main(int argc, char **argv) {
 
     /* ---- control lines on stdin ---- */
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      /* one read per poll event cannot block; stdin stays blocking (it may be a shared terminal) */
       ssize_t n = read(STDIN_FILENO, ctl + ctl_len, sizeof(ctl) - 1 - ctl_len);
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;   /* EOF: our owner is gone */
       if (n > 0) ctl_len += (size_t)n;

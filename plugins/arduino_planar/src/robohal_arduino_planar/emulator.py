@@ -264,7 +264,6 @@ class Emulator:
 
     def run(self) -> None:
         print(self.slave_path, flush=True)
-        os.set_blocking(0, False)
         ctl = b""
         while not self.stop:
             now = time.monotonic()
@@ -279,10 +278,7 @@ class Emulator:
             except InterruptedError:
                 continue
             if 0 in readable:
-                try:
-                    data = os.read(0, 4096)
-                except BlockingIOError:
-                    data = None
+                data = os.read(0, 4096)        # one read per select cannot block
                 if data == b"":
                     break                      # stdin closed: our owner is gone
                 if data:

@@ -10,6 +10,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 ARDUINO_CORE = Path("/usr/share/arduino/hardware/arduino/avr/cores/arduino")
@@ -87,3 +88,21 @@ def build_firmware() -> Path:
 def build_harness() -> Path:
     """Builds (if out of date) the simavr harness and returns its path."""
     return _make("harness")
+
+
+def harness_command(boot_ms: int = 300, realtime: bool = True) -> list[str]:
+    """argv that runs the real firmware in simavr on a pty (builds both first if out of date).
+
+    The process prints the pty path as its first stdout line; see PROTOCOL.md for the rest.
+    """
+    elf = build_firmware()
+    harness = build_harness()
+    return [str(harness), str(elf), "--boot-ms", str(int(boot_ms)), "--realtime" if realtime else "--fast"]
+
+
+def emulator_command(boot_ms: int = 300) -> list[str]:
+    """argv that runs the Python emulator on a pty, with the same stdout/stdin conventions.
+
+    The child imports this package, so its environment must find it (an installed package does).
+    """
+    return [sys.executable, "-m", "robohal_arduino_planar.emulator", "--boot-ms", str(int(boot_ms))]
