@@ -1,0 +1,335 @@
+"""The FCI simulator: a Franka arm on a loopback address, speaking the robot's
+side of the FCI protocol (TCP 1337 commands, 1 kHz UDP state stream, protocol
+version 10) so that the real ``pylibfranka.Robot`` connects to it.
+
+    python -m robohal_franka.simulator --address 127.0.0.5 [--model franka.fr3]
+        [--loss P] [--stall-after S] [--max-missed N] [--seed N]
+
+The first stdout line is ``READY franka <address> <port> <model>``. Control
+lines on stdin (for tests): ``STALL`` (stop the state stream), ``RESUME``,
+``LOSS P``, ``REFLEX NAME`` (the next cycle raises that libfranka error),
+``STATS`` (prints one ``STATS {json}`` line), ``QUIT``. The
+simulator exits at stdin end-of-file, so it never outlives its parent. It binds
+only the loopback address it is given. One client at a time, as the robot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import random
+import selectors
+import socket
+import sys
+import time
+
+import numpy as np
+
+from . import wire
+from .facts import ARMS
+from .simulated_robot import DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot
+from .urdf import urdf_text
+from .wire import Command, MoveStatus
+
+LATE_RESYNC = 0.05  # s: when the simulator itself falls this far behind, it skips ahead instead of bursting
+
+
+class Client:
+    """One connected libfranka client."""
+
+    def __init__(self, sock: socket.socket, address: tuple[str, int]) -> None:
+        self.sock = sock
+        self.address = address
+        self.buffer = b""
+        self.udp_port: int | None = None
+        self.move_id: int | None = None  # command_id of the running Move, answered at its end
+
+
+class FciSimulator:
+    def __init__(self, address: str, model: str = "franka.fr3", *, loss: float = 0.0,
+                 stall_after: float | None = None, max_missed: int = DEFAULT_MAX_MISSED,
+                 port: int = wire.TCP_PORT, seed: int | None = None) -> None:
+        if not ipaddress.ip_address(address).is_loopback:
+            raise SystemExit(f"the simulator binds loopback addresses only (127.0.0.0/8), not {address}")
+        if model not in ARMS:
+            raise SystemExit(f"unknown model {model!r}; choose from {sorted(ARMS)}")
+        if not 0.0 <= loss < 1.0:
+            raise SystemExit("--loss is a probability in [0, 1)")
+        self.address = address
+        self.model = model
+        self.loss = loss
+        self.stall_after = stall_after
+        self.stalled = False
+        self.rng = random.Random(seed)
+        self.robot = SimulatedRobot(model, max_missed=max_missed)
+        self.urdf = urdf_text(model).encode()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind((address, port))
+        self.listener.listen(1)
+        self.listener.setblocking(False)
+        self.port = self.listener.getsockname()[1]
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind((address, 0))
+        self.udp.setblocking(False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ, "accept")
+        self.selector.register(self.udp, selectors.EVENT_READ, "udp")
+        self.client: Client | None = None
+        self.connected_at: float | None = None
+        self.record = wire.new_state()
+        self.running = True
+        self.stats = {"states_sent": 0, "states_dropped": 0, "late_ticks": 0, "clients": 0, "bad_datagrams": 0}
+        self._periods: list[float] = []
+        self._last_send: float | None = None
+
+    # Main loop --------------------------------------------------------------------
+
+    def serve(self, stdin=None) -> None:
+        if stdin is not None:
+            os.set_blocking(stdin.fileno(), False)
+            self.selector.register(stdin, selectors.EVENT_READ, "stdin")
+            self._stdin_buffer = b""
+        next_tick = time.monotonic() + PERIOD
+        while self.running:
+            timeout = next_tick - time.monotonic()
+            for key, _ in self.selector.select(max(timeout, 0.0)):
+                self._dispatch(key)
+            now = time.monotonic()
+            if now >= next_tick:
+                self._tick(now)
+                next_tick += PERIOD
+                if now - next_tick > LATE_RESYNC:
+                    self.stats["late_ticks"] += int((now - next_tick) / PERIOD)
+                    next_tick = now + PERIOD
+        self.close()
+
+    def close(self) -> None:
+        if self.client is not None:
+            self._drop_client()
+        self.selector.close()
+        self.listener.close()
+        self.udp.close()
+
+    def _dispatch(self, key: selectors.SelectorKey) -> None:
+        if key.data == "accept":
+            self._accept()
+        elif key.data == "udp":
+            self._read_udp()
+        elif key.data == "tcp":
+            self._read_tcp()
+        elif key.data == "stdin":
+            self._read_stdin(key.fileobj)
+
+    def _tick(self, now: float) -> None:
+        event = self.robot.tick()
+        client = self.client
+        if client is None:
+            return
+        if event is not None and client.move_id is not None:
+            status = MoveStatus.SUCCESS if event == "finished" else MoveStatus.REFLEX_ABORTED
+            self._reply(Command.MOVE, client.move_id, wire.STATUS.pack(status))
+            client.move_id = None
+        if self.stall_after is not None and self.connected_at is not None and now - self.connected_at > self.stall_after:
+            self.stalled = True
+        if client.udp_port is None or self.stalled:
+            return
+        if self.loss and self.rng.random() < self.loss:
+            self.stats["states_dropped"] += 1
+            return
+        self.robot.fill(self.record)
+        try:
+            self.udp.sendto(self.record.tobytes(), (client.address[0], client.udp_port))
+        except OSError:
+            return
+        self.stats["states_sent"] += 1
+        if self._last_send is not None and len(self._periods) < 600_000:
+            self._periods.append(now - self._last_send)
+        self._last_send = now
+
+    # TCP ------------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        try:
+            sock, address = self.listener.accept()
+        except OSError:
+            return
+        if self.client is not None:
+            sock.close()  # the robot serves one client at a time
+            return
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.client = Client(sock, address)
+        self.selector.register(sock, selectors.EVENT_READ, "tcp")
+        self.stats["clients"] += 1
+        self.connected_at = time.monotonic()
+
+    def _drop_client(self) -> None:
+        client, self.client = self.client, None
+        if client is None:
+            return
+        self.robot.stop_motion()
+        self.connected_at = None
+        self.selector.unregister(client.sock)
+        client.sock.close()
+
+    def _read_tcp(self) -> None:
+        client = self.client
+        assert client is not None
+        try:
+            chunk = client.sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._drop_client()
+            return
+        client.buffer += chunk
+        while len(client.buffer) >= wire.HEADER.size:
+            command, command_id, size = wire.HEADER.unpack_from(client.buffer)
+            if size < wire.HEADER.size or size > 1 << 20:
+                self._drop_client()  # not the FCI protocol
+                return
+            if len(client.buffer) < size:
+                return
+            body = client.buffer[wire.HEADER.size:size]
+            client.buffer = client.buffer[size:]
+            self._handle(client, command, command_id, body)
+            if self.client is not client:
+                return
+
+    def _reply(self, command: int, command_id: int, body: bytes) -> None:
+        if self.client is None:
+            return
+        try:
+            self.client.sock.sendall(wire.message(command, command_id, body))
+        except OSError:
+            self._drop_client()
+
+    def _handle(self, client: Client, command: int, command_id: int, body: bytes) -> None:
+        robot = self.robot
+        ok = wire.STATUS.pack(0)
+        if command == Command.CONNECT:
+            version, udp_port = wire.CONNECT_REQUEST.unpack_from(body)
+            status = 0 if version == wire.PROTOCOL_VERSION else 1
+            self._reply(command, command_id, wire.CONNECT_RESPONSE.pack(status, wire.PROTOCOL_VERSION))
+            if status == 0:
+                client.udp_port = udp_port
+        elif command == Command.GET_ROBOT_MODEL:
+            self._reply(command, command_id, ok + self.urdf)
+        elif command == Command.MOVE:
+            controller, generator, *_ = wire.MOVE_REQUEST.unpack_from(body)
+            status = robot.start_motion(controller, generator)
+            self._reply(command, command_id, wire.STATUS.pack(status))
+            if status is MoveStatus.MOTION_STARTED:
+                client.move_id = command_id
+        elif command == Command.STOP_MOVE:
+            if robot.stop_motion() and client.move_id is not None:
+                self._reply(Command.MOVE, client.move_id, wire.STATUS.pack(MoveStatus.PREEMPTED))
+                client.move_id = None
+            self._reply(command, command_id, ok)
+        elif command == Command.AUTOMATIC_ERROR_RECOVERY:
+            robot.recover()
+            self._reply(command, command_id, ok)
+        elif command == Command.SET_COLLISION_BEHAVIOR:
+            robot.collision_thresholds = np.array(wire.COLLISION_BEHAVIOR.unpack_from(body))
+            self._reply(command, command_id, ok)
+        elif command in (Command.SET_JOINT_IMPEDANCE, Command.SET_CARTESIAN_IMPEDANCE, Command.SET_GUIDING_MODE,
+                         Command.SET_EE_TO_K, Command.SET_NE_TO_EE, Command.SET_LOAD):
+            self._reply(command, command_id, ok)
+        else:
+            self._drop_client()  # an unknown command: the robot closes the connection
+
+    # UDP and stdin --------------------------------------------------------------------
+
+    def _read_udp(self) -> None:
+        while True:
+            try:
+                data, _ = self.udp.recvfrom(2048)
+            except (BlockingIOError, OSError):
+                return
+            command = wire.decode_command(data)
+            if command is None:
+                self.stats["bad_datagrams"] += 1
+                continue
+            self.robot.receive(command)
+
+    def _read_stdin(self, stream) -> None:
+        try:
+            chunk = os.read(stream.fileno(), 4096)
+        except BlockingIOError:
+            return
+        if not chunk:  # the parent went away
+            self.running = False
+            return
+        self._stdin_buffer += chunk
+        while b"\n" in self._stdin_buffer:
+            line, self._stdin_buffer = self._stdin_buffer.split(b"\n", 1)
+            self.control(line.decode(errors="replace").strip())
+
+    def control(self, line: str) -> None:
+        words = line.split()
+        if not words:
+            return
+        verb = words[0].upper()
+        if verb == "STALL":
+            self.stalled = True
+        elif verb == "RESUME":
+            self.stalled = False
+            self.stall_after = None
+        elif verb == "LOSS" and len(words) == 2:
+            self.loss = min(max(float(words[1]), 0.0), 0.99)
+        elif verb == "REFLEX" and len(words) == 2:
+            try:
+                self.robot.inject_reflex(words[1])
+            except ValueError as exc:
+                print(f"ERROR {exc}", flush=True)
+        elif verb == "STATS":
+            print("STATS " + json.dumps(self.report()), flush=True)
+        elif verb == "QUIT":
+            self.running = False
+
+    def report(self) -> dict:
+        periods = np.array(self._periods) if self._periods else np.zeros(1)
+        return {
+            **self.stats,
+            **{f"robot_{k}": v for k, v in self.robot.stats.items()},
+            "mode": self.robot.mode.name,
+            "errors": list(self.robot.errors),
+            "success_rate": self.robot.success_rate,
+            "period_p50_us": float(np.percentile(periods, 50) * 1e6),
+            "period_p99_us": float(np.percentile(periods, 99) * 1e6),
+            "period_max_us": float(periods.max() * 1e6),
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="robohal-franka-sim", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--address", required=True, help="loopback address to bind, e.g. 127.0.0.5")
+    parser.add_argument("--model", default="franka.fr3", choices=sorted(ARMS))
+    parser.add_argument("--loss", type=float, default=0.0, help="probability of dropping each state datagram")
+    parser.add_argument("--stall-after", type=float, default=None, help="stop the state stream S s after a client connects")
+    parser.add_argument("--max-missed", type=int, default=DEFAULT_MAX_MISSED,
+                        help="command cycles in a row a client may miss before communication_constraints_violation")
+    parser.add_argument("--port", type=int, default=wire.TCP_PORT, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args(argv)
+    try:
+        simulator = FciSimulator(args.address, args.model, loss=args.loss, stall_after=args.stall_after,
+                                 max_missed=args.max_missed, port=args.port, seed=args.seed)
+    except OSError as exc:
+        print(f"cannot bind {args.address}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    print(f"READY franka {args.address} {simulator.port} {args.model}", flush=True)
+    try:
+        simulator.serve(sys.stdin)
+    except KeyboardInterrupt:
+        simulator.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

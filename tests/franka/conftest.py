@@ -1,0 +1,84 @@
+"""Fixtures for the Franka plugin's tests: FCI simulators in their own processes
+(loopback only, always stopped) and backends connected to them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from robohal.simulation import SimulatorProcess, free_loopback_host, python_module
+from robohal.uri import parse_uri
+from robohal_franka.reference_arm import ReferenceArm
+
+RAW_CLIENT = Path(__file__).with_name("raw_client.py")
+
+
+class Simulator:
+    def __init__(self, *args: str) -> None:
+        self.host = free_loopback_host(1337)
+        self.process = SimulatorProcess(
+            python_module("robohal_franka.simulator", "--address", self.host, *args),
+            lambda line: parse_uri(f"franka://{self.host}?model=franka.fr3"),
+        )
+        self.uri = self.process.uri
+        self.first_line = self.process.first_line
+
+    def send(self, line: str) -> None:
+        self.process.send(line)
+
+    def stats(self, timeout: float = 5.0) -> dict:
+        import json
+
+        self.process.lines()
+        self.send("STATS")
+        for _ in range(50):
+            line = self.process.readline(timeout / 50)
+            if line and line.startswith("STATS "):
+                return json.loads(line[6:])
+        raise AssertionError("the simulator did not answer STATS")
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+@pytest.fixture
+def start_simulator():
+    started: list[Simulator] = []
+
+    def start(*args: str) -> Simulator:
+        simulator = Simulator(*args)
+        started.append(simulator)
+        return simulator
+
+    yield start
+    for simulator in started:
+        simulator.stop()
+
+
+@pytest.fixture
+def simulator(start_simulator) -> Simulator:
+    return start_simulator()
+
+
+@pytest.fixture
+def raw_client():
+    """``raw_client(scenario, host, impl="pylibfranka")`` -> what happened (see raw_client.py)."""
+    return run_raw_client
+
+
+def run_raw_client(scenario: str, host: str, *args: str, timeout: float = 60.0) -> dict:
+    """Run a scenario of real pylibfranka calls in its own process (pylibfranka
+    may switch its thread to SCHED_FIFO and holds the GIL while it blocks)."""
+    import json
+
+    done = subprocess.run([sys.executable, str(RAW_CLIENT), scenario, host, *args],
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"raw client failed:\n{done.stdout}\n{done.stderr}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def reference_model() -> ReferenceArm:
+    return ReferenceArm("franka.fr3")
