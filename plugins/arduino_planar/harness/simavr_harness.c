@@ -121,13 +121,12 @@ static void on_signal(int sig) {
 }
 
 /* Holds the MCU: nothing runs, pending bytes both ways are dropped, a boot countdown starts. */
-static void hold_in_reset(int master, int spare) {
+static void hold_in_reset(int spare) {
   state = MCU_BOOTING;
   in_len = in_pos = 0;
   out_len = 0;
   pin_high[0] = pin_high[1] = 0;
   tcflush(spare, TCIOFLUSH);
-  (void)master;
 }
 
 static void release_reset(const char *reason) {
@@ -291,7 +290,7 @@ int main(int argc, char **argv) {
         if (nl > ctl && nl[-1] == '\r') nl[-1] = '\0';
         if (strcmp(ctl, "QUIT") == 0) goto done;
         if (strcmp(ctl, "RESET") == 0) {
-          hold_in_reset(master, spare);
+          hold_in_reset(spare);
           boot_deadline_ns = now_ns() + boot_ms * 1000000LL;
           boot_reason = "stdin";
         } else if (ctl[0]) {
@@ -313,7 +312,7 @@ int main(int argc, char **argv) {
           struct inotify_event *ev = (struct inotify_event *)p;
           if (ev->mask & IN_OPEN) {
             if (host_opens++ == 0) {
-              hold_in_reset(master, spare);
+              hold_in_reset(spare);
               boot_deadline_ns = now_ns() + boot_ms * 1000000LL;
               boot_reason = "open";
             }
