@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import time
 
+import pytest
 from robohal_arduino_planar import protocol as p
 
 TOLERANCE_US = 8.0
@@ -246,3 +247,22 @@ def test_reset_on_open_holds_the_mcu_through_the_boot_delay(sim_kind, sim_factor
     assert sim.wait_for(lambda: len(sim.resets()) == 2)
     state = again.get()
     assert state.setpoints_us == (0, 0) and state.attached == (False, False)
+
+
+def test_fault_injection_control_lines(sim, host):
+    # Noise toward the host arrives as an undecodable line; the link carries on.
+    sim.control("INJECT_TX " + b"\x00\xffnoise\n".hex())
+    with pytest.raises(p.FrameError):
+        p.decode_reply(host.read_line())
+    # Bytes injected toward the MCU are heard as if the host had sent them.
+    sim.control("INJECT_RX " + p.Ping(4242).encode().hex())
+    assert host.read_reply() == p.Pong(4242)
+    # Lost host bytes corrupt the next frame, which is refused and counted.
+    sim.control("DROP_RX 3")
+    marker = p.Event("MARK", "1")                     # control lines run in order: once the marker
+    sim.control("INJECT_TX " + marker.encode().hex())  # is here, DROP_RX is in force
+    assert host.read_reply() == marker
+    host.send_raw(p.Ping(7).encode())                 # "G 7 *.." reaches the MCU
+    assert host.read_reply() == p.ErrorReply(None, 1, "BAD_CHECKSUM")
+    assert host.request(p.Ping(8)) == p.Pong(8)
+    assert host.get().bad_checksum == 1

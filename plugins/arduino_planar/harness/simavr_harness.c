@@ -8,7 +8,12 @@
  *   first line   the pty slave path (open it with pyserial at 115200)
  *   RESET <sim_us> <open|stdin>          the MCU left reset and starts the firmware
  *   PULSE <sim_us> <9|10> <width_us>     one servo pulse on D9/D10 (rising-edge time, width to 1/16 us)
- * stdin, line by line: RESET (hold in reset, boot delay, restart), QUIT.
+ * stdin, line by line (fault injection for tests):
+ *   RESET               hold the MCU in reset for the boot delay, then restart it
+ *   INJECT_RX <hex>     bytes reach the MCU's receiver as if the host had sent them
+ *   INJECT_TX <hex>     bytes reach the host as if the MCU had sent them (line noise)
+ *   DROP_RX <n>         the next n bytes from the host are lost on the wire
+ *   QUIT
  * Exits on QUIT, stdin EOF, SIGTERM/SIGINT, or a crashed MCU.
  *
  * The UART is bridged to the pty here rather than with simavr's uart_pty part: that part's stop
@@ -63,6 +68,8 @@ static uint8_t out_buf[65536];
 static size_t out_len = 0;
 static int uart_xon = 1;
 static uint64_t next_feed_cycle = 0;
+
+static unsigned long drop_rx = 0;       /* host bytes still to lose (DROP_RX) */
 
 static int pin_high[2];
 static uint64_t pin_rise[2];
@@ -137,6 +144,19 @@ static void release_reset(const char *reason) {
   next_feed_cycle = sim_cycles();
   printf("RESET %llu %s\n", (unsigned long long)(sim_cycles() / 16), reason);
   fflush(stdout);
+}
+
+/* Appends the bytes of a hex string to buf; returns 0 on a malformed string (nothing appended). */
+static int append_hex(const char *hex, uint8_t *buf, size_t *len, size_t cap) {
+  size_t n = strlen(hex);
+  if (n == 0 || n % 2 || *len + n / 2 > cap) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!strchr("0123456789abcdefABCDEF", hex[i])) return 0;
+  for (size_t i = 0; i < n; i += 2) {
+    char pair[3] = {hex[i], hex[i + 1], 0};
+    buf[(*len)++] = (uint8_t)strtoul(pair, NULL, 16);
+  }
+  return 1;
 }
 
 static void usage(void) {
@@ -293,6 +313,15 @@ int main(int argc, char **argv) {
           hold_in_reset(spare);
           boot_deadline_ns = now_ns() + boot_ms * 1000000LL;
           boot_reason = "stdin";
+        } else if (strncmp(ctl, "INJECT_RX ", 10) == 0) {
+          /* a held MCU hears nothing, injected or not */
+          if (state == MCU_RUNNING && !append_hex(ctl + 10, in_buf, &in_len, sizeof(in_buf)))
+            fprintf(stderr, "simavr_harness: bad INJECT_RX\n");
+        } else if (strncmp(ctl, "INJECT_TX ", 10) == 0) {
+          if (!append_hex(ctl + 10, out_buf, &out_len, sizeof(out_buf)))
+            fprintf(stderr, "simavr_harness: bad INJECT_TX\n");
+        } else if (strncmp(ctl, "DROP_RX ", 8) == 0) {
+          drop_rx += strtoul(ctl + 8, NULL, 10);
         } else if (ctl[0]) {
           fprintf(stderr, "simavr_harness: unknown control line: %s\n", ctl);
         }
@@ -333,7 +362,12 @@ int main(int argc, char **argv) {
     if (fds[2].revents & POLLIN) {
       if (state == MCU_RUNNING) {
         ssize_t n = read(master, in_buf + in_len, sizeof(in_buf) - in_len);
-        if (n > 0) in_len += (size_t)n;
+        if (n > 0) {
+          size_t lost = drop_rx < (size_t)n ? drop_rx : (size_t)n;
+          memmove(in_buf + in_len, in_buf + in_len + lost, (size_t)n - lost);
+          drop_rx -= lost;
+          in_len += (size_t)n - lost;
+        }
       } else {
         uint8_t junk[512];                 /* a held MCU (bootloader) hears nothing */
         while (read(master, junk, sizeof(junk)) > 0) {}

@@ -6,8 +6,9 @@ Behaves like the simavr harness running the real firmware, for machines without 
 the first stdout line is the pty slave path; the port resets when the host opens it (held for
 --boot-ms, then a BOOT banner); it speaks protocol version 1 with the firmware's replies, error
 codes, limits, counters and watchdog; stdout carries ``RESET <sim_us> <open|stdin>`` and one
-``PULSE <sim_us> <9|10> <width_us>`` line per attached servo per 20 ms frame; stdin takes ``RESET``
-and ``QUIT`` lines. Exits on QUIT, stdin EOF or SIGTERM.
+``PULSE <sim_us> <9|10> <width_us>`` line per attached servo per 20 ms frame; stdin takes the
+harness's control lines ``RESET``, ``INJECT_RX <hex>``, ``INJECT_TX <hex>``, ``DROP_RX <n>`` and
+``QUIT``. Exits on QUIT, stdin EOF or SIGTERM.
 
 :class:`FirmwareModel` is the firmware's logic without I/O, so it can be tested on its own.
 """
@@ -230,6 +231,7 @@ class Emulator:
         self.reset_at = 0.0
         self.out = bytearray()
         self.next_frame = 0.0
+        self.drop_rx = 0                           # host bytes still to lose (DROP_RX)
         self.stop = False
 
     def sim_us(self, t: float | None = None) -> int:
@@ -254,13 +256,25 @@ class Emulator:
         self.out += self.model.boot_banner()
 
     def control(self, line: str) -> None:
-        line = line.strip()
-        if line == "QUIT":
-            self.stop = True
-        elif line == "RESET":
-            self.hold("stdin")
-        elif line:
-            print(f"emulator: unknown control line: {line}", file=sys.stderr)
+        """Control lines, as the harness takes them (fault injection for tests)."""
+        word, _, arg = line.strip().partition(" ")
+        try:
+            if word == "QUIT":
+                self.stop = True
+            elif word == "RESET":
+                self.hold("stdin")
+            elif word == "INJECT_RX":              # as if the host had sent these bytes
+                data = bytes.fromhex(arg)
+                if self.model is not None:
+                    self.out += self.model.receive(data)
+            elif word == "INJECT_TX":              # as if the MCU had sent them: line noise
+                self.out += bytes.fromhex(arg)
+            elif word == "DROP_RX":                # the next n host bytes are lost
+                self.drop_rx += int(arg)
+            elif word:
+                print(f"emulator: unknown control line: {line.strip()}", file=sys.stderr)
+        except ValueError:
+            print(f"emulator: bad control line: {line.strip()}", file=sys.stderr)
 
     def run(self) -> None:
         print(self.slave_path, flush=True)
@@ -297,7 +311,9 @@ class Emulator:
                 except (BlockingIOError, OSError):
                     data = b""
                 if self.model is not None:     # a held MCU (bootloader) hears nothing
-                    self.out += self.model.receive(data)
+                    lost = min(self.drop_rx, len(data))
+                    self.drop_rx -= lost
+                    self.out += self.model.receive(data[lost:])
             if self.model is not None:
                 self.out += self.model.poll()
                 self._frames()
