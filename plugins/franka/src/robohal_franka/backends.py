@@ -1,9 +1,105 @@
-"""Backends registered by robohal_franka."""
+"""Backends registered by robohal_franka: ``franka://HOST?model=franka.fr3``.
+
+The reserved host ``sim`` starts the FCI simulator (:mod:`.simulator`) on a
+free loopback address in its own process; with ``impl=stubs`` nothing is
+started: the pylibfranka-compatible stubs run the same simulated robot inside
+the backend's control process. Simulator options ride on the URI:
+``loss=P``, ``stall_after=S``, ``max_missed=N``.
+"""
 
 from __future__ import annotations
 
-from robohal import BackendSpec
+import sys
+from dataclasses import dataclass
+
+import click
+from robohal import BackendSpec, SimulatorSpec
+from robohal.kinematics import Kinematics
+from robohal.simulation import SimulatorError, SimulatorProcess, free_loopback_host, python_module
+from robohal.uri import RobotUri
+
+from .facts import ARMS
+
+SIMULATOR_MODULE = "robohal_franka.simulator"
+
+
+def make_backend(uri: RobotUri, model: Kinematics):
+    from .backend import FrankaBackend
+
+    return FrankaBackend(uri, model)
+
+
+@dataclass
+class InProcessStubs:
+    """The "simulator" of ``impl=stubs``: nothing to start; the stubs live in the
+    backend's control process."""
+
+    uri: RobotUri
+
+    def stop(self) -> None:
+        pass
+
+
+def simulator_args(uri: RobotUri, host: str) -> list[str]:
+    model = uri.model or "franka.fr3"
+    if model not in ARMS:
+        raise SimulatorError(f"the Franka simulator knows {', '.join(sorted(ARMS))}, not {model!r}")
+    args = ["--address", host, "--model", model]
+    if "loss" in uri.params:
+        args += ["--loss", str(uri.get_float("loss", 0.0, minimum=0.0))]
+    if "stall_after" in uri.params:
+        args += ["--stall-after", str(uri.get_float("stall_after", 0.0, minimum=0.0))]
+    if "max_missed" in uri.params:
+        args += ["--max-missed", str(uri.get_int("max_missed", 20, minimum=1))]
+    return args
+
+
+def start_simulator(uri: RobotUri):
+    """Start the simulator for ``franka://sim?...`` and return it (``.uri`` is where it listens)."""
+    if uri.params.get("impl") == "stubs":
+        return InProcessStubs(uri.with_address("stubs"))
+    host = free_loopback_host(1337)
+
+    def ready(line: str) -> RobotUri:
+        if not line.startswith("READY franka "):
+            raise SimulatorError(f"unexpected first line from the Franka simulator: {line!r}")
+        return uri.with_address(host)
+
+    return SimulatorProcess(python_module(SIMULATOR_MODULE, *simulator_args(uri, host)), ready)
+
+
+@click.command("franka", help="Run the Franka FCI simulator (pylibfranka connects to ADDRESS:1337).")
+@click.option("--address", default="127.0.0.2", show_default=True, help="loopback address to bind")
+@click.option("--model", default="franka.fr3", show_default=True, type=click.Choice(sorted(ARMS)))
+@click.option("--loss", default=0.0, type=float, help="probability of dropping each state datagram")
+@click.option("--stall-after", default=None, type=float, help="stop the state stream S s after a client connects")
+@click.option("--max-missed", default=None, type=int, help="command cycles a client may miss in a row")
+def sim_command(address: str, model: str, loss: float, stall_after: float | None, max_missed: int | None) -> None:
+    from .simulator import main
+
+    argv = ["--address", address, "--model", model, "--loss", str(loss)]
+    if stall_after is not None:
+        argv += ["--stall-after", str(stall_after)]
+    if max_missed is not None:
+        argv += ["--max-missed", str(max_missed)]
+    sys.exit(main(argv))
 
 
 def backend_specs() -> list[BackendSpec]:
-    return []
+    return [
+        BackendSpec(
+            scheme="franka",
+            factory=make_backend,
+            description="Franka FR3/Panda over libfranka (pylibfranka), 1 kHz joint-position control",
+            simulator=SimulatorSpec(
+                start=start_simulator,
+                default_model="franka.fr3",
+                command=sim_command,
+                description="FCI protocol simulator (TCP 1337 + 1 kHz UDP) on a loopback address",
+            ),
+            hil_targets=("franka://sim?model=franka.fr3", "franka://sim?model=franka.fr3&impl=stubs"),
+            features=frozenset({"cartesian", "collision_behavior", "recover", "reflex", "stall"}),
+            position_tolerance=1e-3,
+            settle_time=0.5,
+        )
+    ]

@@ -1,0 +1,437 @@
+"""The Franka backend: ``franka://HOST?model=franka.fr3&realtime=ignore|enforce&impl=pylibfranka|stubs``.
+
+The pylibfranka session lives in a dedicated control process
+(:mod:`.control`, a fresh interpreter: nothing of the user's process is forked
+or re-imported): it runs the 1 kHz readOnce/writeOnce loop and steps whole motions
+there. This object, in the user's process, reads the latest state from shared
+memory, streams setpoints through the shared mailbox (:meth:`cycle`), ships
+motions through a pipe (:meth:`run`) and re-raises the errors the control
+process reports on the next call.
+
+URI parameters: ``realtime`` (``enforce`` by default on a PREEMPT_RT kernel,
+else ``ignore``), ``impl`` (``pylibfranka``, the default, or ``stubs``: the
+pure-Python stand-in, same code path), ``collision`` (torque and force
+thresholds for the collision behaviour, in Nm and N: ``collision=40,60``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import os
+import queue
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from robohal.backend import Backend
+from robohal.errors import ConnectionLost, HardwareFault, InvalidArgument, RobohalError, UriError
+from robohal.kinematics import Kinematics
+from robohal.motion import Motion, MotionResult
+from robohal.state import RobotMode, RobotState
+from robohal.uri import RobotUri
+
+from .control import MODES, ControlConfig, StreamStarved, pack_error, unpack_error
+from .shared import SESSION_NONE, Doorbell, Layout, SharedBlock
+from .wire import ERROR_NAMES
+
+PERIOD = 0.001
+CONNECT_TIMEOUT = 30.0  # s: process start (spawn imports numpy and robohal) plus libfranka's connect
+REQUEST_TIMEOUT = 10.0
+STATE_TIMEOUT = 2.0  # s without a new state while streaming: the control process or the robot is gone
+# Not ``-m robohal_franka.control``: its classes must pickle under their module's name.
+CONTROL_MAIN = "import sys; from robohal_franka.control import main; sys.exit(main(sys.argv[1:]))"
+SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else None
+IMPLEMENTATIONS = ("pylibfranka", "stubs")
+
+
+def realtime_kernel() -> bool:
+    try:
+        with open("/sys/kernel/realtime") as handle:
+            return handle.read().strip() == "1"
+    except OSError:
+        return "PREEMPT_RT" in os.uname().version
+
+
+class LiveCounters(dict):
+    """``counters`` that include what the control process did on its own
+    (cycles and setpoints of motions it ran)."""
+
+    def __init__(self, backend: FrankaBackend) -> None:
+        super().__init__()
+        self._backend = backend
+
+    def __missing__(self, key: str) -> int:
+        return 0
+
+    def _extra(self, key: str) -> int:
+        return self._backend._motion_setpoints() if key in ("cycles", "commands_sent") else 0
+
+    def __getitem__(self, key: str) -> int:
+        return dict.get(self, key, 0) + self._extra(key)
+
+    def __setitem__(self, key: str, value: int) -> None:
+        dict.__setitem__(self, key, value - self._extra(key))
+
+
+class FrankaBackend(Backend):
+    checks = ("position", "velocity", "acceleration", "jerk")
+
+    def __init__(self, uri: RobotUri, model: Kinematics) -> None:
+        super().__init__(uri, model, PERIOD)
+        if model.dof != 7:
+            raise InvalidArgument(f"franka: the model must have 7 joints, {type(model).__name__} has {model.dof}")
+        if not uri.host:
+            raise UriError(f"{uri}: which robot? franka://ROBOT_IP?model=franka.fr3 (or franka://sim for the simulator)")
+        self.impl = uri.params.get("impl", "pylibfranka")
+        if self.impl not in IMPLEMENTATIONS:
+            raise UriError(f"{uri}: impl must be one of {', '.join(IMPLEMENTATIONS)}")
+        self.realtime = uri.params.get("realtime", "enforce" if realtime_kernel() else "ignore")
+        if self.realtime not in ("enforce", "ignore"):
+            raise UriError(f"{uri}: realtime must be 'enforce' or 'ignore'")
+        self.collision = self._collision_thresholds(uri)
+        self.model_name = uri.model or "franka.fr3"
+        self.counters = LiveCounters(self)  # type: ignore[assignment]
+        self._process: subprocess.Popen | None = None
+        self._shm_file: Any = None
+        self._state_bell: Doorbell | None = None
+        self._setpoint_bell: Doorbell | None = None
+        self._conn: Any = None
+        self._shared: SharedBlock | None = None
+        self._reader: threading.Thread | None = None
+        self._replies: dict[int, queue.Queue] = {}
+        self._ids = itertools.count(1)
+        self._send_lock = threading.Lock()
+        self._motion_done = threading.Event()
+        self._motion_done.set()
+        self._motion_outcome: tuple[MotionResult, BaseException | None] | None = None
+        self._lost: ConnectionLost | None = None
+        self._stream_error: StreamStarved | None = None
+        self._fault_names: tuple[str, ...] = ()
+        self._base_motion_setpoints = 0
+
+    @staticmethod
+    def _collision_thresholds(uri: RobotUri) -> tuple[tuple[float, ...], ...]:
+        raw = uri.params.get("collision", "40,60")
+        try:
+            torque, force = (float(v) for v in raw.split(","))
+        except ValueError:
+            raise UriError(f"{uri}: collision=TORQUE,FORCE (Nm, N), e.g. collision=40,60") from None
+        if not (torque > 0 and force > 0):
+            raise UriError(f"{uri}: collision thresholds must be positive")
+        return ((torque,) * 7, (torque,) * 7, (force,) * 6, (force,) * 6)
+
+    # Process and pipe ------------------------------------------------------------------
+
+    def _open(self) -> RobotState:
+        # A fresh interpreter (not multiprocessing's spawn, which re-imports the user's
+        # main module): shared memory is a file in /dev/shm, the pipe a socketpair.
+        self._shm_file = tempfile.NamedTemporaryFile(prefix="robohal-franka-", dir=SHM_DIR)
+        self._shm_file.truncate(Layout.SIZE * 8)
+        self._mmap = mmap.mmap(self._shm_file.fileno(), Layout.SIZE * 8)
+        self._shared = SharedBlock(self._mmap)
+        parent, child = socket.socketpair()
+        self._state_bell = Doorbell.create()
+        self._setpoint_bell = Doorbell.create()
+        child_fds = [child.fileno(), self._state_bell.write_fd, self._setpoint_bell.read_fd]
+        config = ControlConfig(
+            host=self.uri.host, impl=self.impl, realtime=self.realtime, model=self.model,
+            model_name=self.model_name, collision=self.collision,
+            stub_max_missed=self.uri.get_int("max_missed", 20, minimum=1),
+        )
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", CONTROL_MAIN, str(child_fds[0]), self._shm_file.name, *map(str, child_fds[1:])],
+            pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        )
+        child.close()
+        for fd in child_fds[1:]:
+            os.close(fd)  # the child's ends
+        self._state_bell.write_fd = self._setpoint_bell.read_fd = -1
+        self._conn = Connection(parent.detach())
+        self._lost = None
+        self._stream_error = None
+        self._fault_names = ()
+        self._reader = threading.Thread(target=self._read_pipe, name="robohal-franka-pipe", daemon=True)
+        self._reader.start()
+        try:
+            self._conn.send(config)
+            state = self._request("connect", None, timeout=CONNECT_TIMEOUT)
+        except BaseException:
+            self._stop_process()
+            raise
+        return self._snapshot_state() if state is None else state
+
+    def _close(self) -> None:
+        try:
+            if self._process is not None and self._process.poll() is None and self._lost is None:
+                self._request("close", None, timeout=REQUEST_TIMEOUT)
+        except RobohalError:
+            pass
+        finally:
+            self._stop_process()
+
+    def _stop_process(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            for stop in (None, process.terminate, process.kill):
+                if stop is not None:
+                    stop()
+                try:
+                    process.wait(timeout=5.0)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        if self._conn is not None:
+            self._conn.close()
+        for bell in (self._state_bell, self._setpoint_bell):
+            if bell is not None:
+                bell.close()
+        if self._reader is not None:
+            self._reader.join(timeout=2.0)
+        self._conn = None
+        if self._shm_file is not None:
+            self._base_motion_setpoints = self._motion_setpoints()
+            self._shared = None
+            self._shm_file.close()  # the file goes; the mappings stay valid until unmapped
+            self._shm_file = None
+
+    def _read_pipe(self) -> None:
+        conn = self._conn
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break
+            except Exception as exc:  # an answer that does not unpickle here
+                message = ("event", "error", pack_error(RobohalError(f"franka: unreadable message from the control process: {exc}")))
+            if message[0] == "reply":
+                _, request_id, ok, value = message
+                waiter = self._replies.get(request_id)
+                if waiter is not None:
+                    waiter.put((ok, value))
+            else:
+                self._on_event(message[1], message[2])
+        if self._connected and self._lost is None:
+            self._lost = ConnectionLost(f"franka: the control process for {self.uri.host} exited")
+        for waiter in list(self._replies.values()):
+            waiter.put((False, pack_error(self._lost or ConnectionLost("franka: closed"))))
+        self._motion_done.set()
+
+    def _on_event(self, kind: str, payload: Any) -> None:
+        if kind == "motion_done":
+            result, error, commanded = payload
+            error = None if error is None else unpack_error(error)
+            self._after_motion(result, error, commanded)
+        elif kind == "fault":
+            fault = unpack_error(payload)
+            if isinstance(fault, HardwareFault):
+                self._fault_names = fault.names
+                self._fault = fault  # raised by every call until recover()
+            else:
+                self._pending = fault
+        elif kind == "lost":
+            self._lost = unpack_error(payload)  # type: ignore[assignment]
+        elif kind == "error":
+            error = unpack_error(payload)
+            if isinstance(error, StreamStarved):
+                self._stream_error = error
+            else:
+                self._pending = error
+
+    def _after_motion(self, result: MotionResult, error: BaseException | None, commanded: np.ndarray) -> None:
+        self.guard.reset(commanded)  # the control process brought it to rest here
+        if isinstance(error, ConnectionLost):
+            self._lost = error
+        elif isinstance(error, HardwareFault):
+            self._fault_names = error.names
+            self._fault = error
+        self._motion_outcome = (result, error)
+        self._motion_done.set()
+
+    def _request(self, kind: str, payload: Any, timeout: float = REQUEST_TIMEOUT) -> Any:
+        if self._conn is None:
+            raise ConnectionLost(f"franka: not connected to {self.uri.host}")
+        request_id = next(self._ids)
+        waiter: queue.Queue = queue.Queue()
+        self._replies[request_id] = waiter
+        try:
+            with self._send_lock:
+                try:
+                    self._conn.send((kind, request_id, payload))
+                except (OSError, ValueError) as exc:
+                    raise ConnectionLost(f"franka: the control process is gone ({exc})") from None
+            try:
+                ok, value = waiter.get(timeout=timeout)
+            except queue.Empty:
+                raise ConnectionLost(f"franka: the control process did not answer {kind!r} within {timeout:.0f} s") from None
+        finally:
+            self._replies.pop(request_id, None)
+        if not ok:
+            raise unpack_error(value)
+        return value
+
+    # State -----------------------------------------------------------------------------
+
+    def _motion_setpoints(self) -> int:
+        if self._shared is None:
+            return self._base_motion_setpoints
+        return int(self._shared.get(Layout.MOTION_SETPOINTS))
+
+    def _snapshot_state(self) -> RobotState:
+        assert self._shared is not None
+        a = self._shared.snapshot()
+        bits = a[Layout.ERRORS]
+        faults = tuple(name for name, bit in zip(ERROR_NAMES, bits, strict=True) if bit) or ()
+        mode = MODES.get(int(a[Layout.ROBOT_MODE]))
+        assert mode is not None
+        if mode is RobotMode.FAULT and not faults:
+            faults = self._fault_names
+        return RobotState(
+            time=float(a[Layout.TIME]), q=a[Layout.Q], dq=a[Layout.DQ], mode=mode, faults=faults,
+            q_commanded=a[Layout.COMMANDED],
+            info={
+                "success_rate": float(a[Layout.SUCCESS_RATE]),
+                "recoverable": True,
+                "q_d": a[Layout.Q_D].copy(),
+                "late_cycles": int(a[Layout.LATE]),
+                "lost_cycles": int(a[Layout.LOST]),
+                "starved_cycles": int(a[Layout.STARVED]),
+                "writes": int(a[Layout.WRITES]),
+            },
+        )
+
+    def _read_now(self) -> RobotState | None:
+        return self._snapshot_state() if self._shared is not None else None
+
+    def _check_usable(self) -> None:
+        if self._lost is not None and self._connected:
+            raise self._lost
+        super()._check_usable()
+        if self._stream_error is not None:
+            raise self._stream_error
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        """Loop figures from the control process: late and lost cycles, starvation, success rate."""
+        state = self._snapshot_state()
+        return dict(state.info)
+
+    # Streaming ---------------------------------------------------------------------------
+
+    def _send(self, q: np.ndarray) -> None:
+        assert self._shared is not None
+        self._sent_seq = self._shared.post_setpoint(q)
+        if self._setpoint_bell is not None:
+            self._setpoint_bell.ring()
+
+    def _receive(self, timeout: float | None) -> RobotState:
+        """Wait for the first state after the control process wrote our setpoint."""
+        shared = self._shared
+        assert shared is not None and self._state_bell is not None
+        limit = time.monotonic() + (STATE_TIMEOUT if timeout is None else timeout)
+        seq = getattr(self, "_sent_seq", 0)
+
+        def answered() -> bool:
+            return shared.get(Layout.CONSUMED) >= seq and shared.get(Layout.STATE_COUNT) > shared.get(Layout.CONSUMED_AT)
+
+        while True:
+            if self._lost is not None:
+                raise self._lost
+            if self._stream_error is not None:
+                raise self._stream_error
+            pending = self._pending
+            if pending is not None:
+                self._pending = None
+                raise pending
+            if answered():
+                return self._snapshot_state()
+            left = limit - time.monotonic()
+            if left <= 0:
+                raise ConnectionLost(f"franka: no state from {self.uri.host} within {STATE_TIMEOUT:.0f} s")
+            shared.set(Layout.PARENT_WAITING, 1)  # then look again: the control process rings only when it sees this
+            if not answered():
+                self._state_bell.wait(min(left, 0.02))
+            shared.set(Layout.PARENT_WAITING, 0)
+
+    # Motions in the control process ----------------------------------------------------------
+
+    def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | None:
+        """Run ``motion`` in the control process at 1 kHz (it is pickled there)."""
+        self._check_usable()
+        if self.busy:
+            raise RobohalError("a motion is already running; wait() for it or stop() it first")
+        self._motion_outcome = None
+        self._motion_done.clear()
+        try:
+            self._request("run", motion)
+        except BaseException:
+            self._motion_done.set()
+            raise
+        if wait:
+            return self.wait()
+        return None
+
+    def wait(self, timeout: float | None = None) -> MotionResult | None:
+        """Wait for the running motion; re-raise the error it met, if any."""
+        if not self._motion_done.wait(timeout):
+            return None
+        outcome, self._motion_outcome = self._motion_outcome, None
+        if outcome is None:
+            self._check_usable()
+            return getattr(self, "_result", None)
+        result, error = outcome
+        self._result = result
+        if error is not None:
+            raise error
+        return result
+
+    @property
+    def busy(self) -> bool:
+        return not self._motion_done.is_set()
+
+    def stop(self) -> None:
+        """Stop the running motion or stream: brake to rest within the limits, then hold."""
+        if self._conn is None or self._lost is not None:
+            return
+        commanded = self._request("stop", None, timeout=REQUEST_TIMEOUT)
+        if not self._motion_done.wait(REQUEST_TIMEOUT):
+            raise ConnectionLost("franka: the motion did not stop within 10 s")
+        self._motion_outcome = None
+        if commanded is not None:
+            self.guard.reset(commanded)
+
+    def _recover(self) -> RobotState:
+        if self.busy:
+            self._motion_done.wait(REQUEST_TIMEOUT)
+        self._request("recover", None)
+        self._stream_error = None
+        self._fault_names = ()
+        self._motion_outcome = None
+        return self._snapshot_state()
+
+    def set_collision_behavior(self, lower_torque: ArrayLike, upper_torque: ArrayLike,
+                               lower_force: ArrayLike, upper_force: ArrayLike) -> None:
+        """Contact thresholds (Nm per joint, N/Nm per Cartesian axis), as libfranka's."""
+        values = []
+        for name, value, size in (("lower_torque", lower_torque, 7), ("upper_torque", upper_torque, 7),
+                                  ("lower_force", lower_force, 6), ("upper_force", upper_force, 6)):
+            array = np.asarray(value, dtype=np.float64)
+            if array.shape != (size,) or not np.isfinite(array).all() or (array <= 0).any():
+                raise InvalidArgument(f"{name} must be {size} positive finite values")
+            values.append(tuple(array.tolist()))
+        self._check_usable()
+        self._request("collision", tuple(values))
+
+    def session_active(self) -> bool:
+        return self._shared is not None and self._shared.get(Layout.SESSION) != SESSION_NONE
+
+    @property
+    def control_pid(self) -> int | None:
+        return None if self._process is None else self._process.pid

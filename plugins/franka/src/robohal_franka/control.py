@@ -1,0 +1,538 @@
+"""The Franka control process: it owns the pylibfranka ``Robot`` (or the stubs)
+and runs the 1 kHz readOnce/writeOnce loop, away from the user's threads.
+
+pylibfranka holds the GIL while it blocks, so a 1 kHz loop through it in the
+user's process would starve the user's threads (and be starved by them). This
+process publishes every state to shared memory, takes streamed setpoints from
+the shared mailbox, runs whole motions sent through the pipe (stepping them
+here, at 1 kHz), and passes every setpoint through its own
+:class:`~robohal.guard.SetpointGuard` before writeOnce. When the parent's
+stream misses cycles it brakes smoothly (jerk-limited) instead of holding
+still, and reports the starvation.
+
+Messages on the pipe, parent -> here: ``(kind, request_id, payload)`` with kind
+``connect``, ``run``, ``stop``, ``recover``, ``collision``, ``close``. Here ->
+parent: ``("reply", request_id, ok, value)`` and ``("event", kind, payload)``
+(``fault``, ``error``, ``lost``, ``motion_done``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import mmap
+import pickle
+import re
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+from robohal.errors import ConnectionLost, HardwareFault, LimitViolation, ProtocolError, RobohalError
+from robohal.guard import SetpointGuard
+from robohal.kinematics import Kinematics
+from robohal.motion import MotionRecorder
+from robohal.state import RobotMode, RobotState
+from robohal.trajectory import braking_step
+
+from .shared import SESSION_MOTION, SESSION_NONE, SESSION_STREAM, Doorbell, Layout, SharedBlock
+from .wire import ERROR_NAMES
+
+PERIOD = 0.001
+MAILBOX_WAIT = 0.00075  # s after a state: how long a streamed setpoint may take to arrive
+MAILBOX_POLL = 0.00005
+REST_VELOCITY = 1e-9
+REST_ACCELERATION = 1e-6
+CHECKS = ("position", "velocity", "acceleration", "jerk")
+
+# libfranka's RobotMode -> robohal's
+MODES = {0: RobotMode.STOPPED, 1: RobotMode.IDLE, 2: RobotMode.MOVING, 3: RobotMode.MOVING,
+         4: RobotMode.FAULT, 5: RobotMode.STOPPED, 6: RobotMode.FAULT}
+
+
+class RealtimeUnavailable(RobohalError):
+    """libfranka was asked to enforce real-time scheduling the kernel cannot give."""
+
+
+class StreamStarved(RobohalError):
+    """The parent's setpoint stream missed cycles while the robot moved; the
+    control process braked it to rest. ``recover()`` resumes."""
+
+
+@dataclass(frozen=True)
+class ControlConfig:
+    host: str
+    impl: str  # "pylibfranka" or "stubs"
+    realtime: str  # "enforce" or "ignore"
+    model: Kinematics
+    model_name: str
+    collision: tuple[tuple[float, ...], ...]
+    stub_max_missed: int = 20
+
+
+# Errors across the pipe: exceptions with keyword attributes do not survive plain pickling.
+
+def pack_error(exc: BaseException) -> tuple:
+    try:
+        pickle.dumps((type(exc), exc.args, exc.__dict__))
+        return ("exception", type(exc), exc.args, dict(exc.__dict__), str(exc))
+    except Exception:
+        return ("exception", RobohalError, (f"{type(exc).__name__}: {exc}",), {}, str(exc))
+
+
+def unpack_error(packed: tuple) -> BaseException:
+    _, cls, args, attributes, text = packed
+    try:
+        exc = cls.__new__(cls)
+        exc.args = args
+        exc.__dict__.update(attributes)
+        return exc
+    except Exception:
+        return RobohalError(text)
+
+
+def error_names(errors: Any) -> tuple[str, ...]:
+    """The set error names of a pylibfranka (or stub) ``Errors`` value."""
+    return tuple(name for name in ERROR_NAMES if bool(getattr(errors, name, False)))
+
+
+def names_in_message(text: str) -> tuple[str, ...]:
+    listed = re.findall(r'"([a-z_]+)"', text)
+    return tuple(name for name in listed if name in ERROR_NAMES)
+
+
+def to_robot_state(state: Any, faults: tuple[str, ...] = ()) -> RobotState:
+    mode = MODES.get(int(state.robot_mode), RobotMode.STOPPED)
+    return RobotState(
+        time=state.time.to_sec(), q=state.q, dq=state.dq, mode=mode, faults=faults,
+        q_commanded=state.q_d, info={"success_rate": state.control_command_success_rate},
+    )
+
+
+class ControlLoop:
+    def __init__(self, conn: Any, shared: SharedBlock, config: ControlConfig,
+                 state_bell: Doorbell | None = None, setpoint_bell: Doorbell | None = None) -> None:
+        self.conn = conn
+        self.state_bell = state_bell  # we ring it after each state
+        self.setpoint_bell = setpoint_bell  # the parent rings it after each setpoint
+        self.shared = shared
+        self.config = config
+        self.model = config.model
+        limits = config.model.limits
+        self.limits = limits
+        self.guard = SetpointGuard(limits, PERIOD, CHECKS)
+        self.lib: Any = None
+        self.robot: Any = None
+        self.control: Any = None
+        self.first_write = False
+        self.motion: Any = None
+        self.recorder: MotionRecorder | None = None
+        self.braking: tuple[np.ndarray, np.ndarray] | None = None  # (v, a) while braking
+        self.finish_after_brake = False
+        self.stop_reply: int | None = None
+        self.motion_error: BaseException | None = None
+        self.stream_refused = False
+        self.closing = False
+        self.lost = False
+        self.state: Any = None
+
+    # Pipe ------------------------------------------------------------------------------
+
+    def reply(self, request_id: int, ok: bool, value: Any = None) -> None:
+        self.conn.send(("reply", request_id, ok, pack_error(value) if not ok else value))
+
+    def event(self, kind: str, payload: Any = None) -> None:
+        self.conn.send(("event", kind, payload))
+
+    # Lifecycle --------------------------------------------------------------------------
+
+    def run(self) -> None:
+        kind, request_id, _ = self.conn.recv()
+        if kind != "connect":
+            self.reply(request_id, False, ProtocolError(f"expected connect, got {kind}"))
+            return
+        try:
+            self.connect()
+        except Exception as exc:
+            self.reply(request_id, False, self.map_error(exc))
+            return
+        self.reply(request_id, True)  # the state is in shared memory
+        while not self.closing:
+            if self.lost:
+                self.serve_after_loss()
+                continue
+            try:
+                self.iteration()
+            except (EOFError, BrokenPipeError, ConnectionResetError):
+                break  # the parent went away
+            except Exception as exc:
+                self.fail(exc)
+        self.shutdown()
+
+    def connect(self) -> None:
+        config = self.config
+        if config.impl == "stubs":
+            self.lib = importlib.import_module("robohal_franka.stubs")
+            realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
+            self.robot = self.lib.Robot(config.host, realtime, model=config.model_name, max_missed=config.stub_max_missed)
+        else:
+            self.lib = importlib.import_module("pylibfranka")
+            realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
+            self.robot = self.lib.Robot(config.host, realtime)
+        self.robot.set_collision_behavior(*[list(v) for v in config.collision])
+        self.state = self.robot.read_once()
+        self.publish(self.state)
+        self.guard.reset(self.state.q)
+        self.shared.set(Layout.COMMANDED, np.array(self.state.q))
+
+    def shutdown(self) -> None:
+        self.drop_control()
+        self.robot = None  # pylibfranka closes its sockets when the Robot goes
+
+    def serve_after_loss(self) -> None:
+        """The link is gone: answer the parent until it closes us."""
+        kind, request_id, _ = self.conn.recv()
+        if kind == "close":
+            self.closing = True
+            self.reply(request_id, True)
+        else:
+            self.reply(request_id, False, ConnectionLost("franka: the connection to the robot was lost; reconnect"))
+
+    # The 1 kHz loop -----------------------------------------------------------------------
+
+    def iteration(self) -> None:
+        if self.control is None:
+            self.state = self.robot.read_once()
+        else:
+            self.state, duration = self.control.readOnce()
+            step = round(duration.to_sec() / PERIOD)
+            if step > 1:
+                self.shared.add(Layout.LATE)
+                self.shared.add(Layout.LOST, step - 1)
+        self.publish(self.state)
+        while self.conn.poll():
+            self.handle(*self.conn.recv())
+            if self.closing:
+                return
+        if self.control is None and self.motion is None and self.shared.take_setpoint() is not None and not self.stream_refused:
+            self.start_session(SESSION_STREAM)
+        if self.control is not None:
+            self.write()
+
+    def publish(self, state: Any) -> None:
+        errors = state.current_errors
+        bits = [1.0 if getattr(errors, name, False) else 0.0 for name in ERROR_NAMES] if errors else [0.0] * len(ERROR_NAMES)
+        self.shared.publish(state.time.to_sec(), state.q, state.dq, state.q_d, int(state.robot_mode),
+                            state.control_command_success_rate, bits)
+        if self.state_bell is not None and self.shared.get(Layout.PARENT_WAITING):
+            self.state_bell.ring()
+
+    def start_session(self, kind: int) -> None:
+        self.control = self.robot.start_joint_position_control(self.lib.ControllerMode.JointImpedance)
+        self.first_write = True
+        self.guard.reset(self.state.q)
+        self.braking = None
+        self.finish_after_brake = False
+        self.shared.set(Layout.SESSION, kind)
+
+    def drop_control(self) -> None:
+        control, self.control = self.control, None
+        if control is not None:
+            del control  # an unfinished control sends StopMove as it goes
+        self.shared.set(Layout.SESSION, SESSION_NONE)
+        self.braking = None
+        self.finish_after_brake = False
+
+    def write(self) -> None:
+        finish = False
+        checked = False
+        if self.first_write:  # the robot wants the first command at the measured position
+            self.first_write = False
+            q = np.array(self.state.q)
+            self.guard.reset(q)
+        elif self.braking is not None:
+            q, finish = self.brake_step()
+        elif self.motion is not None:
+            q = self.motion_step()
+            if q is None:
+                q, finish = self.brake_step()
+            else:
+                checked = True
+        else:
+            q = self.stream_step()
+        if not checked:
+            q = self.guard.check(q)
+        command = self.lib.JointPositions(q.tolist())
+        if finish:
+            command.motion_finished = True
+        self.control.writeOnce(command)
+        self.guard.commit(q)
+        self.shared.set(Layout.COMMANDED, q)
+        self.shared.add(Layout.WRITES)
+        if finish:
+            self.finished()
+
+    # Setpoint sources -------------------------------------------------------------------------
+
+    def motion_step(self) -> np.ndarray | None:
+        """The running motion's next setpoint; None when it is over (then brake and finish)."""
+        state = to_robot_state(self.state)
+        try:
+            q = self.motion.step(state)
+            if q is not None:
+                q = self.guard.check(q)
+        except Exception as exc:
+            self.motion_error = exc
+            q = None
+        if q is None:
+            self.begin_brake(finish=True)
+            return None
+        self.shared.add(Layout.MOTION_SETPOINTS)
+        assert self.recorder is not None
+        self.recorder.add(state, q)
+        return q
+
+    def stream_step(self) -> np.ndarray:
+        deadline = time.monotonic() + MAILBOX_WAIT
+        taken = self.shared.take_setpoint()
+        while taken is None and not self.conn.poll():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if self.setpoint_bell is not None:
+                self.setpoint_bell.wait(left)
+            else:
+                time.sleep(MAILBOX_POLL)
+            taken = self.shared.take_setpoint()
+        v, a = self.guard.derivatives()
+        if taken is None:
+            if np.abs(v).max() > REST_VELOCITY:
+                self.shared.add(Layout.STARVED)
+            q, _, _ = braking_step(self.guard.last, v, a, self.limits.acceleration * 0.5, self.limits.jerk * 0.5, PERIOD)
+            return self.limits.clip(q)
+        seq, q = taken
+        self.shared.set(Layout.CONSUMED_AT, self.shared.get(Layout.STATE_COUNT))
+        self.shared.set(Layout.CONSUMED, seq)
+        if self.stream_refused:
+            return self.guard.last
+        try:
+            return self.guard.check(q)
+        except LimitViolation as exc:
+            # The setpoint was fine for the parent's history but not after braking: the parent fell behind.
+            self.stream_refused = True
+            starved = int(self.shared.get(Layout.STARVED))
+            self.event("error", pack_error(StreamStarved(
+                f"franka: the setpoint stream fell behind the robot's 1 kHz cycle while moving ({starved} cycles"
+                f" starved so far); the control process braked the robot to rest ({exc}). Call recover() to resume;"
+                " run whole motions with run() to keep them in the control loop.")))
+            self.begin_brake(finish=True)
+            q, _ = self.brake_step()
+            return q
+
+    def begin_brake(self, finish: bool) -> None:
+        if self.braking is None:
+            self.braking = self.guard.derivatives()
+        self.finish_after_brake = self.finish_after_brake or finish
+
+    def brake_step(self) -> tuple[np.ndarray, bool]:
+        """One jerk-limited braking step; (q, True) once at rest and the motion should finish."""
+        if self.braking is None:
+            self.braking = self.guard.derivatives()
+        v, a = self.braking
+        q = self.guard.last
+        if np.abs(v).max() < REST_VELOCITY and np.abs(a).max() < REST_ACCELERATION:
+            return q, self.finish_after_brake
+        q, v, a = braking_step(q, v, a, self.limits.acceleration * 0.5, self.limits.jerk * 0.5, PERIOD)
+        self.braking = (v, a)
+        return self.limits.clip(q), False
+
+    def finished(self) -> None:
+        """The robot has the finishing command: the session is over."""
+        self.control = None
+        self.shared.set(Layout.SESSION, SESSION_NONE)
+        self.braking = None
+        self.finish_after_brake = False
+        if self.motion is not None:
+            self.motion_over(stopped=self.stop_reply is not None)
+        if self.stop_reply is not None:
+            self.reply(self.stop_reply, True, self.guard.last)
+            self.stop_reply = None
+
+    def motion_over(self, stopped: bool = False, error: BaseException | None = None) -> None:
+        error = error or self.motion_error
+        recorder, motion = self.recorder, self.motion
+        self.motion, self.recorder, self.motion_error = None, None, None
+        assert recorder is not None
+        result = recorder.result(completed=error is None and not stopped, stopped=stopped)
+        summary = getattr(motion, "summary", None)
+        if callable(summary):
+            try:
+                result.info.update(summary())
+            except Exception:
+                pass
+        self.event("motion_done", (result, None if error is None else pack_error(error), self.guard.last))
+
+    # Commands from the parent ---------------------------------------------------------------
+
+    def handle(self, kind: str, request_id: int, payload: Any) -> None:
+        try:
+            if kind == "run":
+                self.start_motion(payload)
+                self.reply(request_id, True)
+            elif kind == "stop":
+                if self.control is None:
+                    self.reply(request_id, True, self.guard.last)
+                else:
+                    self.stop_reply = request_id
+                    self.begin_brake(finish=True)
+            elif kind == "recover":
+                self.reply(request_id, True, self.recover())
+            elif kind == "collision":
+                if self.control is not None:
+                    raise ProtocolError("stop the motion before changing the collision behaviour")
+                self.robot.set_collision_behavior(*[list(v) for v in payload])
+                self.reply(request_id, True)
+            elif kind == "close":
+                self.close_session()
+                self.closing = True
+                self.reply(request_id, True)
+            else:
+                raise ProtocolError(f"unknown request {kind!r}")
+        except Exception as exc:
+            self.reply(request_id, False, self.map_error(exc))
+
+    def start_motion(self, motion: Any) -> None:
+        if self.motion is not None:
+            raise RobohalError("a motion is already running")
+        if self.stream_refused:
+            raise StreamStarved("franka: the stream was braked after starving; call recover() first")
+        started_session = False
+        if self.control is None:
+            self.start_session(SESSION_MOTION)
+            started_session = True
+        else:
+            self.shared.set(Layout.SESSION, SESSION_MOTION)
+        commanded = np.array(self.state.q) if started_session else self.guard.last
+        try:
+            motion.start(to_robot_state(self.state), commanded, self.model, PERIOD)
+        except Exception:
+            if started_session:
+                self.first_write = False
+                self.begin_brake(finish=True)  # nothing moved: finish at once
+            raise
+        self.motion = motion
+        self.recorder = MotionRecorder(PERIOD, self.model.dof)
+
+    def recover(self) -> None:
+        if self.motion is not None:
+            self.motion_over(stopped=True)
+        self.drop_control()
+        self.robot.automatic_error_recovery()
+        for _ in range(100):  # states queued before the recovery come first
+            self.state = self.robot.read_once()
+            if int(self.state.robot_mode) != 4:  # Reflex
+                break
+        self.publish(self.state)
+        self.guard.reset(self.state.q)
+        self.shared.set(Layout.COMMANDED, np.array(self.state.q))
+        self.shared.set(Layout.CONSUMED, self.shared.get(Layout.SETPOINT_SEQ))
+        self.stream_refused = False
+
+    def close_session(self) -> None:
+        """Bring a running session to rest and finish it (bounded)."""
+        if self.control is None:
+            return
+        self.begin_brake(finish=True)
+        deadline = time.monotonic() + 5.0
+        try:
+            while self.control is not None and time.monotonic() < deadline:
+                self.state, _ = self.control.readOnce()
+                self.publish(self.state)
+                self.write()
+        except Exception:
+            pass
+        if self.motion is not None:
+            self.motion_over(stopped=True)
+        self.drop_control()
+
+    # Errors ----------------------------------------------------------------------------------
+
+    def map_error(self, exc: BaseException) -> BaseException:
+        kind = type(exc).__name__
+        if kind in ("ControlException", "CommandException"):
+            names: tuple[str, ...] = ()
+            try:
+                state = self.robot.read_once()
+                self.state = state
+                self.publish(state)
+                names = error_names(state.last_motion_errors) or error_names(state.current_errors)
+            except Exception:
+                pass
+            names = names or names_in_message(str(exc))
+            label = ", ".join(names) or "a rejected command"
+            return HardwareFault(f"franka: the robot stopped the motion: {label} ({exc})", names=names, recoverable=True)
+        if kind == "NetworkException":
+            return ConnectionLost(f"franka: lost the robot at {self.config.host}: {exc}")
+        if kind == "RealtimeException":
+            return RealtimeUnavailable(
+                f"franka: {exc} libfranka enforces real-time scheduling by default: run on a PREEMPT_RT kernel,"
+                " or add realtime=ignore to the URI (franka://HOST?realtime=ignore) to accept late cycles.")
+        if kind == "InvalidOperationException":
+            return ProtocolError(f"franka: {exc}")
+        return exc
+
+    def fail(self, exc: BaseException) -> None:
+        """An error inside the loop: end the session, keep the error for the parent."""
+        self.control = None  # libfranka refuses to read while a failed control object lives
+        self.shared.set(Layout.SESSION, SESSION_NONE)
+        self.braking = None
+        self.finish_after_brake = False
+        mapped = self.map_error(exc)
+        in_motion = self.motion is not None
+        if isinstance(mapped, ConnectionLost):
+            self.lost = True
+        if in_motion:
+            self.motion_over(error=mapped)
+        elif isinstance(mapped, (HardwareFault, ConnectionLost)):
+            self.event("fault" if isinstance(mapped, HardwareFault) else "lost", pack_error(mapped))
+        else:
+            self.event("error", pack_error(mapped))
+        if self.stop_reply is not None:
+            self.reply(self.stop_reply, False, mapped)
+            self.stop_reply = None
+        if not isinstance(mapped, (HardwareFault, ConnectionLost, LimitViolation)):
+            traceback.print_exception(mapped)
+
+
+def control_main(conn: Any, buffer: Any, config: ControlConfig,
+                 state_bell: Doorbell | None = None, setpoint_bell: Doorbell | None = None) -> None:
+    """Run the control loop until the parent closes it or goes away."""
+    loop = ControlLoop(conn, SharedBlock(buffer), config, state_bell, setpoint_bell)
+    try:
+        loop.run()
+    except (EOFError, OSError, KeyboardInterrupt):
+        pass  # the parent went away
+    finally:
+        try:
+            loop.shutdown()
+        except Exception:
+            pass
+
+
+def main(argv: list[str]) -> int:
+    """The control process's entry point (arguments: pipe FD, shared-memory file, state
+    doorbell write FD, setpoint doorbell read FD), started by
+    :class:`~robohal_franka.backend.FrankaBackend`."""
+    conn = Connection(int(argv[0]))
+    state_bell = Doorbell(-1, int(argv[2]))
+    setpoint_bell = Doorbell(int(argv[3]), -1)
+    with open(argv[1], "r+b") as handle:
+        buffer = mmap.mmap(handle.fileno(), Layout.SIZE * 8)
+    try:
+        config = conn.recv()
+    except (EOFError, OSError):
+        return 0
+    control_main(conn, buffer, config, state_bell, setpoint_bell)
+    return 0
+

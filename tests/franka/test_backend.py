@@ -1,0 +1,177 @@
+"""The Franka backend: control process, shared-memory streaming, motions at 1 kHz,
+error mapping; over the real pylibfranka against the FCI simulator, and over the stubs."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from robohal.errors import ConnectionLost, HardwareFault, LimitViolation, RobohalError, UriError
+from robohal.motion import Hold, PointToPoint, Robot
+from robohal.state import RobotMode
+from robohal.uri import parse_uri
+from robohal_franka.backend import FrankaBackend
+from robohal_franka.facts import READY_Q
+
+IMPLS = ["pylibfranka", "stubs"]
+
+
+@pytest.fixture
+def connect(start_simulator, reference_model):
+    opened: list[FrankaBackend] = []
+
+    def open_backend(impl: str = "pylibfranka", *simulator_args: str, **params: str):
+        if impl == "pylibfranka":
+            pytest.importorskip("pylibfranka")
+            simulator = start_simulator(*simulator_args)
+            host = simulator.host
+        else:
+            simulator, host = None, "stubs"
+        query = "&".join(f"{k}={v}" for k, v in {"model": "franka.fr3", "impl": impl, **params}.items())
+        backend = FrankaBackend(parse_uri(f"franka://{host}?{query}"), reference_model)
+        opened.append(backend)
+        backend.connect()
+        return backend, simulator
+
+    yield open_backend
+    for backend in opened:
+        backend.close()
+        assert backend._process is None
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_connect_read_stream_and_close(connect, impl):
+    backend, _ = connect(impl)
+    state = backend.read()
+    assert np.allclose(state.q, READY_Q, atol=1e-6) and state.mode is RobotMode.IDLE
+    times = [backend.cycle().time for _ in range(30)]  # hold: streamed through the mailbox
+    assert (np.diff(times) > 0).all()
+    assert np.allclose(backend.read().q, READY_Q, atol=1e-6)
+    pid = backend.control_pid
+    backend.close()
+    backend.close()
+    with pytest.raises(ConnectionLost):
+        backend.read()
+    assert pid is not None and backend._process is None
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_motion_runs_in_the_control_process(connect, impl, reference_model):
+    backend, simulator = connect(impl)
+    robot = Robot(backend, reference_model)
+    target = np.array(READY_Q) + np.radians([5, -5, 5, 5, 5, 5, 5])
+    cycles = backend.counters["cycles"]
+    result = robot.move_joints(target, speed=0.5)
+    assert result.completed and np.allclose(result.commanded[-1], target, atol=1e-12)
+    assert backend.counters["cycles"] - cycles == result.cycles
+    assert np.allclose(backend.commanded, target)
+    assert np.abs(backend.read().q - target).max() < 1e-5
+    if simulator is not None:
+        assert simulator.stats()["robot_reflexes"] == 0
+    # a jump is refused by our guard before any wire
+    sent = backend.counters["commands_sent"]
+    with pytest.raises(LimitViolation) as refused:
+        backend.cycle(backend.commanded + np.radians(5))
+    assert refused.value.quantity in ("velocity", "acceleration", "jerk")
+    assert backend.counters["commands_sent"] == sent
+    assert backend.cycle().mode in (RobotMode.IDLE, RobotMode.MOVING)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_background_motion_stops_smoothly(connect, impl, reference_model):
+    backend, simulator = connect(impl)
+    start = backend.commanded
+    target = start + np.radians([20, 0, 0, 0, 0, 0, 0])
+    backend.run(PointToPoint(target, speed=0.1), wait=False)
+    assert backend.busy
+    time.sleep(0.4)
+    backend.stop()
+    assert not backend.busy
+    stopped = backend.commanded
+    assert 0 < abs(stopped[0] - start[0]) < abs(target[0] - start[0])
+    assert backend.run(Hold(0.05)).completed  # usable afterwards
+    if simulator is not None:
+        assert simulator.stats()["robot_reflexes"] == 0
+
+
+def test_reflex_maps_to_hardware_fault_with_names_and_recovers(connect):
+    backend, simulator = connect("pylibfranka")
+    backend.run(Hold(3.0), wait=False)
+    time.sleep(0.2)
+    simulator.send("REFLEX joint_reflex")
+    with pytest.raises(HardwareFault) as fault:
+        backend.wait(10.0)
+    assert fault.value.names == ("joint_reflex",) and fault.value.recoverable
+    with pytest.raises(HardwareFault):
+        backend.cycle()  # still faulted until recover()
+    live = backend._read_now()  # read() raises the fault too; the shared state still shows it
+    assert live.mode is RobotMode.FAULT and live.faults == ("joint_reflex",)
+    state = backend.recover()
+    assert state.mode is RobotMode.IDLE and state.faults == ()
+    assert backend.run(Hold(0.05)).completed
+
+
+def test_stall_becomes_connection_lost(connect):
+    backend, simulator = connect("pylibfranka")
+    backend.cycle()
+    simulator.send("STALL")
+    started = time.monotonic()
+    with pytest.raises(ConnectionLost):
+        for _ in range(10_000):
+            backend.cycle()
+    elapsed = time.monotonic() - started
+    print(f"stall detected after {elapsed:.2f} s")
+    assert elapsed < 10.0
+    with pytest.raises(ConnectionLost):
+        backend.read()
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_realtime_enforced_on_a_normal_kernel_is_a_clear_error(connect, impl):
+    from robohal_franka.backend import realtime_kernel
+
+    if realtime_kernel():
+        pytest.skip("PREEMPT_RT kernel")
+    with pytest.raises(RobohalError, match="realtime=ignore"):
+        connect(impl, realtime="enforce")
+
+
+def test_bad_uris_are_refused(reference_model):
+    for text in ("franka://?model=franka.fr3", "franka://h?impl=cuda", "franka://h?realtime=maybe",
+                 "franka://h?collision=a,b"):
+        with pytest.raises(UriError):
+            FrankaBackend(parse_uri(text), reference_model)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_busy_user_thread_does_not_break_the_1khz_loop(connect, impl):
+    """A user thread holding the GIL in pure Python for the whole motion: the loop
+    lives in the control process, so the motion still runs at 1 kHz without a reflex."""
+    backend, simulator = connect(impl)
+    stop = threading.Event()
+    spins = [0]
+
+    def busy() -> None:
+        while not stop.is_set():
+            spins[0] += sum(i * i for i in range(2000))  # pure Python: holds the GIL
+
+    thread = threading.Thread(target=busy, daemon=True)
+    thread.start()
+    try:
+        before = backend.figures
+        target = backend.commanded + np.radians([10, -10, 10, 10, 10, 10, 10])
+        result = backend.run(PointToPoint(target, speed=0.5))
+        after = backend.figures
+    finally:
+        stop.set()
+        thread.join(10.0)
+    assert result.completed and spins[0] > 0
+    steps = np.diff(result.times)
+    late = after["late_cycles"] - before["late_cycles"]
+    print(f"{impl}: {result.cycles} cycles, time step median {np.median(steps) * 1e3:.2f} ms,"
+          f" late cycles {late}, success rate {after['success_rate']:.3f}")
+    assert np.median(steps) == pytest.approx(0.001, abs=1e-4)  # robot time: one state per command
+    if simulator is not None:
+        assert simulator.stats()["robot_reflexes"] == 0
