@@ -1,0 +1,174 @@
+"""EGM sensor-side speed: robohal's abb-egm backend against abb-robot-client's
+``EGM`` client, each driving the same simulated controller on loopback at 250 Hz.
+
+For each peer, the simulated controller (its own process) measures the round
+trip (robot message sent -> the sensor's reply received) and the rate it held;
+the peer (its own process) measures the age of every state its control loop
+acts on (now - the robot's feedback time): a receiver that falls behind shows a
+growing age. Each is run once on a quiet machine and once next to a busy
+second process. Figures are printed as ratios (ours / peer); nothing is asserted.
+
+    python benchmarks/egm.py [--seconds 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+MODEL = os.environ.get("ROBOHAL_EGM_BENCH_MODEL", "abb.irb1410")
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    array = np.array(values) * 1000.0
+    return {"p50_ms": float(np.percentile(array, 50)), "p99_ms": float(np.percentile(array, 99)),
+            "max_ms": float(array.max()), "n": len(values)}
+
+
+def _trend(ages: list[float]) -> float:
+    """Mean age in the last quarter minus the first quarter (ms): > 0 when falling behind."""
+    quarter = max(1, len(ages) // 4)
+    return 1000.0 * (float(np.mean(ages[-quarter:])) - float(np.mean(ages[:quarter])))
+
+
+def drive_ours(port: int, seconds: float) -> dict:
+    import robohal
+    from robohal.uri import parse_uri
+    from robohal_abb.backend import EgmBackend
+
+    model = robohal.get_model(MODEL)
+    backend = EgmBackend(parse_uri(f"abb-egm://127.0.0.1:{port}?robot=127.0.0.1&timeout=5"), model)
+    state = backend.connect()
+    q0 = np.array(state.q)
+    ages = []
+    start = time.monotonic()
+    cycles = 0
+    while time.monotonic() - start < seconds:
+        t = cycles * backend.period  # one setpoint per period, as motions do
+        q = q0.copy()
+        q[0] += math.radians(5.0) * (1 - math.cos(2 * math.pi * 0.2 * t))
+        state = backend.cycle(q)
+        ages.append(time.time() - state.time)
+        cycles += 1
+    stats = backend.statistics
+    backend.close()
+    return {"ages": _percentiles(ages), "age_trend_ms": _trend(ages), "cycles": cycles,
+            "reply_latency_p50_ms": 1000 * stats["reply_latency_p50"], "reply_latency_p99_ms": 1000 * stats["reply_latency_p99"],
+            "drained": stats.get("datagrams_drained", 0)}
+
+
+def drive_peer(port: int, seconds: float) -> dict:
+    from abb_robot_client.egm import EGM
+
+    egm = EGM(port=port)
+    ages = []
+    q0 = None
+    start = time.monotonic()
+    cycles = 0
+    while time.monotonic() - start < seconds:
+        ok, state = egm.receive_from_robot(timeout=1.0)
+        if not ok:
+            continue
+        feedback_time = state.robot_message.feedBack.time
+        ages.append(time.time() - (feedback_time.sec + feedback_time.usec * 1e-6))
+        if q0 is None:
+            q0 = np.array(state.joint_angles)
+        t = cycles * 0.004
+        q = q0.copy()
+        q[0] += 5.0 * (1 - math.cos(2 * math.pi * 0.2 * t))
+        egm.send_to_robot(q)
+        cycles += 1
+    egm.socket.close()
+    return {"ages": _percentiles(ages), "age_trend_ms": _trend(ages), "cycles": cycles}
+
+
+def run_one(driver: str, seconds: float) -> dict:
+    """One simulated controller + one sensor process; both report."""
+    from robohal.simulation import SimulatorProcess, free_port, python_module
+    from robohal.uri import parse_uri
+
+    port = free_port()
+    sim_argv = os.environ.get("ROBOHAL_EGM_BENCH_SIM")
+    argv = sim_argv.split() if sim_argv else python_module("robohal_abb.simulator")
+    sim = SimulatorProcess([*argv, "--sensor", f"127.0.0.1:{port}", "--model", MODEL, "--comm-timeout", "0"],
+                           lambda line: parse_uri(f"abb-egm://127.0.0.1:{port}"))
+    try:
+        out = subprocess.run([sys.executable, __file__, "--driver", driver, "--port", str(port),
+                              "--seconds", str(seconds)], capture_output=True, text=True, timeout=seconds + 60)
+        if out.returncode != 0:
+            raise RuntimeError(f"{driver} failed:\n{out.stderr[-2000:]}")
+        sensor = json.loads(out.stdout.strip().splitlines()[-1])
+        sim.send("QUIT")
+        controller = None
+        deadline = time.monotonic() + 10
+        while controller is None and time.monotonic() < deadline:
+            line = sim.readline(1.0)
+            if line and line.startswith("STATS "):
+                controller = json.loads(line[6:])
+    finally:
+        sim.stop()
+    return {"sensor": sensor, "controller": controller}
+
+
+def busy_process() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
+def report(label: str, ours: dict, peer: dict) -> None:
+    def row(name: str, a: float, b: float) -> None:
+        print(f"  {name:<34} {a:9.3f} {b:9.3f} {a / b if b else float('nan'):8.2f}")
+
+    print(f"-- {label}: robohal abb-egm vs abb-robot-client (ratio = ours / peer; < 1 is faster)")
+    print(f"  {'':<34} {'ours':>9} {'peer':>9} {'ratio':>8}")
+    oc, pc = ours["controller"], peer["controller"]
+    row("rate held by the controller (Hz)", oc["rate_hz"], pc["rate_hz"])
+    row("round trip p50 (ms)", oc["round_trip"]["p50_ms"], pc["round_trip"]["p50_ms"])
+    row("round trip p99 (ms)", oc["round_trip"]["p99_ms"], pc["round_trip"]["p99_ms"])
+    row("state age at the loop p50 (ms)", ours["sensor"]["ages"]["p50_ms"], peer["sensor"]["ages"]["p50_ms"])
+    row("state age at the loop p99 (ms)", ours["sensor"]["ages"]["p99_ms"], peer["sensor"]["ages"]["p99_ms"])
+    row("state age trend, last-first (ms)", ours["sensor"]["age_trend_ms"], peer["sensor"]["age_trend_ms"])
+    replies_o = oc["counters"].get("sensor_messages", 0) / max(1, oc["counters"]["robot_messages_sent"])
+    replies_p = pc["counters"].get("sensor_messages", 0) / max(1, pc["counters"]["robot_messages_sent"])
+    row("replies per robot message", replies_o, replies_p)
+    print(f"  ours: reply latency (arrival -> reply) p50 {ours['sensor']['reply_latency_p50_ms']:.3f} ms,"
+          f" p99 {ours['sensor']['reply_latency_p99_ms']:.3f} ms; datagrams drained (skipped as stale)"
+          f" {ours['sensor']['drained']}; controller late ticks {oc['period']['late_ticks']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--driver", choices=["ours", "peer"])
+    parser.add_argument("--port", type=int)
+    args = parser.parse_args()
+    if args.driver:
+        result = (drive_ours if args.driver == "ours" else drive_peer)(args.port, args.seconds)
+        print(json.dumps(result))
+        return
+    try:
+        import abb_robot_client  # noqa: F401
+    except ImportError:
+        print("abb-robot-client is not installed (pip install -e './plugins/abb[test]'); skipping the EGM benchmark")
+        return
+    results = {}
+    for load in ("quiet", "busy"):
+        hog = busy_process() if load == "busy" else None
+        try:
+            for driver in ("ours", "peer"):
+                results[(load, driver)] = run_one(driver, args.seconds)
+        finally:
+            if hog is not None:
+                hog.kill()
+                hog.wait()
+        report(f"{load} machine" + (" (one busy process)" if hog else ""), results[(load, "ours")], results[(load, "peer")])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,474 @@
+"""The EGM backend: robohal's side of ABB Externally Guided Motion (the "sensor").
+
+    abb-egm://HOST:PORT?model=abb.irb1410[&robot=IP][&timeout=S][&connect_timeout=S][&mode=joint|pose]
+
+``HOST:PORT`` is the UDP address this binds (default ``0.0.0.0:6510``), the one
+the controller's UDP Unicast Device points at. The controller is the UDP
+client: it sends an ``EgmRobot`` every 4 ms and takes the answer from the
+address it sent to.
+
+Whoever waits for the robot reads the socket: the control loop while it
+streams, a background thread between motions. Each read drains every datagram
+that is waiting, drops what is bad (counted by reason), older than what it has
+(reordered or duplicated), or from another address than ``robot``, and keeps
+only the newest robot message. The control loop's :meth:`_send` answers that
+message, once, with the checked setpoint; :meth:`_receive` waits for the next
+one. Between motions the thread answers each new message itself with the last
+setpoint, so the controller's ``\\CommTimeout`` never fires while the robot
+holds still. A new EGM session (seqno back to 0) makes the backend hold the
+*measured* position; it never replays a target from the old session.
+
+``mode=joint`` (EGMRunJoint) sends joint targets; ``mode=pose`` (EGMRunPose,
+tool0 in the base frame) sends the model's forward kinematics of the same
+checked joint setpoint. The joints on the wire are the model's joints in
+degrees: for parallelogram robots (IRB 1410) the model already uses the
+controller's joint-3 convention.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from robohal import Backend, ConnectionLost, HardwareFault, RobotMode, RobotState, UriError
+from robohal.kinematics import Kinematics
+from robohal.state import Array
+from robohal.uri import RobotUri
+
+from . import wire
+from .fastguard import FastSetpointGuard
+
+DEFAULT_HOST = "0.0.0.0"
+DEFAULT_TIMEOUT = 2.0  # s
+#: a seqno this far behind the newest is a restarted session, not a reordered datagram
+REORDER_WINDOW = 8
+#: robot messages kept for the timing figures (about 4 s at 250 Hz)
+TIMING_WINDOW = 1000
+#: the timing figures in each state are refreshed after this many replies
+TIMING_REFRESH = 250
+#: s the hold thread rests while the control loop streams
+HOLD_THREAD_REST = 0.025
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", None)
+
+
+class SessionRestarted(ConnectionLost):
+    """The controller started a new EGM session (seqno 0) while a motion streamed.
+    The motion is aborted; the backend holds the measured position and is ready
+    for the next command."""
+
+
+@dataclass
+class _Received:
+    message: wire.RobotMessage
+    arrival: float  # wall-clock seconds (kernel timestamp where available)
+    arrival_monotonic: float
+    address: tuple[str, int]
+    index: int  # counts valid robot messages since connect
+    session: int
+    previous: wire.RobotMessage | None  # the one before, in the same session (for the velocity)
+    replied: bool = False
+
+    @property
+    def dq(self) -> list[float]:
+        """Joint velocity (rad/s) from this and the previous message of the session."""
+        previous = self.previous
+        dt = self.message.time - previous.time if previous is not None else 0.0
+        if dt <= 0:
+            return [0.0] * len(self.message.q)
+        assert previous is not None
+        return [(a - b) / dt for a, b in zip(self.message.q, previous.q, strict=True)]
+
+
+class EgmBackend(Backend):
+    """ABB EGM, sensor side (see the module docstring)."""
+
+    checks = ("position", "velocity", "acceleration")
+
+    def __init__(self, uri: RobotUri, model: Kinematics) -> None:
+        sample_ms = uri.get_float("sample_rate", 4.0, minimum=4.0)
+        super().__init__(uri, model, sample_ms / 1000.0)
+        self.guard = FastSetpointGuard(model.limits, self.period, self.checks)  # same verdicts, sooner
+        self.host = uri.host or DEFAULT_HOST
+        self.port = uri.port if uri.port is not None else wire.DEFAULT_PORT
+        self.timeout = uri.get_float("timeout", DEFAULT_TIMEOUT, minimum=0.01)
+        self.connect_timeout = uri.get_float("connect_timeout", self.timeout, minimum=0.01)
+        self.mode = uri.params.get("mode", "joint")
+        if self.mode not in ("joint", "pose"):
+            raise UriError(f"{uri}: mode must be joint or pose, got {self.mode!r}")
+        robot = uri.params.get("robot")
+        try:
+            self.robot_ip = socket.gethostbyname(robot) if robot else None
+        except OSError:
+            raise UriError(f"{uri}: robot={robot!r} is not an address") from None
+        self._sock: socket.socket | None = None
+        self._poller: Any = None
+        self._thread: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._lock = threading.RLock()  # the shared state below; held briefly, never while waiting
+        self._reader = threading.Lock()  # whoever holds it reads the socket
+        self._newest: _Received | None = None
+        self._consumed = 0  # index of the last message the control loop used
+        self._count = 0
+        self._session = 0
+        self._restart_pending = False
+        self._target: Array | None = None  # the last target sent (or the measured position to hold)
+        self._last_send = 0.0  # monotonic time of the control loop's last reply (or its claim)
+        self._sensor_seqno = 0
+        self._started = time.monotonic()
+        self._seqno_gaps = 0
+        self._lost = 0
+        self._bad = 0
+        self._replies = 0
+        self._intervals: deque[float] = deque(maxlen=TIMING_WINDOW)
+        self._latencies: deque[float] = deque(maxlen=TIMING_WINDOW)
+        self._timing: dict[str, float | None] = self.timing()
+        self._thread_error: BaseException | None = None
+
+    # Lifecycle ------------------------------------------------------------------------
+
+    def _open(self) -> RobotState:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if _SO_TIMESTAMPNS is not None:
+                sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+            sock.bind((self.host, self.port))
+        except OSError as exc:
+            sock.close()
+            raise ConnectionLost(f"abb-egm: cannot bind UDP {self.host}:{self.port}: {exc.strerror or exc}"
+                                 " (is another program, or another robohal connection, using that port?)") from None
+        sock.setblocking(False)
+        self._sock = sock
+        self._poller = select.poll()
+        self._poller.register(sock, select.POLLIN)
+        self._closing.clear()
+        with self._lock:
+            self._newest, self._consumed, self._count, self._target = None, 0, 0, None
+            self._restart_pending, self._thread_error = False, None
+        self._thread = threading.Thread(target=self._hold_loop, name=f"robohal-egm-{self.port}", daemon=True)
+        self._thread.start()
+        try:
+            received = self._wait_active(self.connect_timeout, what="connect")
+        except BaseException:
+            self._close()
+            raise
+        with self._lock:
+            self._restart_pending = False
+            self._consumed = received.index
+            self._target = np.array(received.message.q)
+        return self._state_of(received)
+
+    def _close(self) -> None:
+        self._closing.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+        with self._reader:
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
+
+    def _activate(self, state: RobotState) -> None:
+        super()._activate(state)
+        with self._lock:
+            self._target = np.array(state.q)
+
+    # Reading the socket ---------------------------------------------------------------
+
+    def _pump(self, wait: float, index: int) -> None:
+        """Wait up to ``wait`` s for datagrams and take in everything waiting, unless a
+        message newer than ``index`` is already there or another thread is reading."""
+        if not self._reader.acquire(timeout=max(wait, 0.0)):
+            return
+        try:
+            newest = self._newest
+            if self._sock is None or (newest is not None and newest.index > index):
+                return
+            if not self._poller.poll(max(wait, 0.0) * 1000.0):
+                return
+            arrivals = []
+            while True:  # drain: a receiver that reads one datagram per cycle falls behind
+                try:
+                    datagram, ancillary, _, address = self._sock.recvmsg(65536, 64)
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError:
+                    self.counters["receive_errors"] += 1
+                    break
+                arrivals.append((datagram, _arrival_time(ancillary), address))
+            if len(arrivals) > 1:
+                self.counters["datagrams_drained"] += len(arrivals) - 1
+            for datagram, arrival, address in arrivals:
+                self._accept(datagram, arrival, address)
+        finally:
+            self._reader.release()
+
+    def _streaming(self) -> bool:
+        return time.monotonic() - self._last_send < 2.5 * self.period
+
+    def _hold_loop(self) -> None:
+        """Between motions: read the socket and answer every new message with the held target.
+        While the control loop streams it reads the socket itself and this thread rests."""
+        try:
+            while not self._closing.is_set():
+                if self._streaming():
+                    # rest long: waking every cycle would take the GIL from the control loop; after a
+                    # motion the first few messages stay unanswered, which EGM tolerates (it keeps the last target)
+                    self._closing.wait(HOLD_THREAD_REST)
+                    continue
+                newest = self._newest
+                self._pump(0.02, newest.index if newest is not None else 0)
+                self._maybe_hold()
+        except BaseException as exc:  # surfaced to the control loop on its next call
+            self._thread_error = exc
+
+    def _accept(self, datagram: bytes, arrival: float, address: tuple[str, int]) -> None:
+        counters = self.counters
+        if self.robot_ip is not None and address[0] != self.robot_ip:
+            counters["foreign_datagrams"] += 1
+            return
+        try:
+            message = wire.decode_robot(datagram, self.model.dof)
+        except wire.BadMessage as bad:
+            counters[f"bad_{bad.reason}"] += 1
+            self._bad += 1
+            return
+        with self._lock:
+            previous = self._newest
+            new_session = previous is None
+            if previous is not None:
+                last = previous.message.seqno
+                if message.seqno == last:
+                    counters["duplicates_dropped"] += 1
+                    return
+                if message.seqno < last:
+                    if message.seqno != 0 and last - message.seqno <= REORDER_WINDOW:
+                        counters["reordered_dropped"] += 1
+                        return
+                    new_session = True
+                elif message.seqno > last + 1:
+                    self._seqno_gaps += 1
+                    self._lost += message.seqno - last - 1
+            if new_session:
+                self._session += 1
+                if previous is not None:
+                    counters["sessions_restarted"] += 1
+                    self._restart_pending = True
+                    self._target = np.array(message.q)  # hold the measured position, never the old target
+            else:
+                self._intervals.append(arrival - previous.arrival)
+            self._count += 1
+            counters["robot_messages"] += 1
+            self._newest = _Received(message, arrival, time.monotonic(), address, self._count, self._session,
+                                     None if new_session else previous.message)
+
+    def _maybe_hold(self) -> None:
+        """Between motions, answer the newest message with the held target."""
+        with self._lock:
+            newest = self._newest
+            if newest is None or newest.replied or self._target is None or self._streaming():
+                return
+            self._reply(newest, self._target)
+            self.counters["hold_replies"] += 1
+
+    def _wait_newer(self, index: int, timeout: float | None = None) -> _Received:
+        """The newest robot message once one newer than ``index`` is in, reading the
+        socket meanwhile; :class:`ConnectionLost` when the robot stays silent."""
+        limit = self.timeout if timeout is None else min(timeout, self.timeout)
+        began = time.monotonic()
+        while True:
+            self._raise_thread_error()
+            newest = self._newest
+            if newest is not None and newest.index > index:
+                return newest
+            last = newest.arrival_monotonic if newest is not None else began
+            left = last + limit - time.monotonic()
+            if left <= 0:
+                self.counters["silence_timeouts"] += 1
+                raise ConnectionLost(
+                    f"abb-egm: the robot has been silent for more than {limit:g} s (last seqno "
+                    f"{newest.message.seqno if newest else '-'}): the EGM run ended, RAPID stopped, or the link broke")
+            self._pump(min(left, 0.05), index)
+
+    def _wait_active(self, timeout: float, what: str) -> _Received:
+        """The first robot message whose EGM run follows targets (motors on, RAPID and MCI running)."""
+        deadline = time.monotonic() + timeout
+        seen: _Received | None = None
+        while True:
+            self._raise_thread_error()
+            newest = self._newest
+            if newest is not None and (seen is None or newest.index > seen.index):
+                seen = newest
+                if newest.message.active:
+                    return newest
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._pump(min(left, 0.05), seen.index if seen is not None else 0)
+        if seen is not None:
+            names = seen.message.faults()
+            raise HardwareFault(
+                f"abb-egm: the robot streams EGM but does not follow targets ({', '.join(names)}): turn the motors"
+                " on and (re)start the RAPID program's EGM loop", names=names, recoverable=True)
+        bad = sum(v for k, v in self.counters.items() if k.startswith("bad_"))
+        foreign = self.counters["foreign_datagrams"]
+        raise ConnectionLost(
+            f"abb-egm: no EGM message from the robot on UDP {self.host}:{self.port} within {timeout:g} s ({what}). "
+            "Check that the RAPID program runs EGMRunJoint (or EGMRunPose), that the controller's UDP Unicast Device "
+            f"points at this computer's IP and port {self.port}, and that no firewall drops UDP {self.port}"
+            f" (datagrams seen: {bad} undecodable or incomplete, {foreign} from other addresses).")
+
+    # The wire ----------------------------------------------------------------------------
+
+    def _reply(self, received: _Received, q: Array) -> None:
+        """Answer one robot message (call with the lock held)."""
+        self._sensor_seqno += 1
+        tm = int((time.monotonic() - self._started) * 1000.0)
+        if self.mode == "joint":
+            datagram = wire.encode_sensor_joints(self._sensor_seqno, tm, q)
+        else:
+            datagram = wire.encode_sensor_pose(self._sensor_seqno, tm, self.model.forward(q))
+        sock = self._sock
+        if sock is None:
+            raise ConnectionLost("abb-egm: not connected")
+        sock.sendto(datagram, received.address)
+        received.replied = True
+        self._replies += 1
+        self._latencies.append(time.time() - received.arrival)
+
+    def _send(self, q: Array) -> None:
+        with self._lock:
+            self._raise_thread_error()
+            self._check_session()
+            self._last_send = time.monotonic()  # from now on the control loop answers, not the hold thread
+            newest = self._newest
+        while newest is None or newest.replied:
+            # answered already (by the hold thread, at the hand-over): answer the next message
+            newest = self._wait_newer(newest.index if newest is not None else 0)
+            with self._lock:
+                self._check_session()
+        with self._lock:
+            self._reply(newest, q)
+            self._target = q
+            self._last_send = time.monotonic()
+            self._consumed = max(self._consumed, newest.index)
+        if self._replies % TIMING_REFRESH == 0:  # after the reply: off the robot's critical path
+            self._timing = self.timing()
+
+    def _receive(self, timeout: float | None) -> RobotState:
+        received = self._wait_newer(self._consumed, timeout)
+        with self._lock:
+            self._consumed = received.index
+            self._check_session()
+        return self._state_of(received)
+
+    def _check_session(self) -> None:
+        """A new session while streaming: hold the measured position and abort the motion."""
+        if not self._restart_pending:
+            return
+        newest = self._newest
+        assert newest is not None
+        self._restart_pending = False
+        self._consumed = newest.index
+        state = self._state_of(newest)
+        self._state = state
+        self._activate(state)
+        raise SessionRestarted(
+            f"abb-egm: the controller started a new EGM session (seqno {newest.message.seqno}); the motion was"
+            " aborted and the robot holds its measured position")
+
+    def _read_now(self) -> RobotState | None:
+        with self._lock:
+            self._raise_thread_error()
+            newest = self._newest
+            if newest is None:
+                return None
+            if time.monotonic() - newest.arrival_monotonic > self.timeout:
+                raise ConnectionLost(f"abb-egm: the robot has been silent for more than {self.timeout:g} s")
+            if self._restart_pending:  # between motions a new session is no error: just hold
+                self._restart_pending = False
+                state = self._state_of(newest)
+                self._activate(state)
+                return state
+        return self._state_of(newest)
+
+    def _recover(self) -> RobotState:
+        received = self._wait_active(self.connect_timeout, what="recover")
+        with self._lock:
+            self._restart_pending = False
+            self._consumed = received.index
+        return self._state_of(received)
+
+    def _raise_thread_error(self) -> None:
+        if self._thread_error is not None:
+            error, self._thread_error = self._thread_error, None
+            raise ConnectionLost(f"abb-egm: the receive thread failed: {error!r}") from error
+
+    # State ------------------------------------------------------------------------------
+
+    def _state_of(self, received: _Received) -> RobotState:
+        message = received.message
+        faults = message.faults()
+        dq = received.dq
+        if faults:
+            mode = RobotMode.FAULT
+        elif max(abs(v) for v in dq) > 1e-3:
+            mode = RobotMode.MOVING
+        else:
+            mode = RobotMode.IDLE
+        info: dict[str, Any] = {
+            "motor_state": message.motor_state,
+            "rapid_state": message.rapid_state,
+            "mci_state": message.mci_state,
+            "converged": message.converged,
+            "utilization": message.utilization,
+            "seqno": message.seqno,
+            "session": received.session,
+            "seqno_gaps": self._seqno_gaps,
+            "lost_messages": self._lost,
+            "bad_datagrams": self._bad,
+            "q_planned": message.q_planned,
+            "recoverable": True,
+            **self._timing,
+        }
+        return RobotState(time=message.time, q=message.q, dq=dq, mode=mode, faults=faults,
+                          q_commanded=self._target, info=info)
+
+    def timing(self) -> dict[str, float | None]:
+        """Reply latency (robot message arrival -> answer sent) and robot message
+        intervals over the last few seconds, in seconds, and the rate held."""
+        latencies = np.array(self._latencies)
+        intervals = np.array(self._intervals)
+
+        def pct(values: np.ndarray, q: float) -> float | None:
+            return float(np.percentile(values, q)) if len(values) else None
+
+        return {
+            "reply_latency_p50": pct(latencies, 50),
+            "reply_latency_p99": pct(latencies, 99),
+            "interval_p50": pct(intervals, 50),
+            "interval_p99": pct(intervals, 99),
+            "rate_hz": float(1.0 / intervals.mean()) if len(intervals) else None,
+        }
+
+    @property
+    def statistics(self) -> dict[str, Any]:
+        """Counters (datagrams by fate, replies, sessions) and timing figures."""
+        return {**dict(self.counters), **self.timing(), "seqno_gaps": self._seqno_gaps, "lost_messages": self._lost}
+
+
+def _arrival_time(ancillary: list[tuple[int, int, bytes]]) -> float:
+    """The kernel's receive timestamp (SO_TIMESTAMPNS), else now."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(data) >= 16:
+            seconds, nanoseconds = struct.unpack("qq", data[:16])
+            return seconds + nanoseconds * 1e-9
+    return time.time()
+

@@ -1,0 +1,477 @@
+"""A simulated ABB controller running EGM: the robot side of the protocol.
+
+    python -m robohal_abb.simulator --sensor 127.0.0.1:6510 --model abb.irb1410 [--seed N] [--loss P] ...
+    robohal sim abb-egm --sensor 127.0.0.1:6510 --model abb.irb1410 ...
+
+Like a real controller it is the UDP client: every 4 ms it sends a complete
+``EgmRobot`` (header with seqno from 0 per session, tm and mtype DATA; feedback
+and planned joints, pose and time; motor, MCI and RAPID states, convergence
+flag, utilisation) to the sensor address, and follows the newest target it
+receives with a first-order lag inside the model's speed limits. It emulates
+the RAPID template in ``plugins/abb/rapid/``: ``\\CommTimeout`` (no sensor data
+for that long: motion stops, MCI error and RAPID stopped, as ERR_UDPUC_COMM),
+``\\CondTime`` (convergence held that long ends the EGM run) and, with
+``--retry-after``, the error handler that starts a new session (seqno 0).
+
+It sends only to the ``--sensor`` address given on the command line (loopback
+by default). The first stdout line is ``READY HOST:PORT ...`` (its own UDP
+address); later lines are ``EVENT ...`` and, on exit or on request,
+``STATS {json}``. Control lines on stdin (for tests): ``RESTART [j1..j6 deg]``,
+``MOTORS OFF``, ``STALL``, ``RESUME``, ``STATS``, ``QUIT``; end of input on a
+pipe quits.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import selectors
+import socket
+import stat
+import sys
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import click
+import numpy as np
+from robohal.kinematics import Kinematics
+
+from . import wire
+
+SAMPLE_PERIOD = 0.004  # s: EGM's default \SampleRate
+
+
+@dataclass
+class ControllerOptions:
+    """Behaviour and fault injection of the simulated controller (SI units)."""
+
+    period: float = SAMPLE_PERIOD
+    mode: str = "joint"  # "joint" (EGMRunJoint) or "pose" (EGMRunPose, flange in base frame)
+    lag: float = 0.015  # s, first-order time constant of the motion control
+    convergence: float = math.radians(0.5)  # rad, EGMActJoint's default \J1..\J6 convergence
+    cond_time: float = 0.0  # s, \CondTime; 0: the run never ends by convergence
+    comm_timeout: float = 1.0  # s, \CommTimeout; 0: off
+    retry_after: float | None = None  # s after an ended run until the RAPID loop starts a new session
+    seed: int | None = None
+    loss: float = 0.0  # probability, each datagram in each direction
+    delay: float = 0.0  # s added to every robot message
+    duplicate: float = 0.0  # probability a robot message is sent twice
+    reorder: float = 0.0  # probability a robot message is held back behind the next one
+    stall_after: float | None = None  # s: stop sending (a hung controller or a pulled cable)
+    motors_off_after: float | None = None  # s: motors off (RAPID stops)
+    duration: float | None = None  # s: exit after this long
+    q0: np.ndarray | None = None  # rad, start joints (default: zeros clipped to the limits)
+
+
+@dataclass
+class Statistics:
+    """Figures printed on exit: pacing, traffic and round trips."""
+
+    intervals: deque = field(default_factory=lambda: deque(maxlen=100_000))
+    round_trips: deque = field(default_factory=lambda: deque(maxlen=100_000))
+    counters: Counter = field(default_factory=Counter)
+
+    def summary(self, elapsed: float) -> dict[str, Any]:
+        def percentiles(values: deque) -> dict[str, float | None]:
+            if not values:
+                return {"p50_ms": None, "p99_ms": None, "max_ms": None}
+            array = np.array(values) * 1000.0
+            return {"p50_ms": float(np.percentile(array, 50)), "p99_ms": float(np.percentile(array, 99)),
+                    "max_ms": float(array.max())}
+
+        sent = self.counters["robot_messages_sent"]
+        return {
+            "elapsed_s": elapsed,
+            "rate_hz": sent / elapsed if elapsed > 0 else 0.0,
+            "period": {**percentiles(self.intervals), "late_ticks": self.counters["late_ticks"]},
+            "round_trip": percentiles(self.round_trips),
+            "counters": dict(self.counters),
+        }
+
+
+class SimulatedController:
+    """The controller: one UDP socket, one paced loop (see the module docstring)."""
+
+    def __init__(self, model: Kinematics, sensor: tuple[str, int], bind: tuple[str, int] = ("127.0.0.1", 0),
+                 options: ControllerOptions | None = None, out: TextIO | None = None) -> None:
+        if model.dof != 6:
+            raise click.UsageError(f"EGM streams 6 robot joints; the model has {model.dof}")
+        self.model = model
+        self.sensor = sensor
+        self.options = options or ControllerOptions()
+        if self.options.mode not in ("joint", "pose"):
+            raise click.UsageError("--mode is joint or pose")
+        self.out = out or sys.stdout
+        self.rng = random.Random(self.options.seed)
+        self.stats = Statistics()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(bind)
+        self.sock.setblocking(False)
+        self.address = self.sock.getsockname()
+        limits = model.limits
+        q0 = self.options.q0 if self.options.q0 is not None else np.zeros(6)
+        self.q = limits.clip(np.asarray(q0, dtype=np.float64))
+        self.dq = np.zeros(6)
+        self.started = time.monotonic()
+        self.running = True
+        self.sending = True
+        self._outbox: list[tuple[float, bytes]] = []  # (due, datagram), kept sorted by due
+        self._held_back: bytes | None = None
+        self._last_sent_at: float | None = None
+        self._new_session()
+
+    # The robot's state machine ---------------------------------------------------------
+
+    def _event(self, name: str, **fields: Any) -> None:
+        details = " ".join(f"{key}={value}" for key, value in fields.items())
+        self.out.write(f"EVENT {name} {details}".rstrip() + "\n")
+        self.out.flush()
+
+    def _new_session(self, q: np.ndarray | None = None) -> None:
+        """Start an EGM run (EGMActJoint + EGMRunJoint): seqno 0, hold where the robot is."""
+        if q is not None:
+            self.q = self.model.limits.clip(q)
+        self.dq = np.zeros(6)
+        self.target = self.q.copy()
+        self.seqno = 0
+        self.motors = "on"
+        self.mci = "running"
+        self.rapid = "running"
+        self.session_started = time.monotonic()
+        self.last_sensor_data = self.session_started
+        self.converged_since: float | None = None
+        self.ended_at: float | None = None
+        self.stats.counters["sessions"] += 1
+
+    def _end_run(self, now: float, mci: str, rapid: str, why: str) -> None:
+        self.mci, self.rapid = mci, rapid
+        self.target = self.q.copy()  # motion stops where it is
+        self.ended_at = now
+        self._event(why, seqno=self.seqno)
+
+    def command(self, line: str) -> None:
+        """One control line (see the module docstring)."""
+        words = line.strip().upper().split()
+        if not words:
+            return
+        self.stats.counters[f"command_{words[0].lower()}"] += 1
+        if words[0] == "RESTART":
+            q = None
+            if len(words) == 7:
+                q = np.radians([float(w) for w in words[1:]])
+            self._new_session(q)
+            self.sending = True
+            self._event("restart", q_deg=",".join(f"{v:.3f}" for v in np.degrees(self.q)))
+        elif words[:2] == ["MOTORS", "OFF"]:
+            self._motors_off(time.monotonic())
+        elif words[0] == "STALL":
+            self.sending = False
+            self._event("stall")
+        elif words[0] == "RESUME":
+            self.sending = True
+            self._event("resume")
+        elif words[0] == "STATS":
+            self._print_stats()
+        elif words[0] == "QUIT":
+            self.running = False
+        else:
+            self._event("unknown_command", line=line.strip())
+
+    def _motors_off(self, now: float) -> None:
+        self.motors, self.rapid, self.mci = "off", "stopped", "stopped"
+        self.target = self.q.copy()
+        self.dq = np.zeros(6)
+        self.ended_at = None  # only a restart (motors on, program started) brings it back
+        self._event("motors_off", seqno=self.seqno)
+
+    def step(self, now: float) -> None:
+        """Advance the robot by one sample period."""
+        o = self.options
+        elapsed = now - self.started
+        if o.motors_off_after is not None and self.motors == "on" and elapsed >= o.motors_off_after:
+            o.motors_off_after = None
+            self._motors_off(now)
+        if o.stall_after is not None and elapsed >= o.stall_after:
+            o.stall_after = None
+            self.sending = False
+            self._event("stall")
+        active = self.motors == "on" and self.mci == "running" and self.rapid == "running"
+        if active and o.comm_timeout > 0 and now - self.last_sensor_data > o.comm_timeout:
+            self.stats.counters["comm_timeouts"] += 1
+            self._end_run(now, "error", "stopped", "comm_timeout")  # ERR_UDPUC_COMM, event 41822
+            active = False
+        if self.motors == "on":
+            self._follow(o.period)
+        if active:
+            error = np.abs(self.target - self.q).max()
+            if error < o.convergence:
+                self.converged_since = self.converged_since or now
+                if o.cond_time > 0 and now - self.converged_since >= o.cond_time:
+                    self._end_run(now, "stopped", "running", "cond_time")
+            else:
+                self.converged_since = None
+        if self.ended_at is not None and o.retry_after is not None and now - self.ended_at >= o.retry_after:
+            self._new_session()  # the RAPID loop runs EGMSetupUC/EGMActJoint/EGMRunJoint again
+            self._event("new_session")
+
+    def _follow(self, dt: float) -> None:
+        limits = self.model.limits
+        alpha = 1.0 if self.options.lag <= 0 else 1.0 - math.exp(-dt / self.options.lag)
+        step = np.clip((self.target - self.q) * alpha, -limits.velocity * dt, limits.velocity * dt)
+        self.q = limits.clip(self.q + step)
+        self.dq = step / dt
+
+    def message(self, now_wall: float) -> bytes:
+        """The EgmRobot for this sample."""
+        limits = self.model.limits
+        converged = bool(np.abs(self.target - self.q).max() < self.options.convergence)
+        data = wire.encode_robot(
+            seqno=self.seqno,
+            tm=int((time.monotonic() - self.started) * 1000.0),
+            time=now_wall,
+            q=self.q,
+            q_planned=self.target,
+            pose=self.model.forward(self.q),
+            pose_planned=self.model.forward(self.target),
+            motor_state=self.motors,
+            mci_state=self.mci,
+            rapid_state=self.rapid,
+            converged=converged,
+            utilization=float(np.abs(self.dq / limits.velocity).max() * 100.0),
+        )
+        self.seqno += 1
+        return data
+
+    # Sensor data ----------------------------------------------------------------------
+
+    def receive(self, datagram: bytes, now: float) -> None:
+        counters = self.stats.counters
+        if self.options.loss and self.rng.random() < self.options.loss:
+            counters["sensor_messages_lost"] += 1
+            return
+        try:
+            sensor = wire.decode_sensor(datagram, 6)
+        except wire.BadMessage as bad:
+            counters[f"bad_sensor_{bad.reason}"] += 1
+            return
+        counters["sensor_messages"] += 1
+        self.last_sensor_data = now
+        if self._last_sent_at is not None:
+            self.stats.round_trips.append(now - self._last_sent_at)
+        if not (self.motors == "on" and self.mci == "running" and self.rapid == "running"):
+            counters["targets_while_not_running"] += 1
+            return
+        if self.options.mode == "joint":
+            if sensor.q is None:
+                counters["targets_wrong_mode"] += 1
+                return
+            target = sensor.q
+        else:
+            if sensor.pose is None:
+                counters["targets_wrong_mode"] += 1
+                return
+            found = self.model.inverse_continuing(sensor.pose, self.target)
+            if len(found) == 0:
+                counters["targets_unreachable"] += 1
+                return
+            target = np.asarray(found[0])
+        if not self.model.limits.within(target):
+            counters["targets_out_of_limits"] += 1  # a real controller stops with a joint-limit error
+            return
+        counters["targets_applied"] += 1
+        self.target = np.array(target, dtype=np.float64)
+
+    # Sending with fault injection ----------------------------------------------------------
+
+    def _queue(self, datagram: bytes, now: float) -> None:
+        o, counters = self.options, self.stats.counters
+        if o.loss and self.rng.random() < o.loss:
+            counters["robot_messages_lost"] += 1
+            return
+        copies = 2 if o.duplicate and self.rng.random() < o.duplicate else 1
+        counters["robot_messages_duplicated"] += copies - 1
+        if self._held_back is None and o.reorder and self.rng.random() < o.reorder:
+            self._held_back = datagram  # goes out right after the next one
+            counters["robot_messages_reordered"] += 1
+            return
+        due = now + o.delay
+        batch = [datagram] * copies
+        if self._held_back is not None:
+            batch.append(self._held_back)
+            self._held_back = None
+        for item in batch:
+            self._outbox.append((due, item))
+
+    def _flush(self, now: float) -> None:
+        while self._outbox and self._outbox[0][0] <= now:
+            _, datagram = self._outbox.pop(0)
+            # stamped before sendto: on loopback the receiver may run (and answer) inside the call
+            self._last_sent_at = time.monotonic()
+            try:
+                self.sock.sendto(datagram, self.sensor)
+                self.stats.counters["datagrams_sent"] += 1
+            except OSError:
+                self.stats.counters["send_errors"] += 1
+
+    # The loop --------------------------------------------------------------------------------
+
+    def _print_stats(self) -> None:
+        summary = self.stats.summary(time.monotonic() - self.started)
+        self.out.write("STATS " + json.dumps(summary, sort_keys=True) + "\n")
+        self.out.flush()
+
+    def ready_line(self) -> str:
+        host, port = self.address
+        return (f"READY {host}:{port} sensor={self.sensor[0]}:{self.sensor[1]} model_dof={self.model.dof}"
+                f" mode={self.options.mode} period_ms={self.options.period * 1000:g}")
+
+    def run(self, stdin: Any = None) -> dict[str, Any]:
+        """Run until QUIT, end of stdin (a pipe), ``duration`` or Ctrl-C; return the statistics."""
+        o = self.options
+        selector = selectors.DefaultSelector()
+        selector.register(self.sock, selectors.EVENT_READ, "udp")
+        quit_on_eof = False
+        buffer = b""
+        if stdin is not None:
+            fd = stdin.fileno()
+            quit_on_eof = stat.S_ISFIFO(os.fstat(fd).st_mode)
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ, "stdin")
+        self.out.write(self.ready_line() + "\n")
+        self.out.flush()
+        next_tick = time.monotonic()
+        last_tick: float | None = None
+        try:
+            while self.running:
+                now = time.monotonic()
+                if o.duration is not None and now - self.started >= o.duration:
+                    break
+                wake = next_tick if not self._outbox else min(next_tick, self._outbox[0][0])
+                for key, _ in selector.select(max(0.0, wake - now)):
+                    if key.data == "udp":
+                        self._drain()
+                    else:
+                        try:
+                            chunk = os.read(key.fd, 4096)
+                        except BlockingIOError:
+                            continue
+                        if not chunk:
+                            selector.unregister(key.fd)
+                            if quit_on_eof:
+                                self.running = False
+                            continue
+                        buffer += chunk
+                        *lines, buffer = buffer.split(b"\n")
+                        for line in lines:
+                            self.command(line.decode("utf-8", "replace"))
+                now = time.monotonic()
+                if now >= next_tick:
+                    if last_tick is not None:
+                        self.stats.intervals.append(now - last_tick)
+                    last_tick = now
+                    self.step(now)
+                    if self.sending:
+                        self._queue(self.message(time.time()), now)
+                        self.stats.counters["robot_messages_sent"] += 1
+                    next_tick += o.period
+                    if now - next_tick > o.period:  # late by more than a period: re-anchor, never burst
+                        self.stats.counters["late_ticks"] += 1
+                        next_tick = now + o.period
+                self._flush(time.monotonic())
+        except KeyboardInterrupt:
+            pass
+        finally:
+            selector.close()
+            self.sock.close()
+        self._print_stats()
+        return self.stats.summary(time.monotonic() - self.started)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                datagram, _ = self.sock.recvfrom(65536)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # e.g. ICMP port unreachable reported on the socket
+                self.stats.counters["receive_errors"] += 1
+                return
+            self.receive(datagram, time.monotonic())
+
+
+# Command line --------------------------------------------------------------------------------
+
+
+def parse_address(text: str, default_port: int) -> tuple[str, int]:
+    host, _, port = text.rpartition(":") if ":" in text else (text, "", str(default_port))
+    try:
+        return socket.gethostbyname(host or "127.0.0.1"), int(port)
+    except (OSError, ValueError):
+        raise click.BadParameter(f"{text!r} is not HOST:PORT") from None
+
+
+def _probability(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise click.BadParameter("a probability in [0, 1]")
+    return value
+
+
+@click.command(name="abb-egm", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--sensor", default=f"127.0.0.1:{wire.DEFAULT_PORT}", show_default=True,
+              help="Where the sensor (the PC side) listens; the only address this sends to.")
+@click.option("--bind", default="127.0.0.1:0", show_default=True, help="The controller's own UDP address.")
+@click.option("--model", "model_name", default="abb.irb1410", show_default=True, help="Robot model (robohal models).")
+@click.option("--mode", type=click.Choice(["joint", "pose"]), default="joint", show_default=True,
+              help="EGMRunJoint (joint targets) or EGMRunPose (flange pose targets in the base frame).")
+@click.option("--q0", default=None, help="Start joints, degrees, comma-separated.")
+@click.option("--seed", type=int, default=None, help="Seed of the fault injection.")
+@click.option("--loss", type=float, default=0.0, callback=_probability, help="Datagram loss probability, each direction.")
+@click.option("--delay", "delay_ms", type=float, default=0.0, help="Added delay of robot messages, ms.")
+@click.option("--duplicate", type=float, default=0.0, callback=_probability, help="Probability a message is sent twice.")
+@click.option("--reorder", type=float, default=0.0, callback=_probability, help="Probability a message is swapped with the next.")
+@click.option("--stall-after", type=float, default=None, help="Stop sending after S seconds.")
+@click.option("--motors-off-after", type=float, default=None, help="Motors off (RAPID stops) after S seconds.")
+@click.option("--comm-timeout", type=float, default=1.0, show_default=True,
+              help="\\CommTimeout, s: no sensor data that long stops the run (0: off).")
+@click.option("--retry-after", type=float, default=None,
+              help="Seconds after a run ended until the RAPID loop starts a new session (default: never).")
+@click.option("--lag", "lag_ms", type=float, default=15.0, show_default=True, help="Motion control time constant, ms.")
+@click.option("--cond-time", type=float, default=0.0, show_default=True,
+              help="\\CondTime, s: convergence held that long ends the run (0: never).")
+@click.option("--convergence", "convergence_deg", type=float, default=0.5, show_default=True,
+              help="Joint convergence threshold, degrees.")
+@click.option("--sample-rate", "sample_ms", type=float, default=4.0, show_default=True, help="\\SampleRate, ms.")
+@click.option("--duration", type=float, default=None, help="Exit after S seconds.")
+def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, seed: int | None, loss: float,
+            delay_ms: float, duplicate: float, reorder: float, stall_after: float | None,
+            motors_off_after: float | None, comm_timeout: float, retry_after: float | None, lag_ms: float,
+            cond_time: float, convergence_deg: float, sample_ms: float, duration: float | None) -> None:
+    """A simulated ABB controller streaming EGM to a sensor (stdin: RESTART, MOTORS OFF, STALL, RESUME, STATS, QUIT)."""
+    import robohal
+
+    model = robohal.get_model(model_name)
+    start = None
+    if q0:
+        try:
+            start = np.radians([float(v) for v in q0.split(",")])
+        except ValueError:
+            raise click.BadParameter("--q0 takes comma-separated degrees") from None
+        if start.shape != (model.dof,):
+            raise click.BadParameter(f"--q0 needs {model.dof} values")
+    if sample_ms <= 0:
+        raise click.BadParameter("--sample-rate must be positive")
+    options = ControllerOptions(
+        period=sample_ms / 1000.0, mode=mode, lag=lag_ms / 1000.0, convergence=math.radians(convergence_deg),
+        cond_time=cond_time, comm_timeout=comm_timeout, retry_after=retry_after, seed=seed, loss=loss,
+        delay=delay_ms / 1000.0, duplicate=duplicate, reorder=reorder, stall_after=stall_after,
+        motors_off_after=motors_off_after, duration=duration, q0=start,
+    )
+    controller = SimulatedController(model, parse_address(sensor, wire.DEFAULT_PORT), parse_address(bind, 0), options)
+    controller.run(sys.stdin)
+
+
+if __name__ == "__main__":
+    command()

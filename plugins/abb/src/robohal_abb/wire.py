@@ -1,0 +1,306 @@
+"""EGM datagrams <-> Python values: the one place where units change.
+
+On the wire EGM uses degrees (joints), millimetres (positions) and unit
+quaternions u0..u3 with u0 the scalar part. In Python everything is radians,
+metres and quaternions (w, x, y, z), as in :mod:`robohal.spatial`.
+
+Decoding is strict, following what a careful EGM peer demands of a robot
+message before acting on it: header with seqno, tm and mtype DATA; motor, MCI
+and RAPID states and the convergence flag; feedback and planned values with
+exactly ``dof`` joints, a Cartesian pose and a time; every number finite. A
+datagram that fails raises :class:`BadMessage` whose ``reason`` is a short
+counter key, and nothing of it is used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from robohal import ProtocolError, spatial
+from robohal.state import Array
+
+from . import egm_pb2 as pb
+
+DEFAULT_PORT = 6510
+#: bytes; a robot message is about 330 B, a sensor message about 70 B
+MAX_DATAGRAM = 4096
+#: how far from unit length a wire quaternion may be
+QUATERNION_TOLERANCE = 1e-3
+DEGREE = math.pi / 180.0
+
+MOTOR_STATES = {pb.EgmMotorState.MOTORS_ON: "on", pb.EgmMotorState.MOTORS_OFF: "off",
+                pb.EgmMotorState.MOTORS_UNDEFINED: "undefined"}
+MCI_STATES = {pb.EgmMCIState.MCI_RUNNING: "running", pb.EgmMCIState.MCI_STOPPED: "stopped",
+              pb.EgmMCIState.MCI_ERROR: "error", pb.EgmMCIState.MCI_UNDEFINED: "undefined"}
+RAPID_STATES = {pb.EgmRapidCtrlExecState.RAPID_RUNNING: "running", pb.EgmRapidCtrlExecState.RAPID_STOPPED: "stopped",
+                pb.EgmRapidCtrlExecState.RAPID_UNDEFINED: "undefined"}
+_MOTOR_CODES = {name: code for code, name in MOTOR_STATES.items()}
+_MCI_CODES = {name: code for code, name in MCI_STATES.items()}
+_RAPID_CODES = {name: code for code, name in RAPID_STATES.items()}
+
+
+class BadMessage(ProtocolError):
+    """A datagram that is not a usable EGM message; ``reason`` names why."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"bad EGM datagram: {reason}{': ' + detail if detail else ''}")
+        self.reason = reason
+
+
+# Units ------------------------------------------------------------------------------
+
+
+def joints_to_wire(q: ArrayLike) -> list[float]:
+    """Joint angles, radians -> degrees."""
+    return [math.degrees(v) for v in np.asarray(q, dtype=np.float64).tolist()]
+
+
+def joints_from_wire(values: Any) -> Array:
+    """Joint angles, degrees -> radians."""
+    return np.array(values, dtype=np.float64) * DEGREE
+
+
+def pose_to_wire(pose: ArrayLike) -> tuple[list[float], list[float]]:
+    """A (4, 4) pose in metres -> (position in mm, quaternion u0..u3)."""
+    xyz, quat = spatial.pose_to_xyz_quat(np.asarray(pose, dtype=np.float64))
+    return (np.asarray(xyz) * 1000.0).tolist(), np.asarray(quat).tolist()
+
+
+def pose_from_wire(position_mm: ArrayLike, quaternion: ArrayLike) -> Array:
+    """(position in mm, quaternion u0..u3) -> a (4, 4) pose in metres."""
+    return spatial.pose_from_xyz_quat(np.asarray(position_mm, dtype=np.float64) / 1000.0,
+                                      np.asarray(quaternion, dtype=np.float64))
+
+
+# Robot -> sensor ----------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class RobotMessage:
+    """A validated ``EgmRobot`` in SI units (treat as read-only)."""
+
+    seqno: int
+    tm: int  # ms, the robot's clock
+    time: float  # s, feedback time (EgmClock)
+    q: list[float]  # measured joints, rad
+    q_planned: list[float]  # the reference the controller follows, rad
+    position: list[float]  # measured flange position, m
+    quaternion: list[float]  # measured flange orientation (w, x, y, z)
+    motor_state: str  # "on" | "off" | "undefined"
+    mci_state: str  # "running" | "stopped" | "error" | "undefined"
+    rapid_state: str  # "running" | "stopped" | "undefined"
+    converged: bool
+    utilization: float | None  # percent
+
+    @property
+    def pose(self) -> Array:
+        """The measured flange pose (4, 4), m."""
+        return spatial.pose_from_xyz_quat(np.array(self.position), np.array(self.quaternion))
+
+    @property
+    def active(self) -> bool:
+        """Motors on, RAPID running (or not reported) and MCI running: EGM follows targets."""
+        return self.motor_state == "on" and self.rapid_state != "stopped" and self.mci_state == "running"
+
+    def faults(self) -> tuple[str, ...]:
+        """Why the robot does not follow targets, as ABB-flavoured names (empty when active)."""
+        names = []
+        if self.motor_state != "on":
+            names.append(f"motors_{self.motor_state}")
+        if self.rapid_state == "stopped":
+            names.append("rapid_stopped")
+        if self.mci_state != "running":
+            names.append(f"mci_{self.mci_state}")
+        return tuple(names)
+
+
+def _require(message: Any, field: str, where: str) -> Any:
+    if not message.HasField(field):
+        raise BadMessage("missing_field", f"{where}.{field}")
+    return getattr(message, field)
+
+
+def _finite(values: list[float], what: str) -> list[float]:
+    # one sum instead of a test per value: NaN or inf anywhere makes it non-finite
+    # (so do absurd magnitudes near 1e308, which are no better)
+    if not math.isfinite(sum(values)):
+        raise BadMessage("not_finite", what)
+    return values
+
+
+def _joints(part: Any, where: str, dof: int) -> list[float]:
+    if not part.HasField("joints"):
+        raise BadMessage("missing_field", f"{where}.joints")
+    joints = list(part.joints.joints)
+    if len(joints) != dof:
+        raise BadMessage("joint_count", f"{where}.joints has {len(joints)} values, expected {dof}")
+    return _finite(joints, f"{where}.joints")
+
+
+def _cartesian(part: Any, where: str) -> tuple[list[float], list[float]]:
+    """Position (mm) and unit quaternion of a pose that must be complete and finite."""
+    if not part.HasField("cartesian"):
+        raise BadMessage("missing_field", f"{where}.cartesian")
+    pose = part.cartesian
+    if not (pose.HasField("pos") and pose.HasField("orient")):
+        raise BadMessage("missing_field", f"{where}.cartesian.pos/orient")
+    pos, orient = pose.pos, pose.orient
+    xyz = _finite([pos.x, pos.y, pos.z], f"{where}.cartesian.pos")
+    quat = _finite([orient.u0, orient.u1, orient.u2, orient.u3], f"{where}.cartesian.orient")
+    norm = math.sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3])
+    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+        raise BadMessage("quaternion", f"{where}.cartesian.orient has norm {norm:.6g}")
+    return xyz, [v / norm for v in quat]
+
+
+def _parse(kind: type, datagram: bytes) -> Any:
+    if len(datagram) > MAX_DATAGRAM:
+        raise BadMessage("oversized", f"{len(datagram)} bytes")
+    if not datagram:
+        raise BadMessage("empty")
+    message = kind()
+    try:
+        message.ParseFromString(datagram)
+    except Exception as exc:  # protobuf raises DecodeError and, for some inputs, others
+        raise BadMessage("undecodable", type(exc).__name__) from None
+    if not message.IsInitialized():
+        raise BadMessage("missing_field", "required fields: " + ", ".join(message.FindInitializationErrors()))
+    return message
+
+
+def _robot_part(part: Any, where: str, dof: int) -> tuple[list[float], list[float], list[float], Any]:
+    """Joints (deg), position (mm), unit quaternion and clock of feedBack or planned, all checked."""
+    if not (part.HasField("joints") and part.HasField("cartesian") and part.HasField("time")):
+        raise BadMessage("missing_field", f"{where}.joints/cartesian/time")
+    joints = list(part.joints.joints)
+    if len(joints) != dof:
+        raise BadMessage("joint_count", f"{where}.joints has {len(joints)} values, expected {dof}")
+    xyz, quat = _cartesian(part, where)
+    if not math.isfinite(sum(joints)):
+        raise BadMessage("not_finite", f"{where}.joints")
+    return joints, xyz, quat, part.time
+
+
+def decode_robot(datagram: bytes, dof: int) -> RobotMessage:
+    """Validate and convert one robot datagram; raise :class:`BadMessage`."""
+    message = _parse(pb.EgmRobot, datagram)
+    has = message.HasField
+    if not (has("header") and has("feedBack") and has("planned") and has("motorState") and has("mciState")
+            and has("rapidExecState") and has("mciConvergenceMet")):
+        missing = [name for name in ("header", "feedBack", "planned", "motorState", "mciState", "rapidExecState",
+                                     "mciConvergenceMet") if not has(name)]
+        raise BadMessage("missing_field", "robot." + ", robot.".join(missing))
+    header = message.header
+    if not (header.HasField("seqno") and header.HasField("tm") and header.HasField("mtype")):
+        raise BadMessage("missing_field", "header.seqno/tm/mtype")
+    if header.mtype != pb.EgmHeader.MSGTYPE_DATA:
+        raise BadMessage("mtype", f"{pb.EgmHeader.MessageType.Name(header.mtype)}, expected MSGTYPE_DATA")
+    joints, xyz, quat, clock = _robot_part(message.feedBack, "feedBack", dof)
+    planned_joints = _robot_part(message.planned, "planned", dof)[0]
+    utilization = message.utilizationRate if has("utilizationRate") else None
+    if utilization is not None and not math.isfinite(utilization):
+        raise BadMessage("not_finite", "utilizationRate")
+    return RobotMessage(
+        seqno=header.seqno, tm=header.tm, time=clock.sec + clock.usec * 1e-6, q=[v * DEGREE for v in joints],
+        q_planned=[v * DEGREE for v in planned_joints], position=[v * 0.001 for v in xyz], quaternion=quat,
+        motor_state=MOTOR_STATES[message.motorState.state], mci_state=MCI_STATES[message.mciState.state],
+        rapid_state=RAPID_STATES[message.rapidExecState.state], converged=message.mciConvergenceMet,
+        utilization=utilization,
+    )
+
+
+def _set_clock(clock: Any, seconds: float) -> None:
+    whole = math.floor(seconds)
+    clock.sec = int(whole)
+    clock.usec = min(round((seconds - whole) * 1e6), 999_999)
+
+
+def _set_pose(target: Any, pose: ArrayLike) -> None:
+    xyz, quat = pose_to_wire(pose)
+    target.pos.x, target.pos.y, target.pos.z = xyz
+    target.orient.u0, target.orient.u1, target.orient.u2, target.orient.u3 = quat
+
+
+def encode_robot(
+    *,
+    seqno: int,
+    tm: int,
+    time: float,
+    q: ArrayLike,
+    q_planned: ArrayLike,
+    pose: ArrayLike,
+    pose_planned: ArrayLike,
+    motor_state: str = "on",
+    mci_state: str = "running",
+    rapid_state: str = "running",
+    converged: bool = False,
+    utilization: float = 0.0,
+) -> bytes:
+    """A complete ``EgmRobot`` datagram (the simulated controller's message)."""
+    message = pb.EgmRobot()
+    message.header.seqno = seqno & 0xFFFFFFFF
+    message.header.tm = tm & 0xFFFFFFFF
+    message.header.mtype = pb.EgmHeader.MSGTYPE_DATA
+    for part, joints, part_pose in ((message.feedBack, q, pose), (message.planned, q_planned, pose_planned)):
+        part.joints.joints.extend(joints_to_wire(joints))
+        _set_pose(part.cartesian, part_pose)
+        _set_clock(part.time, time)
+    message.motorState.state = _MOTOR_CODES[motor_state]
+    message.mciState.state = _MCI_CODES[mci_state]
+    message.rapidExecState.state = _RAPID_CODES[rapid_state]
+    message.mciConvergenceMet = bool(converged)
+    message.utilizationRate = float(utilization)
+    return message.SerializeToString()
+
+
+# Sensor -> robot -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class SensorMessage:
+    """A validated ``EgmSensor``: a joint target or a pose target (SI units)."""
+
+    seqno: int | None
+    tm: int | None
+    q: Array | None  # rad
+    pose: Array | None  # (4, 4), m
+
+
+def encode_sensor_joints(seqno: int, tm: int, q: ArrayLike) -> bytes:
+    """An ``EgmSensor`` joint target (EGMRunJoint)."""
+    message = pb.EgmSensor()
+    message.header.seqno = seqno & 0xFFFFFFFF
+    message.header.tm = tm & 0xFFFFFFFF
+    message.header.mtype = pb.EgmHeader.MSGTYPE_CORRECTION
+    message.planned.joints.joints.extend(joints_to_wire(q))
+    return message.SerializeToString()
+
+
+def encode_sensor_pose(seqno: int, tm: int, pose: ArrayLike) -> bytes:
+    """An ``EgmSensor`` pose target (EGMRunPose), flange in the base frame."""
+    message = pb.EgmSensor()
+    message.header.seqno = seqno & 0xFFFFFFFF
+    message.header.tm = tm & 0xFFFFFFFF
+    message.header.mtype = pb.EgmHeader.MSGTYPE_CORRECTION
+    _set_pose(message.planned.cartesian, pose)
+    return message.SerializeToString()
+
+
+def decode_sensor(datagram: bytes, dof: int) -> SensorMessage:
+    """Validate one sensor datagram (the simulated controller's side)."""
+    message = _parse(pb.EgmSensor, datagram)
+    header = message.header if message.HasField("header") else None
+    if header is not None and header.HasField("mtype") and header.mtype != pb.EgmHeader.MSGTYPE_CORRECTION:
+        raise BadMessage("mtype", f"{pb.EgmHeader.MessageType.Name(header.mtype)}, expected MSGTYPE_CORRECTION")
+    planned = _require(message, "planned", "sensor")
+    q = joints_from_wire(_joints(planned, "planned", dof)) if planned.HasField("joints") else None
+    pose = pose_from_wire(*_cartesian(planned, "planned")) if planned.HasField("cartesian") else None
+    if q is None and pose is None:
+        raise BadMessage("missing_field", "planned has neither joints nor cartesian")
+    seqno = header.seqno if header is not None and header.HasField("seqno") else None
+    tm = header.tm if header is not None and header.HasField("tm") else None
+    return SensorMessage(seqno=seqno, tm=tm, q=q, pose=pose)
