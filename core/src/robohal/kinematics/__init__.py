@@ -1,13 +1,15 @@
 """Robot kinematics: the :class:`Kinematics` protocol and reusable solvers."""
 
 from .base import Kinematics, Solutions, no_solution, pick_best
+from .chain import DHChain
 from .constraints import Constraints
+from .diffik import MAX_POSTURE_RATE, DifferentialIk, IkOptions, cycle_box
 from .limits import JointLimits
 from .opw import OPW
 from .planar import PlanarTwoLink
 from .wrappers import Base, Parallelogram, Tool
 
 __all__ = [
-    "OPW", "Base", "Constraints", "JointLimits", "Kinematics", "Parallelogram", "PlanarTwoLink", "Solutions",
-    "Tool", "no_solution", "pick_best",
+    "MAX_POSTURE_RATE", "OPW", "Base", "Constraints", "DHChain", "DifferentialIk", "IkOptions", "JointLimits",
+    "Kinematics", "Parallelogram", "PlanarTwoLink", "Solutions", "Tool", "cycle_box", "no_solution", "pick_best",
 ]

@@ -1,9 +1,78 @@
-"""Robot models registered by robohal_franka."""
+"""Robot models registered by robohal_franka: the FR3 and the Panda (FER).
+
+Kinematics: Craig's modified DH table from Franka's robot specifications (shared
+research franka-fci.md), flange 0.107 m past joint 7. ``hand=True`` reports the
+Franka Hand's TCP instead: flange -> hand rotated -pi/4 about z, TCP 0.1034 m
+further along z.
+
+Limits:
+* FR3: Franka's current FR3 joint-limit table (docs "Robot and interface
+  specifications", joint space: q_max/q_min, dq_max, ddq_max 10 rad/s^2,
+  dddq_max 5000 rad/s^3). FR3 velocity limits also shrink near the ends of
+  travel; the robot enforces that itself.
+* Panda: the FER (Panda) joint-limit table of the same document.
+"""
 
 from __future__ import annotations
 
-from robohal import ModelSpec
+import math
+
+import numpy as np
+from robohal import ModelSpec, spatial
+from robohal.kinematics import JointLimits
+from robohal.kinematics.chain import DHChain
+
+HALF_PI = math.pi / 2
+A = (0.0, 0.0, 0.0, 0.0825, -0.0825, 0.0, 0.088)
+D = (0.333, 0.0, 0.316, 0.0, 0.384, 0.0, 0.0)
+ALPHA = (0.0, -HALF_PI, HALF_PI, HALF_PI, -HALF_PI, HALF_PI, HALF_PI)
+FLANGE_OFFSET = 0.107  # m, joint 7 frame -> flange along z
+HAND_ROTATION = -math.pi / 4  # flange -> hand, about z
+HAND_TCP = 0.1034  # m, hand -> TCP along z
+
+# The "ready" configuration Franka's examples start from.
+READY = (0.0, -math.pi / 4, 0.0, -3 * math.pi / 4, 0.0, math.pi / 2, math.pi / 4)
+
+FR3_LIMITS = JointLimits(
+    lower=[-2.9007, -1.8361, -2.9007, -3.0770, -2.8763, 0.4398, -3.0508],
+    upper=[2.9007, 1.8361, 2.9007, -0.1169, 2.8763, 4.6216, 3.0508],
+    velocity=[2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26],
+    acceleration=[10.0] * 7,
+    jerk=[5000.0] * 7,
+)
+
+PANDA_LIMITS = JointLimits(
+    lower=[-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973],
+    upper=[2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973],
+    velocity=[2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61],
+    acceleration=[15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0],
+    jerk=[7500.0, 3750.0, 5000.0, 6250.0, 7500.0, 10000.0, 10000.0],
+)
+
+
+def flange_transform(hand: bool) -> np.ndarray:
+    flange = spatial.from_translation([0.0, 0.0, FLANGE_OFFSET])
+    if hand:
+        flange = flange @ spatial.rotation_z(HAND_ROTATION) @ spatial.from_translation([0.0, 0.0, HAND_TCP])
+    return flange
+
+
+def fr3(hand: bool = False) -> DHChain:
+    """Franka Research 3: flange pose (or the Franka Hand's TCP with ``hand=True``)."""
+    return DHChain(A, D, ALPHA, modified=True, flange=flange_transform(hand), limits=FR3_LIMITS)
+
+
+def panda(hand: bool = False) -> DHChain:
+    """Franka Emika Panda (FER): flange pose (or the Franka Hand's TCP with ``hand=True``)."""
+    return DHChain(A, D, ALPHA, modified=True, flange=flange_transform(hand), limits=PANDA_LIMITS)
 
 
 def model_specs() -> list[ModelSpec]:
-    return []
+    return [
+        ModelSpec("franka.fr3", factory=fr3, dof=7,
+                  description="Franka Research 3, 7 joints (modified DH); hand=True for the Franka Hand TCP",
+                  tags=("franka", "redundant", "collaborative")),
+        ModelSpec("franka.panda", factory=panda, dof=7,
+                  description="Franka Emika Panda (FER), 7 joints (modified DH); hand=True for the Franka Hand TCP",
+                  tags=("franka", "redundant", "collaborative")),
+    ]

@@ -1,0 +1,249 @@
+"""Serial chains of revolute joints described by Denavit-Hartenberg parameters.
+
+Two conventions, one row per joint:
+
+* classic (``modified=False``): link transform ``Rz(theta) Tz(d) Tx(a) Rx(alpha)``;
+  joint i turns about the z axis of the frame before it.
+* modified, after Craig (``modified=True``): ``Rx(alpha) Tx(a) Rz(theta) Tz(d)``;
+  joint i turns about the z axis of its own frame. Franka publishes its arms
+  this way.
+
+``theta = q + offset``. A fixed ``base`` transform precedes the first link and a
+fixed ``flange`` transform follows the last. The Jacobian is computed from the
+joint axes (no finite differences); the inverse is numeric (see
+:mod:`robohal.kinematics.numeric`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .. import spatial
+from ..errors import InvalidArgument
+from .base import Array, Kinematics
+from .limits import JointLimits
+
+
+def _vector(values: ArrayLike, n: int, name: str) -> list[float]:
+    array = np.broadcast_to(np.asarray(values, dtype=np.float64), (n,))
+    if not np.isfinite(array).all():
+        raise InvalidArgument(f"DH {name} must be finite")
+    return [float(x) for x in array]
+
+
+class DHChain(Kinematics):
+    """A serial chain of revolute joints (see the module docstring)."""
+
+    closed_form = False
+    max_solutions = 8
+
+    def __init__(
+        self,
+        a: Sequence[float],
+        d: Sequence[float],
+        alpha: Sequence[float],
+        offsets: ArrayLike = 0.0,
+        *,
+        modified: bool = False,
+        base: ArrayLike | None = None,
+        flange: ArrayLike | None = None,
+        limits: JointLimits | None = None,
+    ) -> None:
+        n = len(a)
+        if n < 1 or len(d) != n or len(alpha) != n:
+            raise InvalidArgument("DH parameters a, d and alpha need one value per joint")
+        self.dof = n
+        self.a = _vector(a, n, "a")
+        self.d = _vector(d, n, "d")
+        self.alpha = _vector(alpha, n, "alpha")
+        self.offsets = _vector(offsets, n, "offsets")
+        self.modified = bool(modified)
+        self.base = np.eye(4) if base is None else spatial.as_pose(base, "base transform").reshape(4, 4).copy()
+        self.flange = np.eye(4) if flange is None else spatial.as_pose(flange, "flange transform").reshape(4, 4).copy()
+        self.limits = limits or JointLimits([-math.pi] * n, [math.pi] * n, 2.0, 10.0, 200.0)
+        if self.limits.dof != n:
+            raise InvalidArgument(f"limits are for {self.limits.dof} joints, the chain has {n}")
+        # Constants of the scalar path.
+        self._ca = [math.cos(x) for x in self.alpha]
+        self._sa = [math.sin(x) for x in self.alpha]
+        # alpha of 0 or +-90 deg (nearly every published table) makes Rx a permutation.
+        self._kind = [0 if abs(x) < 1e-15 else 1 if abs(x - math.pi / 2) < 1e-15 else -1
+                      if abs(x + math.pi / 2) < 1e-15 else 2 for x in self.alpha]
+        self._base_rows = self.base.tolist()
+        self._flange_rows = self.flange.tolist()
+
+    def __repr__(self) -> str:
+        kind = "modified" if self.modified else "classic"
+        return f"DHChain({kind}, dof={self.dof}, a={self.a}, d={self.d}, alpha={[round(x, 6) for x in self.alpha]})"
+
+    # Batched frames -------------------------------------------------------------------
+
+    def _link(self, i: int, theta: Array) -> Array:
+        ct, st = np.cos(theta), np.sin(theta)
+        ca, sa, a, d = self._ca[i], self._sa[i], self.a[i], self.d[i]
+        link = np.zeros((*theta.shape, 4, 4))
+        link[..., 3, 3] = 1.0
+        if self.modified:  # Rx(alpha) Tx(a) Rz(theta) Tz(d)
+            link[..., 0, 0] = ct
+            link[..., 0, 1] = -st
+            link[..., 0, 3] = a
+            link[..., 1, 0] = ca * st
+            link[..., 1, 1] = ca * ct
+            link[..., 1, 2] = -sa
+            link[..., 1, 3] = -sa * d
+            link[..., 2, 0] = sa * st
+            link[..., 2, 1] = sa * ct
+            link[..., 2, 2] = ca
+            link[..., 2, 3] = ca * d
+        else:  # Rz(theta) Tz(d) Tx(a) Rx(alpha)
+            link[..., 0, 0] = ct
+            link[..., 0, 1] = -st * ca
+            link[..., 0, 2] = st * sa
+            link[..., 0, 3] = a * ct
+            link[..., 1, 0] = st
+            link[..., 1, 1] = ct * ca
+            link[..., 1, 2] = -ct * sa
+            link[..., 1, 3] = a * st
+            link[..., 2, 1] = sa
+            link[..., 2, 2] = ca
+            link[..., 2, 3] = d
+        return link
+
+    def joint_poses(self, q: ArrayLike) -> Array:
+        """Link frames 1..dof and the flange: (..., dof + 1, 4, 4)."""
+        q = self._joints(q)
+        frames = []
+        pose = np.broadcast_to(self.base, (*q.shape[:-1], 4, 4))
+        for i in range(self.dof):
+            pose = pose @ self._link(i, q[..., i] + self.offsets[i])
+            frames.append(pose)
+        frames.append(pose @ self.flange)
+        return np.stack(frames, axis=-3)
+
+    def forward(self, q: ArrayLike) -> Array:
+        """Flange pose (4, 4) for joints (dof,); (..., 4, 4) for (..., dof)."""
+        if type(q) is np.ndarray and q.shape == (self.dof,) and q.dtype == np.float64:
+            values = q.tolist()
+            if all(map(math.isfinite, values)):
+                return self._pose_array(self._fk(values, None))
+        q = self._joints(q)
+        if q.ndim == 1:
+            return self._pose_array(self._fk(q.tolist(), None))
+        pose = np.broadcast_to(self.base, (*q.shape[:-1], 4, 4))
+        for i in range(self.dof):
+            pose = pose @ self._link(i, q[..., i] + self.offsets[i])
+        return pose @ self.flange
+
+    @staticmethod
+    def _pose_array(frame: tuple) -> Array:
+        x, y, z, p = frame
+        return np.array([[x[0], y[0], z[0], p[0]], [x[1], y[1], z[1], p[1]], [x[2], y[2], z[2], p[2]],
+                         [0.0, 0.0, 0.0, 1.0]])
+
+    def jacobian(self, q: ArrayLike) -> Array:
+        """Geometric Jacobian (..., 6, dof) of the flange from the joint axes."""
+        q = self._joints(q)
+        if q.ndim == 1:
+            return self.pose_and_jacobian(q)[1]
+        frames = self.joint_poses(q)
+        tip = frames[..., -1, :3, 3]
+        if self.modified:
+            axes = frames[..., :-1, :3, 2]
+            origins = frames[..., :-1, :3, 3]
+        else:
+            before = np.concatenate([np.broadcast_to(self.base, (*q.shape[:-1], 1, 4, 4)), frames[..., :-2, :, :]], axis=-3)
+            axes = before[..., :3, 2]
+            origins = before[..., :3, 3]
+        linear = np.cross(axes, tip[..., None, :] - origins)
+        return np.concatenate([np.swapaxes(linear, -1, -2), np.swapaxes(axes, -1, -2)], axis=-2)
+
+    # The scalar path: one configuration, plain floats -------------------------------------
+
+    def _fk(self, q: list[float], jac: list | None) -> tuple:
+        """Flange frame as (x, y, z, p) column tuples; fills ``jac`` (6 lists) when given."""
+        b = self._base_rows
+        x = (b[0][0], b[1][0], b[2][0])
+        y = (b[0][1], b[1][1], b[2][1])
+        z = (b[0][2], b[1][2], b[2][2])
+        px, py, pz = b[0][3], b[1][3], b[2][3]
+        modified = self.modified
+        axes = []
+        for i in range(self.dof):
+            theta = q[i] + self.offsets[i]
+            ct, st = math.cos(theta), math.sin(theta)
+            kind, a, d = self._kind[i], self.a[i], self.d[i]
+            if modified:
+                # R = R Rx(alpha): y1 = ca y + sa z, z = ca z - sa y (alpha 0 or +-90 deg: no products).
+                if kind == 0:
+                    y1 = y
+                elif kind == 1:
+                    y1, z = z, (-y[0], -y[1], -y[2])
+                elif kind == -1:
+                    y1, z = (-z[0], -z[1], -z[2]), y
+                else:
+                    ca, sa = self._ca[i], self._sa[i]
+                    y1, z = ((ca * y[0] + sa * z[0], ca * y[1] + sa * z[1], ca * y[2] + sa * z[2]),
+                             (ca * z[0] - sa * y[0], ca * z[1] - sa * y[1], ca * z[2] - sa * y[2]))
+                # p += a x + d z (x is unchanged by Rx), then R = R Rz(theta); the joint axis is z.
+                if a:
+                    px += a * x[0]
+                    py += a * x[1]
+                    pz += a * x[2]
+                if d:
+                    px += d * z[0]
+                    py += d * z[1]
+                    pz += d * z[2]
+                x, y = ((ct * x[0] + st * y1[0], ct * x[1] + st * y1[1], ct * x[2] + st * y1[2]),
+                        (ct * y1[0] - st * x[0], ct * y1[1] - st * x[1], ct * y1[2] - st * x[2]))
+                axes.append((z, px, py, pz))
+            else:
+                # The joint turns about the current z; p += R (a ct, a st, d); R = R Rz(theta) Rx(alpha).
+                axes.append((z, px, py, pz))
+                x1 = (ct * x[0] + st * y[0], ct * x[1] + st * y[1], ct * x[2] + st * y[2])
+                y1 = (ct * y[0] - st * x[0], ct * y[1] - st * x[1], ct * y[2] - st * x[2])
+                px += a * x1[0] + d * z[0]
+                py += a * x1[1] + d * z[1]
+                pz += a * x1[2] + d * z[2]
+                x = x1
+                ca, sa = self._ca[i], self._sa[i]
+                y, z = ((ca * y1[0] + sa * z[0], ca * y1[1] + sa * z[1], ca * y1[2] + sa * z[2]),
+                        (ca * z[0] - sa * y1[0], ca * z[1] - sa * y1[1], ca * z[2] - sa * y1[2]))
+        f = self._flange_rows
+        fx, fy, fz = f[0][3], f[1][3], f[2][3]
+        px += fx * x[0] + fy * y[0] + fz * z[0]
+        py += fx * x[1] + fy * y[1] + fz * z[1]
+        pz += fx * x[2] + fy * y[2] + fz * z[2]
+        cols = []
+        for j in range(3):
+            cols.append((f[0][j] * x[0] + f[1][j] * y[0] + f[2][j] * z[0],
+                         f[0][j] * x[1] + f[1][j] * y[1] + f[2][j] * z[1],
+                         f[0][j] * x[2] + f[1][j] * y[2] + f[2][j] * z[2]))
+        if jac is not None:
+            for i, (axis, ox, oy, oz) in enumerate(axes):
+                wx, wy, wz = axis
+                rx, ry, rz = px - ox, py - oy, pz - oz
+                jac[0][i] = wy * rz - wz * ry
+                jac[1][i] = wz * rx - wx * rz
+                jac[2][i] = wx * ry - wy * rx
+                jac[3][i] = wx
+                jac[4][i] = wy
+                jac[5][i] = wz
+        return cols[0], cols[1], cols[2], (px, py, pz)
+
+    def pose_and_jacobian(self, q: ArrayLike) -> tuple[Array, Array]:
+        """Flange pose (4, 4) and geometric Jacobian (6, dof) of one configuration."""
+        values = q.tolist() if type(q) is np.ndarray else list(q)
+        if len(values) != self.dof or not all(map(math.isfinite, values)):
+            raise InvalidArgument(f"joints must be {self.dof} finite values")
+        jac = [[0.0] * self.dof for _ in range(6)]
+        frame = self._fk(values, jac)
+        return self._pose_array(frame), np.array(jac)
+
+    def frame_and_jacobian_lists(self, q: list[float]) -> tuple[tuple, list]:
+        """The scalar path's raw result (no validation): ((x, y, z, p) columns, 6 Jacobian rows)."""
+        jac = [[0.0] * self.dof for _ in range(6)]
+        return self._fk(q, jac), jac

