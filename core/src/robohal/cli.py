@@ -31,7 +31,8 @@ class RobohalGroup(click.Group):
 def _console():
     from rich.console import Console
 
-    return Console()
+    # Tables of joint values are wide: do not wrap them at 80 columns when piped.
+    return Console(width=None if sys.stdout.isatty() else 200)
 
 
 def _table(title: str, columns: Sequence[str]):
@@ -39,7 +40,7 @@ def _table(title: str, columns: Sequence[str]):
 
     table = Table(title=title, title_justify="left")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, no_wrap=True)
     return table
 
 
