@@ -339,8 +339,11 @@ class SimulatedController:
         if stdin is not None:
             fd = stdin.fileno()
             quit_on_eof = stat.S_ISFIFO(os.fstat(fd).st_mode)
-            os.set_blocking(fd, False)
-            selector.register(fd, selectors.EVENT_READ, "stdin")
+            try:
+                selector.register(fd, selectors.EVENT_READ, "stdin")
+                os.set_blocking(fd, False)
+            except (OSError, ValueError):  # /dev/null or a file: no control lines
+                quit_on_eof = False
         self.out.write(self.ready_line() + "\n")
         self.out.flush()
         next_tick = time.monotonic()

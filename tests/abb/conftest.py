@@ -1,0 +1,135 @@
+"""Shared fixtures of the ABB tests (EGM: simulated controller processes, a raw sensor socket)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+from robohal.simulation import SimulatorProcess, free_port, python_module
+from robohal.uri import RobotUri, parse_uri
+
+EGM_MODEL = "abb.irb1410"
+
+
+class EgmSim:
+    """A simulated controller process and the concrete URI of the sensor port it streams to."""
+
+    def __init__(self, process: SimulatorProcess, uri: RobotUri, sensor_port: int) -> None:
+        self.process = process
+        self.uri = uri
+        self.sensor_port = sensor_port
+        self.lines: list[str] = []
+
+    def send(self, line: str) -> None:
+        self.process.send(line)
+
+    def _read(self, timeout: float) -> str | None:
+        line = self.process.readline(timeout)
+        if line is not None:
+            self.lines.append(line)
+        return line
+
+    def wait_line(self, prefix: str, timeout: float = 10.0) -> str:
+        """The next stdout line starting with ``prefix`` (earlier lines are kept in ``lines``)."""
+        for line in self.lines:
+            if line.startswith(prefix):
+                self.lines.remove(line)
+                return line
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self._read(min(0.5, max(deadline - time.monotonic(), 0.01)))
+            if line is not None and line.startswith(prefix):
+                self.lines.remove(line)
+                return line
+        raise AssertionError(f"the simulator printed no {prefix!r} line within {timeout} s; saw {self.lines[-5:]}")
+
+    def stats(self) -> dict:
+        self.send("STATS")
+        return json.loads(self.wait_line("STATS ")[6:])
+
+    def connect_uri(self, **params: str) -> str:
+        return str(self.uri.with_params(**params))
+
+
+@pytest.fixture
+def egm_sim() -> Iterator[Callable[..., EgmSim]]:
+    """Start simulated controllers: ``egm_sim("--loss", "0.1", mode="pose")``; all are stopped after the test."""
+    started: list[SimulatorProcess] = []
+
+    def start(*args: str, mode: str = "joint", model: str = EGM_MODEL) -> EgmSim:
+        port = free_port()
+        argv = python_module("robohal_abb.simulator", "--sensor", f"127.0.0.1:{port}", "--model", model,
+                             "--mode", mode, *args)
+        uri = parse_uri(f"abb-egm://127.0.0.1:{port}?model={model}&robot=127.0.0.1&mode={mode}")
+        process = SimulatorProcess(argv, lambda line: uri)
+        started.append(process)
+        assert process.first_line.startswith("READY 127.0.0.1:")
+        return EgmSim(process, uri, port)
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+class RawSensor:
+    """The PC side of EGM with nothing of robohal's backend: one UDP socket."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", port))
+        self.robot: tuple[str, int] | None = None
+
+    def receive_raw(self, timeout: float = 2.0) -> bytes:
+        self.sock.settimeout(timeout)
+        data, self.robot = self.sock.recvfrom(65536)
+        return data
+
+    def receive(self, timeout: float = 2.0):
+        from robohal_abb import wire
+
+        return wire.decode_robot(self.receive_raw(timeout), 6)
+
+    def collect(self, seconds: float, reply: Callable | None = None) -> list:
+        """Every robot message for ``seconds`` (decoded), answering each with ``reply(message)`` if given."""
+        from robohal_abb import wire
+
+        messages = []
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                message = wire.decode_robot(self.receive_raw(max(end - time.monotonic(), 0.01)), 6)
+            except TimeoutError:
+                break
+            messages.append(message)
+            if reply is not None:
+                answer = reply(message)
+                if answer is not None:
+                    self.sock.sendto(answer, self.robot)
+        return messages
+
+    def send_joints(self, q) -> None:
+        from robohal_abb import wire
+
+        assert self.robot is not None, "no robot message yet"
+        self.sock.sendto(wire.encode_sensor_joints(1, 0, np.asarray(q, dtype=float)), self.robot)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def raw_sensor() -> Iterator[Callable[[int], RawSensor]]:
+    made: list[RawSensor] = []
+
+    def make(port: int) -> RawSensor:
+        sensor = RawSensor(port)
+        made.append(sensor)
+        return sensor
+
+    yield make
+    for sensor in made:
+        sensor.close()

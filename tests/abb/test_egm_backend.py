@@ -1,0 +1,226 @@
+"""The abb-egm backend against the simulated controller: connect, move, hold, restarts,
+faults, silence, pose mode, and the core's Cartesian layer on top."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import numpy as np
+import pytest
+import robohal
+from robohal import ConnectionLost, HardwareFault, LimitViolation, RobotMode
+from robohal.cartesian import CartesianBackend
+from robohal.simulation import free_port
+from robohal_abb.backend import SessionRestarted
+
+
+def planned(robot) -> np.ndarray:
+    """The target the controller follows, as it reports it (EgmRobot.planned)."""
+    return np.array(robot.backend.cycle().info["q_planned"])
+
+
+def test_connect_reports_the_controllers_state(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0", "--q0", "10,5,15,0,20,30")
+    with robohal.connect(sim.connect_uri()) as robot:
+        state = robot.state
+        assert np.allclose(state.q, np.radians([10, 5, 15, 0, 20, 30]), atol=1e-12)
+        assert state.mode is RobotMode.IDLE and state.faults == ()
+        info = state.info
+        assert (info["motor_state"], info["rapid_state"], info["mci_state"]) == ("on", "running", "running")
+        assert info["converged"] is True and info["utilization"] is not None
+        assert info["session"] == 1 and info["seqno_gaps"] == 0 and info["bad_datagrams"] == 0
+        assert "reply_latency_p99" in info and "rate_hz" in info
+        assert np.allclose(robot.backend.commanded, state.q)
+
+
+def test_joint_move_reaches_its_target_and_replies_once_per_message(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        target = robot.backend.commanded + np.radians([8.0, 5.0, -5.0, 10.0, 10.0, -20.0])
+        result = robot.move_joints(target, speed=0.5)
+        assert result.completed
+        assert np.allclose(planned(robot), target, atol=1e-12), "the controller follows exactly what was sent"
+        for _ in range(100):
+            state = robot.backend.cycle()
+        assert np.abs(state.q - target).max() < np.radians(0.05)
+        assert state.info["converged"]
+    stats = sim.stats()["counters"]
+    assert stats["sensor_messages"] <= stats["robot_messages_sent"], "never more than one reply per robot message"
+    assert stats.get("targets_out_of_limits", 0) == 0
+
+
+def test_every_target_is_checked_before_the_wire(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        upper = robot.model.limits.upper
+        bad = robot.backend.commanded
+        bad[1] = upper[1] + 0.01
+        sent = robot.backend.counters["commands_sent"]
+        with pytest.raises(LimitViolation):
+            robot.backend.cycle(bad)
+        with pytest.raises(LimitViolation):
+            robot.backend.cycle(robot.backend.commanded + 0.2)  # a jump: velocity
+        assert robot.backend.counters["commands_sent"] == sent
+        assert np.allclose(planned(robot), robot.backend.commanded)
+    assert sim.stats()["counters"].get("targets_out_of_limits", 0) == 0
+
+
+def test_between_motions_the_backend_keeps_the_controller_fed(egm_sim) -> None:
+    """No cycle() calls for longer than \\CommTimeout: the hold thread answers, the run goes on."""
+    sim = egm_sim("--comm-timeout", "0.3")
+    with robohal.connect(sim.connect_uri()) as robot:
+        time.sleep(1.0)
+        state = robot.state
+        assert state.mode is not RobotMode.FAULT and state.info["session"] == 1
+        assert robot.backend.counters["hold_replies"] > 100
+        assert robot.move_joints(robot.backend.commanded + np.radians([3, 0, 0, 0, 0, 0])).completed
+    assert sim.stats()["counters"].get("comm_timeouts", 0) == 0
+
+
+def test_no_robot_gives_a_helpful_connection_error() -> None:
+    port = free_port()
+    started = time.monotonic()
+    with pytest.raises(ConnectionLost) as lost:
+        robohal.connect(f"abb-egm://127.0.0.1:{port}?model=abb.irb1410&timeout=0.3")
+    assert time.monotonic() - started < 10.0
+    message = str(lost.value)
+    assert f"port {port}" in message and "EGMRunJoint" in message and "firewall" in message
+
+
+def test_port_in_use_is_reported() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        with pytest.raises(ConnectionLost, match="cannot bind"):
+            robohal.connect(f"abb-egm://127.0.0.1:{port}?model=abb.irb1410&timeout=0.3")
+
+
+def test_only_the_configured_robot_is_heard(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0")
+    with pytest.raises(ConnectionLost, match=r"[1-9]\d* from other addresses"):
+        robohal.connect(sim.connect_uri(robot="127.0.0.2", timeout="0.3"))
+
+
+def test_a_silent_robot_raises_connection_lost(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri(timeout="0.4")) as robot:
+        robot.backend.cycle()
+        sim.send("STALL")
+        sim.wait_line("EVENT stall")
+        started = time.monotonic()
+        with pytest.raises(ConnectionLost, match="silent"):
+            for _ in range(10_000):
+                robot.backend.cycle()
+        assert time.monotonic() - started < 10.0, "bounded by the timeout, never a hang"
+        with pytest.raises(ConnectionLost):
+            robot.state
+
+
+def test_restart_between_motions_holds_the_measured_position(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        old_target = robot.backend.commanded + np.radians([10.0, 0, 0, 0, 0, 0])
+        assert robot.move_joints(old_target, speed=0.5).completed
+        sim.send("RESTART 0 5 10 0 15 0")  # RAPID moved the robot elsewhere before re-entering EGM
+        sim.wait_line("EVENT restart")
+        time.sleep(0.2)
+        where = np.radians([0, 5, 10, 0, 15, 0])
+        state = robot.state
+        assert state.info["session"] == 2
+        assert np.allclose(state.q, where, atol=1e-9)
+        assert np.allclose(robot.backend.commanded, where), "hold the measured position"
+        assert np.allclose(planned(robot), where, atol=1e-9), "the old target was never replayed"
+        assert robot.move_joints(where + np.radians([0, 3, 0, 0, 0, 0])).completed
+
+
+def test_restart_during_a_motion_aborts_it_and_holds(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        far = robot.backend.commanded + np.radians([40.0, 0, 0, 0, 0, 0])
+        robot.move_joints(far, speed=0.2, wait=False)
+        time.sleep(0.3)
+        sim.send("RESTART 0 0 0 0 0 0")
+        with pytest.raises(SessionRestarted):
+            deadline = time.monotonic() + 10
+            while robot.backend.busy and time.monotonic() < deadline:
+                time.sleep(0.01)
+            robot.wait()
+        assert np.allclose(robot.backend.commanded, 0.0)
+        assert np.allclose(planned(robot), 0.0, atol=1e-9)
+        assert robot.move_joints(np.radians([2, 0, 0, 0, 0, 0])).completed
+
+
+def test_motors_off_is_a_clear_fault_and_recoverable_after_restart(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri(timeout="2")) as robot:
+        sim.send("MOTORS OFF")
+        sim.wait_line("EVENT motors_off")
+        with pytest.raises(HardwareFault) as fault:
+            for _ in range(100):
+                robot.backend.cycle()
+        assert "motors_off" in fault.value.names and fault.value.recoverable
+        with pytest.raises(HardwareFault):
+            robot.backend.cycle()  # stays faulted until recover()
+        sim.send("RESTART")
+        state = robot.recover()
+        assert state.mode is not RobotMode.FAULT
+        assert robot.move_joints(robot.backend.commanded + np.radians([2, 0, 0, 0, 0, 0])).completed
+
+
+def test_cond_time_end_is_reported_then_the_next_run_is_used(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0", "--cond-time", "0.3", "--retry-after", "0.3")
+    with robohal.connect(sim.connect_uri()) as robot:
+        with pytest.raises(HardwareFault) as fault:
+            for _ in range(1000):
+                robot.backend.cycle()
+        assert fault.value.names == ("mci_stopped",)
+        state = robot.recover()
+        assert state.info["session"] == 2 and state.info["seqno"] < 50
+
+
+def test_lossy_link_still_converges(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0", "--loss", "0.1", "--duplicate", "0.05", "--reorder", "0.05", "--seed", "3")
+    with robohal.connect(sim.connect_uri()) as robot:
+        target = robot.backend.commanded + np.radians([10.0, -5.0, 5.0, 0.0, 10.0, 20.0])
+        assert robot.move_joints(target, speed=0.5).completed
+        for _ in range(150):
+            state = robot.backend.cycle()
+        assert np.abs(state.q - target).max() < np.radians(0.05)
+        stats = robot.backend.statistics
+        assert state.info["seqno_gaps"] > 0 and state.info["lost_messages"] > 0
+        assert stats.get("duplicates_dropped", 0) + stats.get("reordered_dropped", 0) > 0
+
+
+def test_pose_mode_moves_through_the_controllers_ik(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0", mode="pose")
+    with robohal.connect(sim.connect_uri()) as robot:
+        assert robot.backend.mode == "pose"
+        target = robot.backend.commanded + np.radians([5.0, 5.0, -5.0, 0.0, 10.0, 10.0])
+        assert robot.move_joints(target, speed=0.5).completed
+        for _ in range(100):
+            state = robot.backend.cycle()
+        assert np.abs(state.q - target).max() < np.radians(0.05)
+    counters = sim.stats()["counters"]
+    assert counters["targets_applied"] > 100 and counters.get("targets_wrong_mode", 0) == 0
+
+
+def test_move_linear_and_the_cartesian_layer(egm_sim) -> None:
+    sim = egm_sim("--comm-timeout", "0", "--q0", "0,10,10,0,30,0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        start = robot.pose
+        goal = start.copy()
+        goal[:3, 3] += [0.05, 0.05, -0.05]
+        result = robot.move_linear(goal, speed=0.2)
+        assert result.completed
+        poses = robot.model.forward(result.commanded)
+        direction = (goal[:3, 3] - start[:3, 3]) / np.linalg.norm(goal[:3, 3] - start[:3, 3])
+        offsets = poses[:, :3, 3] - start[:3, 3]
+        off_line = np.linalg.norm(offsets - np.outer(offsets @ direction, direction), axis=1)
+        assert off_line.max() < 1e-4
+        arm = CartesianBackend(robot.backend)
+        back = arm.move_linear(start, speed=0.1)
+        assert back.completed
+        for _ in range(100):
+            robot.backend.cycle()
+        assert np.linalg.norm(arm.pose[:3, 3] - start[:3, 3]) < 1e-3
