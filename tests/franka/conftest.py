@@ -80,5 +80,12 @@ def run_raw_client(scenario: str, host: str, *args: str, timeout: float = 60.0) 
 
 
 @pytest.fixture
-def reference_model() -> ReferenceArm:
-    return ReferenceArm("franka.fr3")
+def reference_model():
+    """The registered ``franka.fr3`` model (analytic Jacobian), else the simulator's own geometry."""
+    import robohal
+    from robohal.errors import UnknownNameError
+
+    try:
+        return robohal.get_model("franka.fr3")
+    except UnknownNameError:
+        return ReferenceArm("franka.fr3")

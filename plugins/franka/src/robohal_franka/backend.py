@@ -48,6 +48,8 @@ REQUEST_TIMEOUT = 10.0
 STATE_TIMEOUT = 2.0  # s without a new state while streaming: the control process or the robot is gone
 # Not ``-m robohal_franka.control``: its classes must pickle under their module's name.
 CONTROL_MAIN = "import sys; from robohal_franka.control import main; sys.exit(main(sys.argv[1:]))"
+# One BLAS thread: a real-time loop must not wait for worker threads the scheduler runs later.
+CONTROL_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else None
 IMPLEMENTATIONS = ("pylibfranka", "stubs")
 
@@ -148,7 +150,7 @@ class FrankaBackend(Backend):
         )
         self._process = subprocess.Popen(
             [sys.executable, "-c", CONTROL_MAIN, str(child_fds[0]), self._shm_file.name, *map(str, child_fds[1:])],
-            pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=CONTROL_ENV,
         )
         child.close()
         for fd in child_fds[1:]:

@@ -18,6 +18,7 @@ parent: ``("reply", request_id, ok, value)`` and ``("event", kind, payload)``
 
 from __future__ import annotations
 
+import gc
 import importlib
 import mmap
 import pickle
@@ -229,6 +230,7 @@ class ControlLoop:
             self.state_bell.ring()
 
     def start_session(self, kind: int) -> None:
+        gc.disable()  # a full collection can take longer than a cycle; collect between sessions
         self.control = self.robot.start_joint_position_control(self.lib.ControllerMode.JointImpedance)
         self.first_write = True
         self.guard.reset(self.state.q)
@@ -237,6 +239,7 @@ class ControlLoop:
         self.shared.set(Layout.SESSION, kind)
 
     def drop_control(self) -> None:
+        gc.enable()
         control, self.control = self.control, None
         if control is not None:
             del control  # an unfinished control sends StopMove as it goes
@@ -349,6 +352,7 @@ class ControlLoop:
 
     def finished(self) -> None:
         """The robot has the finishing command: the session is over."""
+        gc.enable()
         self.control = None
         self.shared.set(Layout.SESSION, SESSION_NONE)
         self.braking = None
@@ -407,20 +411,13 @@ class ControlLoop:
             raise RobohalError("a motion is already running")
         if self.stream_refused:
             raise StreamStarved("franka: the stream was braked after starving; call recover() first")
-        started_session = False
         if self.control is None:
+            # Plan before the robot starts waiting for commands: start() may take milliseconds.
+            motion.start(to_robot_state(self.state), np.array(self.state.q), self.model, PERIOD)
             self.start_session(SESSION_MOTION)
-            started_session = True
         else:
+            motion.start(to_robot_state(self.state), self.guard.last, self.model, PERIOD)
             self.shared.set(Layout.SESSION, SESSION_MOTION)
-        commanded = np.array(self.state.q) if started_session else self.guard.last
-        try:
-            motion.start(to_robot_state(self.state), commanded, self.model, PERIOD)
-        except Exception:
-            if started_session:
-                self.first_write = False
-                self.begin_brake(finish=True)  # nothing moved: finish at once
-            raise
         self.motion = motion
         self.recorder = MotionRecorder(PERIOD, self.model.dof)
 
@@ -484,6 +481,7 @@ class ControlLoop:
 
     def fail(self, exc: BaseException) -> None:
         """An error inside the loop: end the session, keep the error for the parent."""
+        gc.enable()
         self.control = None  # libfranka refuses to read while a failed control object lives
         self.shared.set(Layout.SESSION, SESSION_NONE)
         self.braking = None

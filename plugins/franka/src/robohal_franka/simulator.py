@@ -33,7 +33,10 @@ from .simulated_robot import DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot
 from .urdf import urdf_text
 from .wire import Command, MoveStatus
 
-LATE_RESYNC = 0.05  # s: when the simulator itself falls this far behind, it skips ahead instead of bursting
+# s: when the simulator itself falls this far behind (descheduled on a busy machine), it skips the
+# missed cycles instead of sending a burst of states the client could not answer in time; the real
+# robot never stalls, so its stalls must not count against the client.
+LATE_RESYNC = 0.003
 
 
 class Client:

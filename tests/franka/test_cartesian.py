@@ -1,0 +1,125 @@
+"""CartesianBackend and CartesianPath (robohal.cartesian) driving a 7-DOF Franka model:
+on the in-process sim backend and, through the control process, on Franka's."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import robohal
+from robohal.cartesian import CartesianBackend, CartesianPath, profile_for
+from robohal.errors import InvalidArgument
+from robohal.uri import parse_uri
+from robohal_franka.facts import READY_Q
+
+SIM = "sim://?model=franka.fr3&rate=1000&realtime=0&lag=0&q0=" + ",".join(f"{v:.9f}" for v in READY_Q)
+
+
+def within_limits(setpoints: np.ndarray, model, start: np.ndarray) -> None:
+    """Finite differences of the whole stream (from rest at ``start``) inside every limit."""
+    limits = model.limits
+    chain = np.vstack([start, start, start, setpoints])
+    assert limits.within(chain).all()
+    for order, bound in ((1, limits.velocity), (2, limits.acceleration), (3, limits.jerk)):
+        worst = (np.abs(np.diff(chain, order, axis=0)) / 0.001**order / bound).max()
+        assert worst <= 1.0 + 1e-6, f"derivative {order} at {worst:.3f} of its limit"
+
+
+@pytest.fixture
+def arm():
+    robot = robohal.connect(SIM)
+    try:
+        yield CartesianBackend(robot.backend)
+    finally:
+        robot.close()
+
+
+def test_straight_line_is_tracked_within_limits(arm):
+    start_q = arm.backend.commanded
+    target = arm.pose.copy()
+    target[:3, 3] += [0.06, -0.04, -0.05]
+    result = arm.move_linear(target, duration=0.6)
+    assert result.completed
+    within_limits(result.commanded, arm.model, start_q)
+    info = result.info
+    assert info["final_position_error"] < 1e-4 and info["final_rotation_error"] < 1e-3
+    assert info["max_position_error"] < 0.01  # the tracking lag on the way (m), see the README
+    print({k: round(float(v), 6) for k, v in info.items()})
+
+
+def test_pose_per_cycle_streaming_follows_and_stays_in_the_box(arm):
+    start_q = arm.backend.commanded
+    start = arm.pose
+    sent = []
+    for k in range(1, 301):
+        pose = start.copy()
+        pose[1, 3] += 0.03 * np.sin(np.pi * k / 600) ** 2
+        arm.cycle(pose)
+        sent.append(arm.backend.commanded)
+    within_limits(np.array(sent), arm.model, start_q)
+    for _ in range(300):
+        arm.cycle(pose)
+    assert arm.last_residual < 1e-4
+    assert np.linalg.norm(arm.commanded_pose[:3, 3] - pose[:3, 3]) < 1e-4
+
+
+def test_unreachable_target_never_breaks_a_limit(arm):
+    """A target 1 m away and turned: the joints go as far as the box lets them, no error."""
+    start_q = arm.backend.commanded
+    far = arm.pose.copy()
+    far[:3, 3] += [1.0, 0.5, 0.0]
+    sent = []
+    for _ in range(400):
+        arm.cycle(far)
+        sent.append(arm.backend.commanded)
+    within_limits(np.array(sent), arm.model, start_q)
+
+
+def test_joint_moves_and_pose_cycles_mix(arm):
+    robot_q = arm.backend.commanded + np.radians([5, 0, 0, 5, 0, 0, 0])
+    from robohal.motion import PointToPoint
+
+    arm.backend.run(PointToPoint(robot_q, speed=0.5))
+    held = arm.commanded_pose
+    for _ in range(20):
+        arm.cycle(held)  # picks up from the joint move's end without a jump
+    assert np.abs(arm.backend.commanded - robot_q).max() < 1e-6
+
+
+def test_path_forms_and_bad_input():
+    pose = np.eye(4)
+    path = CartesianPath([pose, pose], [0.5, 1.0])
+    assert pickle.loads(pickle.dumps(path)).times.tolist() == [0.5, 1.0]
+    with pytest.raises(InvalidArgument):
+        CartesianPath()
+    with pytest.raises(InvalidArgument):
+        CartesianPath([pose], [0.5], end=pose)
+    with pytest.raises(InvalidArgument):
+        CartesianPath([pose, pose], [1.0, 0.5])
+    with pytest.raises(InvalidArgument):
+        CartesianPath(end=pose, duration=-1)
+    profile = profile_for(2.0)
+    assert profile.duration == pytest.approx(2.0)
+
+
+def test_sampled_path_on_franka_runs_in_the_control_process(reference_model, start_simulator):
+    """On Franka the IK runs inside the 1 kHz control process (pylibfranka and the FCI simulator)."""
+    pytest.importorskip("pylibfranka")
+    from robohal_franka.backend import FrankaBackend
+
+    simulator = start_simulator()
+    backend = FrankaBackend(parse_uri(f"franka://{simulator.host}?model=franka.fr3"), reference_model)
+    with CartesianBackend(backend) as arm:
+        start = arm.pose
+        poses = []
+        for dz in (0.01, 0.02, 0.02):
+            pose = start.copy()
+            pose[2, 3] += dz
+            poses.append(pose)
+        result = arm.follow(poses, [0.3, 0.6, 0.8])
+        assert result.completed
+        assert "max_position_error" in result.info  # figures measured in the control process
+        assert result.info["final_position_error"] < 1e-4
+        assert abs(arm.pose[2, 3] - start[2, 3] - 0.02) < 1e-4
+    assert simulator.stats()["robot_reflexes"] == 0
