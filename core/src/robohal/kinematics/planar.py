@@ -17,11 +17,13 @@ from numpy.typing import ArrayLike
 
 from .. import spatial
 from ..errors import InvalidArgument
-from .base import Array, Kinematics, Solutions, near_previous, no_solution, sort_by_distance
+from .base import Array, Kinematics, Solutions
 from .limits import JointLimits
 
 # On the rims |D| = 1 within this; there the two elbow solutions are one.
 RIM_TOLERANCE = 1e-12
+# |D| this close to 1 is on a rim (round-off would leave q2 ~ 1e-8 instead of 0).
+RIM_SNAP = 1e-12
 
 
 class PlanarTwoLink(Kinematics):
@@ -104,6 +106,8 @@ class PlanarTwoLink(Kinematics):
         reachable = np.abs(d) <= 1 + RIM_TOLERANCE
         d = np.clip(d, -1.0, 1.0)
         s = np.sqrt(1 - d * d)
+        s = np.where(1 - np.abs(d) < RIM_SNAP, 0.0, s)  # on a rim: exactly stretched or folded
+        s[1 - np.abs(d) < RIM_SNAP] = 0.0  # on the rims: exactly stretched or folded
         solutions = []
         for sign in (1.0, -1.0):  # +: elbow on the clockwise side of the base-to-target line
             q2 = np.arctan2(sign * s, d)
@@ -123,34 +127,60 @@ class PlanarTwoLink(Kinematics):
             return f"target is {r:.4f} m from the base; the arm cannot fold closer than {inner:.4f} m"
         return None
 
+    def _candidates_xy(self, x: float, y: float, previous: list[float] | None) -> tuple[list, str | None]:
+        reason = self.unreachable_reason(x, y)
+        if reason:
+            return [], reason
+        if np.hypot(x, y) < 1e-12 and abs(self.l1 - self.l2) < 1e-12:
+            # Folded onto the base with equal links: the shoulder angle is free.
+            shoulder = previous[0] if previous is not None else float(self.limits.centre[0])
+            return [[shoulder, np.pi]], None
+        both, _ = self._solve_xy(np.asarray(x), np.asarray(y))
+        rows = both.tolist()
+        if abs(np.sin(both[0, 1])) < 1e-9:  # on a rim the two solutions are one
+            rows = rows[:1]
+        return rows, None
+
+    def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+        return self._candidates_xy(float(pose[0, 3]), float(pose[1, 3]), None if previous is None else list(previous))
+
     def inverse_xy(self, xy: ArrayLike) -> Solutions:
         """Both elbow solutions for an (x, y) target, limit-filtered, sorted by
         distance to the limits' centre; empty with a reason when unreachable."""
-        x, y = spatial.as_finite(xy, "xy", last=(2,))
-        reason = self.unreachable_reason(x, y)
-        if reason:
-            return no_solution(2, reason)
-        both, _ = self._solve_xy(np.asarray(x), np.asarray(y))
-        if abs(np.sin(both[0, 1])) < 1e-9:  # on a rim the two solutions are one
-            both = both[:1]
-        inside = both[self.limits.within(both)]
-        if len(inside) == 0:
-            return no_solution(2, "the target is reachable only outside the joint limits")
-        return sort_by_distance(inside, self.limits.centre)
+        x, y = self._xy(xy)
+        rows, reason = self._candidates_xy(x, y, None)
+        return self._finish(rows, None, reason)
 
-    def inverse(self, pose: ArrayLike) -> Solutions:
-        pose = self._pose(pose)
-        return self.inverse_xy(pose[:2, 3])
+    def inverse_xy_continuing(self, xy: ArrayLike, previous: ArrayLike) -> Solutions:
+        """:meth:`inverse_xy` sorted by distance to ``previous`` (angles moved next to it)."""
+        x, y = self._xy(xy)
+        prev = self._one_joints(previous, "previous joints").tolist()
+        rows, reason = self._candidates_xy(x, y, prev)
+        return self._finish(rows, prev, reason)
 
-    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
-        previous = self._joints(previous, "previous joints")
-        found = self.inverse(pose)
-        return sort_by_distance(near_previous(found, previous, self.limits), previous)
+    @staticmethod
+    def _xy(xy: ArrayLike) -> tuple[float, float]:
+        target = spatial.as_finite(xy, "xy", last=(2,))
+        if target.shape != (2,):
+            raise InvalidArgument(f"xy must be one (x, y) target, got shape {target.shape}")
+        return float(target[0]), float(target[1])
+
+    def solution_label(self, q: ArrayLike) -> str:
+        """'elbow up' (q2 < 0: with y up, the elbow above the base-to-target line),
+        'elbow down' (q2 > 0), or 'stretched' / 'folded' on the rims."""
+        q = self._one_joints(q)
+        s2, c2 = np.sin(q[1]), np.cos(q[1])
+        if abs(s2) < 1e-9:
+            return "stretched" if c2 > 0 else "folded"
+        return "elbow down" if s2 > 0 else "elbow up"
 
     def inverse_batch(self, poses: ArrayLike) -> Array:
+        """Both elbow solutions for N poses' xy: (N, 2, 2), NaN where unreachable or
+        outside the limits (slot 0: q2 >= 0, slot 1: q2 <= 0)."""
         poses = spatial.as_finite(poses, "poses", last=(4, 4))
         if poses.ndim == 2:
             poses = poses[None]
+        poses = poses.reshape(-1, 4, 4)
         both, _ = self._solve_xy(poses[:, 0, 3], poses[:, 1, 3])
         both[~self.limits.within(both)] = np.nan
         return both
