@@ -21,6 +21,7 @@ from __future__ import annotations
 import gc
 import importlib
 import mmap
+import os
 import pickle
 import re
 import time
@@ -73,6 +74,15 @@ class ControlConfig:
 
 
 # Errors across the pipe: exceptions with keyword attributes do not survive plain pickling.
+
+def realtime_priority(priority: int = 80) -> bool:
+    """Run this process at real-time (FIFO) priority where the OS permits."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return True
+    except (AttributeError, OSError):
+        return False
+
 
 def pack_error(exc: BaseException) -> tuple:
     try:
@@ -174,6 +184,9 @@ class ControlLoop:
     def connect(self) -> None:
         config = self.config
         if config.impl == "stubs":
+            # pylibfranka moves its thread to SCHED_FIFO where permitted (a robot PC runs
+            # PREEMPT_RT); the stand-in does the same, so both see the same scheduling.
+            realtime_priority()
             self.lib = importlib.import_module("robohal_franka.stubs")
             realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
             self.robot = self.lib.Robot(config.host, realtime, model=config.model_name, max_missed=config.stub_max_missed)

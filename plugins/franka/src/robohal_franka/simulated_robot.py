@@ -138,6 +138,7 @@ class SimulatedRobot:
         self._first_command = False
         self._injected: str | None = None
         self._reported_errors: tuple | None = None  # what the record last carried
+        self._pose_cache: dict[bytes, np.ndarray] = {}
         self.stats = {"ticks": 0, "commands": 0, "missed": 0, "reflexes": 0}
 
     # Requests (from TCP or the stubs' API) -----------------------------------------
@@ -329,30 +330,32 @@ class SimulatedRobot:
     def success_rate(self) -> float:
         return float(np.mean(self._successes)) if self._successes else 0.0
 
+    def _pose(self, q: np.ndarray) -> np.ndarray:
+        """Forward kinematics, column-major as on the wire; cached while the arm holds still."""
+        key = q.tobytes()
+        cached = self._pose_cache.get(key)
+        if cached is None:
+            if len(self._pose_cache) > 4:
+                self._pose_cache.clear()
+            cached = self._pose_cache[key] = self.forward(q).ravel(order="F")
+        return cached
+
     def fill(self, record: np.ndarray) -> np.ndarray:
         """Write the current state into a wire state record and return it."""
         record["message_id"] = self.message_id
-        pose = self.forward(self.q)
-        pose_d = self.forward(self.q_d) if np.any(self.q_d != self.q) else pose
-        wire.set_floats(record, "O_T_EE", pose.ravel(order="F"))
-        wire.set_floats(record, "O_T_EE_d", pose_d.ravel(order="F"))
-        wire.set_floats(record, "O_T_EE_c", pose_d.ravel(order="F"))
-        if record["message_id"] <= 1 or self._reported_errors is None:
-            identity = np.eye(4).ravel(order="F")
+        values = record["values"]
+        if values[_F_T_EE] == 0.0:  # a fresh record: the constant fields
             for name in ("F_T_EE", "EE_T_K", "F_T_NE", "NE_T_EE"):
-                wire.set_floats(record, name, identity)
+                wire.set_floats(record, name, np.eye(4).ravel(order="F"))
             wire.set_floats(record, "O_ddP_O", GRAVITY)
-        wire.set_floats(record, "q", self.q)
-        wire.set_floats(record, "q_d", self.q_d)
-        wire.set_floats(record, "dq", self.dq)
-        wire.set_floats(record, "dq_d", self.dq_d)
-        wire.set_floats(record, "ddq_d", self.ddq_d)
-        wire.set_floats(record, "tau_J", self.tau_J_d)
-        wire.set_floats(record, "tau_J_d", self.tau_J_d)
-        wire.set_floats(record, "dtau_J", self.dtau_J)
-        wire.set_floats(record, "theta", self.q)
-        wire.set_floats(record, "dtheta", self.dq)
-        wire.set_floats(record, "elbow", (self.q[2], 1.0 if self.q[3] >= 0 else -1.0))
+        pose = self._pose(self.q)
+        pose_d = self._pose(self.q_d)
+        for name, value in (("O_T_EE", pose), ("O_T_EE_d", pose_d), ("O_T_EE_c", pose_d), ("q", self.q),
+                            ("q_d", self.q_d), ("dq", self.dq), ("dq_d", self.dq_d), ("ddq_d", self.ddq_d),
+                            ("tau_J", self.tau_J_d), ("tau_J_d", self.tau_J_d), ("dtau_J", self.dtau_J),
+                            ("theta", self.q), ("dtheta", self.dq)):
+            values[_SLICES[name]] = value
+        values[_ELBOW] = (self.q[2], 1.0 if self.q[3] >= 0 else -1.0)
         record["motion_generator_mode"] = int(self.generator)
         record["controller_mode"] = int(self.controller)
         if self._reported_errors != (self.errors, self.last_motion_errors):
@@ -362,3 +365,8 @@ class SimulatedRobot:
         record["robot_mode"] = int(self.mode)
         record["control_command_success_rate"] = self.success_rate
         return record
+
+
+_SLICES = {name: slice(start, start + count) for name, (start, count) in wire.STATE_FLOATS.items()}
+_F_T_EE = wire.STATE_FLOATS["F_T_EE"][0]
+_ELBOW = _SLICES["elbow"]
