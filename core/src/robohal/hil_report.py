@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
@@ -23,6 +24,8 @@ def write_markdown_report(junit_path: str, folder: str) -> Path:
                 outcome = {"failure": "FAILED", "error": "ERROR", "skipped": "skipped"}[tag]
                 detail = (node.get("message") or "").splitlines()[0][:160] if node.get("message") else ""
         by_target[target].append((name, outcome, detail))
+    motions_path = Path(folder) / "motions.json"
+    motions = json.loads(motions_path.read_text()) if motions_path.exists() else []
     lines = ["# robohal HIL report", ""]
     for target, cases in sorted(by_target.items()):
         counts = defaultdict(int)
@@ -32,6 +35,13 @@ def write_markdown_report(junit_path: str, folder: str) -> Path:
         lines += [f"## {target}", "", summary, "", "| test | outcome | detail |", "|---|---|---|"]
         lines += [f"| `{name}` | {outcome} | {detail.replace('|', '/')} |" for name, outcome, detail in cases]
         lines.append("")
+        for motion in (m for m in motions if (m["target"] or "(no target)") == target):
+            error_deg = motion["max_tracking_error_rad"] * 57.29577951308232
+            lines.append(f"**{motion['motion']}** ({motion['test']}): {motion['cycles']} cycles,"
+                         f" {motion['duration_s']:.2f} s, max tracking error {error_deg:.3f} deg")
+            if motion["plot"]:
+                lines += ["", f"![{motion['motion']}]({motion['plot']})"]
+            lines.append("")
     path = Path(folder) / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path

@@ -104,9 +104,10 @@ class BackendContract:
         assert drift <= hil_target.spec.position_tolerance, f"drifted {drift:.2e} rad while holding"
         assert np.allclose(robot.backend.commanded, before), "holding must not change the command"
 
-    def test_small_joint_move_reaches_target(self, robot: Robot, hil_target: HilTarget) -> None:
+    def test_small_joint_move_reaches_target(self, robot: Robot, hil_target: HilTarget, hil_motion_log) -> None:
         target = small_target(robot)
         result = robot.move_joints(target, speed=0.3)
+        hil_motion_log.add("small joint move", result)
         assert result.completed
         assert np.allclose(result.commanded[-1], target, atol=1e-9), "the last setpoint must be the target"
         state = settle(robot, target, hil_target.spec.position_tolerance, hil_target.spec.settle_time + 2.0)

@@ -13,12 +13,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from ..errors import RobohalError
-from ..motion import Robot
+from ..motion import MotionResult, Robot
 from ..plugins import default_registry
 from ..uri import parse_uri
 from .target import HilTarget
@@ -33,12 +36,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="URI",
         help="robot URI to run HIL tests against (repeatable); default: every installed backend's bundled simulator",
     )
+    group.addoption(
+        "--hil-report",
+        default=None,
+        metavar="DIR",
+        help="write plots of the motions HIL tests record (hil_motion_log) into DIR",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "hil_backend(scheme, ...): run only against HIL targets of these URI schemes")
     config.addinivalue_line("markers", "needs_feature(name, ...): skip unless the target's backend has these features")
     config.addinivalue_line("markers", "hardware_only: skip on simulated targets")
+    hil_targets(config)  # a mistyped --hil-target stops the run here, with the reason
 
 
 def hil_targets(config: pytest.Config) -> list[str]:
@@ -47,7 +57,10 @@ def hil_targets(config: pytest.Config) -> list[str]:
     if given:
         for uri in given:
             try:
-                parse_uri(uri)
+                parsed = parse_uri(uri)
+                default_registry().backend_spec(parsed.scheme)
+                if parsed.model:
+                    default_registry().model_spec(parsed.model)
             except RobohalError as exc:
                 raise pytest.UsageError(f"--hil-target: {exc}") from None
         return given
@@ -123,3 +136,48 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             missing = [f for f in marker.args if f not in spec.features]
             if missing:
                 item.add_marker(pytest.mark.skip(reason=f"{spec.scheme} lacks feature(s) {', '.join(missing)}"))
+
+
+class MotionLog:
+    """Motions a test wants in the HIL report (plots written at the end of the run)."""
+
+    def __init__(self, nodeid: str, target: str | None, sink: list) -> None:
+        self.nodeid = nodeid
+        self.target = target
+        self._sink = sink
+
+    def add(self, name: str, result: MotionResult) -> None:
+        self._sink.append((self.nodeid, self.target, name, result))
+
+
+_RECORDED = pytest.StashKey[list]()
+
+
+@pytest.fixture
+def hil_motion_log(request: pytest.FixtureRequest) -> MotionLog:
+    """Record a :class:`MotionResult` for the report: ``hil_motion_log.add("name", result)``."""
+    callspec = getattr(request.node, "callspec", None)
+    target = callspec.params.get("hil_target") if callspec is not None else None
+    sink = request.config.stash.setdefault(_RECORDED, [])
+    return MotionLog(request.node.nodeid, target, sink)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    folder = session.config.getoption("hil_report")
+    recorded = session.config.stash.get(_RECORDED, [])
+    if not folder or not recorded:
+        return
+    from ..plots import plot_motion
+
+    index = []
+    for n, (nodeid, target, name, result) in enumerate(recorded):
+        slug = re.sub(r"[^A-Za-z0-9]+", "-", f"{n:03d}-{name}-{target or ''}").strip("-")[:100]
+        path = plot_motion(result, Path(folder) / "plots" / f"{slug}.png", f"{name} on {target}")
+        index.append({
+            "test": nodeid, "target": target, "motion": name,
+            "plot": str(path.relative_to(folder)) if path else None,
+            "cycles": result.cycles, "duration_s": result.duration,
+            "max_tracking_error_rad": float(result.tracking_error.max()) if result.cycles else 0.0,
+        })
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    (Path(folder) / "motions.json").write_text(json.dumps(index, indent=2), encoding="utf-8")
