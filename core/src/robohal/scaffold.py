@@ -12,7 +12,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 PYPROJECT = '''\
 [build-system]
-requires = ["setuptools>=68"]
+requires = ["setuptools>=77"]
 build-backend = "setuptools.build_meta"
 
 [project]
