@@ -1,0 +1,201 @@
+"""Franka HIL suite: runs against every ``franka`` target (default: the FCI simulator
+through the real pylibfranka, and the pylibfranka-compatible stubs).
+
+    pytest hil/franka
+    pytest hil/franka --hil-target 'franka://172.16.0.2?model=franka.fr3'
+
+Motions are small. The fault tests (raw bad stream, injected reflex, UDP stall)
+need the simulator and are skipped on a real arm.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from robohal import ConnectionLost, HardwareFault, LimitViolation, RobotMode
+from robohal.cartesian import CartesianBackend
+from robohal.motion import Hold, PointToPoint
+from robohal.testing.target import HilTarget
+
+pytestmark = pytest.mark.hil_backend("franka")
+
+#: how far (m) the commanded flange may trail a Cartesian path on the way (checked every 10 cycles)
+PATH_TOLERANCE = 0.005
+#: how close (m) the commanded flange must end on the path's end pose
+END_TOLERANCE = 1e-4
+
+
+def fci_simulator(hil_target: HilTarget):
+    """The simulator process of this target (it takes stdin control lines), else skip."""
+    simulator = hil_target.simulator
+    if simulator is None or not hasattr(simulator, "send"):
+        pytest.skip("needs the FCI simulator process (fault injection)")
+    return simulator
+
+
+def simulator_stats(hil_target: HilTarget) -> dict | None:
+    simulator = hil_target.simulator
+    if simulator is None or not hasattr(simulator, "send"):
+        return None
+    simulator.lines()
+    simulator.send("STATS")
+    for _ in range(50):
+        line = simulator.readline(0.1)
+        if line and line.startswith("STATS "):
+            return json.loads(line[6:])
+    raise AssertionError("the simulator did not answer STATS")
+
+
+@pytest.fixture
+def faulty(hil_target: HilTarget) -> Iterator:
+    """A dedicated simulated robot with simulator options (``stall_after="0.5"``)."""
+    fci_simulator(hil_target)
+    started: list[HilTarget] = []
+
+    def start(**options: str) -> HilTarget:
+        params = "&".join(f"{key}={value}" for key, value in options.items())
+        target = HilTarget.start(f"franka://sim?model={hil_target.model_name}&{params}", hil_target.registry)
+        started.append(target)
+        return target
+
+    yield start
+    for target in started:
+        target.close()
+
+
+def test_cartesian_path_is_tracked_with_zero_reflexes(robot, hil_target: HilTarget) -> None:
+    before = simulator_stats(hil_target)
+    arm = CartesianBackend(robot.backend, robot.model)
+    start_q = robot.backend.commanded
+    target = arm.pose.copy()
+    target[:3, 3] += [0.04, -0.03, -0.04]
+    result = arm.move_linear(target, duration=1.5)
+    assert result.completed
+    info = result.info
+    print(f"path: max position error {info['max_position_error'] * 1e3:.3f} mm, end {info['final_position_error'] * 1e6:.1f} um,"
+          f" success rate {robot.backend.read().info.get('success_rate')}")
+    assert info["max_position_error"] < PATH_TOLERANCE
+    assert info["final_position_error"] < END_TOLERANCE
+    # every setpoint inside the limits (our guard refuses anything else; check the record too)
+    limits = robot.model.limits
+    chain = np.vstack([start_q, start_q, start_q, result.commanded])
+    for order, bound in ((1, limits.velocity), (2, limits.acceleration), (3, limits.jerk)):
+        assert (np.abs(np.diff(chain, order, axis=0)) / 1e-3**order <= bound * (1 + 1e-6)).all()
+    assert robot.state.mode is not RobotMode.FAULT
+    after = simulator_stats(hil_target)
+    if after is not None:
+        assert after["robot_reflexes"] == before["robot_reflexes"]
+
+
+def test_jump_is_refused_before_the_wire(robot, hil_target: HilTarget) -> None:
+    before = simulator_stats(hil_target)
+    sent = robot.backend.counters["commands_sent"]
+    jump = robot.backend.commanded + np.radians([0, 0, 0, 0, 0, 0, 3.0])
+    with pytest.raises(LimitViolation) as refused:
+        robot.backend.cycle(jump)
+    assert refused.value.joint == 6
+    assert robot.backend.counters["commands_sent"] == sent
+    robot.backend.cycle()
+    after = simulator_stats(hil_target)
+    if after is not None:
+        assert after["robot_reflexes"] == before["robot_reflexes"]
+
+
+BAD_STREAM = """
+import json, sys, importlib
+lib = importlib.import_module(sys.argv[2])
+robot = lib.Robot(sys.argv[1], lib.RealtimeConfig.kIgnore)
+control = robot.start_joint_position_control(lib.ControllerMode.JointImpedance)
+state, _ = control.readOnce()
+q = list(state.q)
+out = {}
+try:
+    for i in range(50):
+        if i == 10:
+            q[0] += 0.02  # 20 rad/s for one cycle: what our guard would refuse
+        control.writeOnce(lib.JointPositions(q))
+        state, _ = control.readOnce()
+except Exception as exc:
+    out["error"] = [type(exc).__name__, str(exc)]
+del control
+print(json.dumps(out))
+"""
+
+
+def test_bad_raw_stream_raises_the_right_reflex_and_recovery_works(robot, hil_target: HilTarget) -> None:
+    """A raw client (bypassing robohal's guard) sends a jump: the robot raises the
+    velocity reflex. Then robohal meets a reflex, reports its name and recovers."""
+    simulator = fci_simulator(hil_target)
+    robot.close()  # the robot serves one client at a time
+    done = subprocess.run([sys.executable, "-c", BAD_STREAM, hil_target.uri.host, "pylibfranka"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    kind, message = json.loads(done.stdout.strip().splitlines()[-1])["error"]
+    assert kind == "ControlException" and "joint_motion_generator_velocity_limits_violation" in message
+    with hil_target.connect() as again:  # connecting while in Reflex: robohal sees the fault
+        assert again.backend.read().mode is RobotMode.FAULT or again.backend._read_now().mode is RobotMode.FAULT
+        state = again.recover()
+        assert state.mode is RobotMode.IDLE
+        again.run(Hold(1.0), wait=False)
+        time.sleep(0.2)
+        simulator.send("REFLEX cartesian_reflex")
+        with pytest.raises(HardwareFault) as fault:
+            again.wait(10.0)
+        assert fault.value.names == ("cartesian_reflex",)
+        assert again.recover().mode is RobotMode.IDLE
+        assert again.run(Hold(0.05)).completed
+
+
+def test_udp_stall_becomes_connection_lost_within_about_a_second(faulty) -> None:
+    target = faulty(stall_after="0.5")
+    with target.connect() as robot:
+        started = None
+        with pytest.raises(ConnectionLost):
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline:
+                state = robot.backend.read()
+                if started is None and state.time >= 0.45:
+                    started = time.monotonic()
+                robot.backend.cycle()
+        stalled_at = target.simulator is not None
+        elapsed = time.monotonic() - (started or time.monotonic())
+        print(f"ConnectionLost {elapsed:.2f} s after the stall")
+        assert stalled_at and elapsed < 3.0
+        with pytest.raises(ConnectionLost):
+            robot.backend.read()
+
+
+def test_busy_user_thread_does_not_break_the_1khz_loop(robot, hil_target: HilTarget) -> None:
+    before = simulator_stats(hil_target)
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            sum(i * i for i in range(5000))  # pure Python: holds the GIL
+
+    threads = [threading.Thread(target=busy, daemon=True) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        target = robot.backend.commanded + np.radians([8, -8, 8, 8, 8, 8, 8])
+        result = robot.backend.run(PointToPoint(target, speed=0.4))
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10.0)
+    assert result.completed
+    steps = np.diff(result.times)
+    figures = robot.backend.read().info
+    print(f"busy threads: {result.cycles} cycles, median step {np.median(steps) * 1e3:.2f} ms,"
+          f" late cycles {figures.get('late_cycles')}, success rate {figures.get('success_rate')}")
+    assert np.median(steps) == pytest.approx(0.001, abs=1e-4)
+    after = simulator_stats(hil_target)
+    if after is not None:
+        assert after["robot_reflexes"] == before["robot_reflexes"]
