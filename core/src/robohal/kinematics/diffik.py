@@ -33,6 +33,9 @@ MAX_POSTURE_RATE = 0.5
 SAFETY = 0.98
 # Damping of the nullspace projector (tiny: only guards a rank-deficient Jacobian).
 NULLSPACE_DAMPING = 1e-5
+# Targets moving faster than this (m/s, rad/s) are jumps: no feed-forward is taken from them.
+MAX_TARGET_SPEED = 5.0
+MAX_TARGET_TURN_RATE = 20.0
 #: braking is planned with this fraction of the (already reduced) acceleration limit
 BRAKING = 0.9
 
@@ -149,17 +152,22 @@ def _box_lists(h3: list[float], h2: list[float], h1: list[float], period: float,
     return [base + t2 * lo for base, _, lo, _ in box], [base + t2 * hi for base, _, _, hi in box]
 
 
-def _approach(box: list[tuple], goal: list[float], period: float, amax: list[float], jmax: list[float]) -> tuple[list, list]:
-    """The box narrowed so that each joint can still stop at its goal (no overshoot
-    from moving too fast toward it); never narrower than the hardest braking."""
+def _approach(box: list[tuple], goal: list[float], follow: list[float], period: float, amax: list[float],
+              jmax: list[float]) -> tuple[list, list]:
+    """The box narrowed so that each joint, relative to a goal moving ``follow``
+    (rad per cycle), can still stop at its goal: no overshoot from rushing at it,
+    and no braking-distance lag behind a goal that keeps moving. Never narrower
+    than the hardest braking."""
     t2 = period * period
     out_lo, out_hi = [], []
-    for (base, v, lo, hi), g, acc, jrk in zip(box, goal, amax, jmax, strict=False):
+    for (base, v, lo, hi), g, f, acc, jrk in zip(box, goal, follow, amax, jmax, strict=True):
         braking = BRAKING * acc
-        if g >= base + t2 * lo:
-            hi = _limit_side(base, v, lo, hi, g, period, jrk, braking)
-        if g <= base + t2 * hi:
-            lo = -_limit_side(-base, -v, -hi, -lo, -g, period, jrk, braking)
+        # In the frame moving with the goal: position base - f, velocity v - f / period.
+        rel_base, rel_v = base - f, v - f / period
+        if g >= rel_base + t2 * lo:
+            hi = _limit_side(rel_base, rel_v, lo, hi, g, period, jrk, braking)
+        if g <= rel_base + t2 * hi:
+            lo = -_limit_side(-rel_base, -rel_v, -hi, -lo, -g, period, jrk, braking)
         out_lo.append(base + t2 * lo)
         out_hi.append(base + t2 * hi)
     return out_lo, out_hi
@@ -249,8 +257,10 @@ class DifferentialIk:
         self._weights = [1.0, 1.0, 1.0, rw, rw, rw]
         self._eye = np.eye(6) * options.damping ** 2
         self._eye_null = np.eye(6) * NULLSPACE_DAMPING ** 2
-        self._systems = np.zeros((2, 6, 6))
-        self._rhs = np.zeros((2, 6, 1))
+        self._systems = np.zeros((3, 6, 6))
+        self._rhs = np.zeros((3, 6, 1))
+        self._step_caps = (model.limits.velocity * SAFETY * self.period).tolist()
+        self._last_goal: list | None = None
         self._cache: tuple | None = None  # (q, frame, Jacobian) where the last cycle ended
 
     def _check(self, q: ArrayLike, name: str) -> list[float]:
@@ -268,6 +278,7 @@ class DifferentialIk:
             self._posture = values
         self.last_residual = math.inf
         self._cache = None
+        self._last_goal = None
         self._ready = True
 
     def _frame_and_jacobian(self, q: list[float], with_jacobian: bool = True) -> tuple[tuple, list]:
@@ -283,6 +294,23 @@ class DifferentialIk:
         rx, ry, rz = _rotation_error(target, x, y, z)
         w = self._weights
         return [target[0][3] - p[0], target[1][3] - p[1], target[2][3] - p[2], w[3] * rx, w[4] * ry, w[5] * rz]
+
+    def _target_motion(self, goal: list[list[float]]) -> list[float]:
+        """The target's motion since the last cycle, weighted like the error; zero
+        on the first cycle and for jumps no arm could follow."""
+        last = self._last_goal
+        if last is None:
+            return [0.0] * 6
+        x = (last[0][0], last[1][0], last[2][0])
+        y = (last[0][1], last[1][1], last[2][1])
+        z = (last[0][2], last[1][2], last[2][2])
+        rx, ry, rz = _rotation_error(goal, x, y, z)
+        dx, dy, dz = goal[0][3] - last[0][3], goal[1][3] - last[1][3], goal[2][3] - last[2][3]
+        if math.sqrt(dx * dx + dy * dy + dz * dz) > MAX_TARGET_SPEED * self.period or \
+                math.sqrt(rx * rx + ry * ry + rz * rz) > MAX_TARGET_TURN_RATE * self.period:
+            return [0.0] * 6
+        w = self._weights[3]
+        return [dx, dy, dz, w * rx, w * ry, w * rz]
 
     def step(self, target: ArrayLike) -> Array:
         """One cycle toward the (4, 4) ``target``: the next joint goal (inside the
@@ -306,6 +334,7 @@ class DifferentialIk:
             offset = [p - x for p, x in zip(self._posture, q, strict=False)]
             if max(abs(x) for x in offset) < 1e-12:
                 offset = None
+        motion = self._target_motion(goal)
         cached = self._cache
         if cached is not None and cached[0] == q:
             frame, jac = cached[1], cached[2]  # the last cycle ended here
@@ -320,15 +349,20 @@ class DifferentialIk:
             jw[3:] *= w[3]
             pulling = iteration == 0 and offset is not None
             gram = jw @ jw.T
-            if pulling:
-                # Task step (damped) and nullspace projection (barely damped: a damped
-                # projector would leak the posture pull into the task) in one solve.
+            if iteration == 0:
+                # In one solve: the task step (damped), the nullspace projection of the posture
+                # offset (barely damped: a damped projector would leak the pull into the task)
+                # and the joint motion that follows the target's own motion (damped).
                 systems, rhs = self._systems, self._rhs
                 systems[0] = gram + self._eye
                 systems[1] = gram + self._eye_null
+                systems[2] = systems[0]
                 rhs[0, :, 0] = error
-                rhs[1, :, 0] = jw @ offset
+                rhs[1, :, 0] = jw @ offset if pulling else 0.0
+                rhs[2, :, 0] = motion
                 y = np.linalg.solve(systems, rhs)[:, :, 0]
+                follow = [min(max(f, -cap), cap) for f, cap in
+                          zip((jw.T @ y[2]).tolist(), self._step_caps, strict=True)]
             else:
                 y = np.linalg.solve(gram + self._eye, np.array(error))[None]
             delta = (jw.T @ y[0]).tolist()
@@ -341,13 +375,15 @@ class DifferentialIk:
                     scale = min(options.nullspace_gain * self.period, MAX_POSTURE_RATE * self.period / max(largest, 1e-300))
                     delta = [d + scale * n for d, n in zip(delta, null, strict=False)]
                 # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
-                lo, hi = _approach(box, [x + d for x, d in zip(q, delta, strict=False)], self.period, limits[3], limits[4])
+                lo, hi = _approach(box, [x + d for x, d in zip(q, delta, strict=False)], follow, self.period,
+                                   limits[3], limits[4])
             q = [min(max(x + d, low), high) for x, d, low, high in zip(q, delta, lo, hi, strict=False)]
             frame, jac = self._frame_and_jacobian(q, True)
             error = self._error(goal, frame)
             residual = math.sqrt(sum(e * e for e in error))
         self.last_residual = residual
         self._cache = (q, frame, jac)
+        self._last_goal = goal
         h[0] = h[1]
         h[1] = h[2]
         h[2] = q

@@ -40,7 +40,7 @@ RIM_SLACK = 1e-10
 VERIFY_POSITION = 1e-6
 VERIFY_ROTATION = 1e-6
 # Poses per chunk in the batch paths (keeps temporaries in cache).
-CHUNK = 2048
+CHUNK = 1024
 
 
 def _wrap(x: float) -> float:

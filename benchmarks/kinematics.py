@@ -1,0 +1,118 @@
+"""Kinematics speed, as ratios against py-opw-kinematics (Rust core) measured in
+the same run on the same 100,000 IRB 2400 poses, plus single-pose latencies,
+the planar batch inverse and one differential-IK cycle on the FR3.
+
+Peers: py-opw-kinematics 1.3 through its raw 4x4 interface (the fastest way to
+call it): ``batch_inverse`` (one solution per pose), ``reach`` (all 8 branches,
+one thread), ``batch_forward``, ``inverse`` and ``forward``. Every figure is the
+best of a few interleaved repeats (the machine is shared). Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import numpy as np
+import robohal
+from robohal.kinematics import OPW, DifferentialIk, PlanarTwoLink
+
+POSES = 100_000
+REPEATS = 3
+SINGLE_CALLS = 2000
+IK_CYCLES = 3000
+IRB2400 = dict(a1=0.100, a2=-0.135, b=0.0, c1=0.615, c2=0.705, c3=0.755, c4=0.085)
+J3_OFFSET = -math.pi / 2
+
+
+def best_of(call, repeats: int = REPEATS) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def per_call_median(call, calls: int = SINGLE_CALLS) -> float:
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    try:
+        import py_opw_kinematics as peer_module
+    except ImportError:
+        print("py-opw-kinematics is not installed (pip install 'robohal[test]'); no peer to compare with")
+        return
+    ours = OPW(**IRB2400, offsets=(0, 0, J3_OFFSET, 0, 0, 0))
+    peer = peer_module._internal.Robot(
+        peer_module.KinematicModel(**IRB2400, offsets=(0.0, 0.0, J3_OFFSET, 0.0, 0.0, 0.0)), False)
+    rng = np.random.default_rng(0)
+    joints = rng.uniform(-np.pi, np.pi, (POSES, 6))
+    poses = ours.forward(joints)
+    flat = np.ascontiguousarray(poses.reshape(-1, 16))
+
+    # Interleave ours and the peer's so both see the same machine load.
+    times = {"ours inverse_batch": math.inf, "peer batch_inverse": math.inf, "peer reach": math.inf,
+             "ours forward": math.inf, "peer batch_forward": math.inf}
+    for _ in range(REPEATS):
+        times["ours inverse_batch"] = min(times["ours inverse_batch"], best_of(lambda: ours.inverse_batch(poses), 1))
+        times["peer batch_inverse"] = min(times["peer batch_inverse"], best_of(lambda: peer.batch_inverse(flat, None, None), 1))
+        times["peer reach"] = min(times["peer reach"], best_of(lambda: peer.reach(flat, None, None, 1), 1))
+        times["ours forward"] = min(times["ours forward"], best_of(lambda: ours.forward(joints), 1))
+        times["peer batch_forward"] = min(times["peer batch_forward"], best_of(lambda: peer.batch_forward(joints), 1))
+    us = {name: value / POSES * 1e6 for name, value in times.items()}
+
+    batch = ours.inverse_batch(poses)
+    branches = int((~np.isnan(batch[..., 0])).sum())
+    print(f"IRB 2400, {POSES} random poses; {branches / POSES:.2f} FK-verified branches per pose on average")
+    print(f"  inverse_batch (8 branches, FK-verified): {us['ours inverse_batch']:.2f} us/pose;"
+          f" py-opw batch_inverse {us['peer batch_inverse']:.2f} us/pose -> {us['peer batch_inverse'] / us['ours inverse_batch']:.2f}x faster;"
+          f" py-opw reach {us['peer reach']:.2f} us/pose -> {us['peer reach'] / us['ours inverse_batch']:.2f}x faster")
+    print(f"  forward (batched): {us['ours forward']:.3f} us/pose; py-opw batch_forward {us['peer batch_forward']:.3f} us/pose"
+          f" -> ours takes {us['ours forward'] / us['peer batch_forward']:.2f}x the peer's time")
+
+    pose = poses[123]
+    q = joints[123]
+    single = {
+        "ours inverse": per_call_median(lambda: ours.inverse(pose)),
+        "peer inverse": per_call_median(lambda: peer.inverse(pose, None, None)),
+        "ours forward": per_call_median(lambda: ours.forward(q)),
+        "peer forward": per_call_median(lambda: peer.forward(tuple(q), None)),
+        "ours continuing": per_call_median(lambda: ours.inverse_continuing(pose, q)),
+    }
+    print(f"  single pose, median: inverse {single['ours inverse'] * 1e6:.1f} us (py-opw raw {single['peer inverse'] * 1e6:.1f} us),"
+          f" inverse_continuing {single['ours continuing'] * 1e6:.1f} us,"
+          f" forward {single['ours forward'] * 1e6:.1f} us (py-opw raw {single['peer forward'] * 1e6:.1f} us)")
+
+    planar = PlanarTwoLink(0.3, 0.25)
+    planar_poses = planar.forward(rng.uniform(-np.pi, np.pi, (POSES, 2)))
+    planar_time = best_of(lambda: planar.inverse_batch(planar_poses))
+    print(f"planar two-link inverse_batch: {planar_time / POSES * 1e6:.3f} us/pose")
+
+    fr3 = robohal.get_model("franka.fr3")
+    ready = np.array([0.0, -math.pi / 4, 0.0, -3 * math.pi / 4, 0.0, math.pi / 2, math.pi / 4])
+    ik = DifferentialIk(fr3)
+    ik.reset(ready)
+    centre = fr3.forward(ready)
+    samples = []
+    for i in range(IK_CYCLES):  # a 5 cm circle, one turn per second
+        target = centre.copy()
+        angle = 2 * math.pi * i / 1000
+        target[:3, 3] += 0.05 * np.array([math.cos(angle) - 1, math.sin(angle), 0.0])
+        start = time.perf_counter()
+        ik.step(target)
+        samples.append(time.perf_counter() - start)
+    samples_us = np.array(samples) * 1e6
+    print(f"FR3 differential IK, one IkOptions() cycle: p50 {np.percentile(samples_us, 50):.0f} us,"
+          f" p99 {np.percentile(samples_us, 99):.0f} us (residual after the circle {ik.last_residual:.1e})")
+
+
+if __name__ == "__main__":
+    main()
