@@ -78,6 +78,11 @@ class SimProcess:
         with self._cond:
             return [w for _, pn, w in self.pulses[mark:] if pn == pin]
 
+    def pulse_times_since(self, mark: int, pin: int) -> list[float]:
+        """Rising-edge times (simulated us) of the pin's pulses after `mark`."""
+        with self._cond:
+            return [t for t, pn, _ in self.pulses[mark:] if pn == pin]
+
     def wait_pulses(self, mark: int, count: int, timeout: float = 10.0) -> dict[int, list[float]]:
         """Waits for `count` pulses on each servo pin after `mark`; returns the widths per pin."""
         self.wait_for(lambda: all(len([1 for _, pn, _ in self.pulses[mark:] if pn == pin]) >= count

@@ -5,7 +5,9 @@ emulator a faithful stand-in."""
 from __future__ import annotations
 
 import random
+import statistics
 import time
+from itertools import pairwise
 
 import pytest
 from robohal_arduino_planar import protocol as p
@@ -270,3 +272,39 @@ def test_fault_injection_control_lines(sim, host):
     assert host.read_reply() == p.ErrorReply(None, 1, "BAD_CHECKSUM")
     assert host.request(p.Ping(8)) == p.Pong(8)
     assert host.get().bad_checksum == 1
+
+
+def test_streaming_setpoints_keeps_the_50hz_frame(sim, host):
+    host.request(p.Limits(host.next_seq(), ((500, 2500), (500, 2500))))
+    mark = sim.pulse_mark()
+    for i in range(100):
+        w = 500 + (i * 97) % 2001
+        assert host.set(w, 3000 - w) == p.Ack(host.seq, (w, 3000 - w))
+    sim.wait_pulses(mark, 10)
+    periods = [b - a for a, b in pairwise(sim.pulse_times_since(mark, 9))]
+    # New widths never start an extra pulse: one pulse per 20 ms frame, however fast SETs come.
+    assert len(periods) >= 5 and all(d >= 19_990 for d in periods), periods
+    assert abs(statistics.median(periods) - 20_000) <= 5
+
+
+def test_a_burst_without_waiting_overruns_the_receive_buffer(sim, host):
+    # One command in flight is the rule: 40 GETs at once outrun the 64-byte receive ring while the
+    # long STATE replies drain at 115200 baud, so bytes are lost, as on the board.
+    host.send_raw(b"".join(p.Get(i).encode() for i in range(1000, 1040)))
+    replies = []
+    while (reply := host.read_reply(timeout=3.0)) is not None:
+        replies.append(reply)
+        if getattr(reply, "seq", None) == 1039:
+            break                                     # the last command's reply: nothing follows
+    states = [r for r in replies if isinstance(r, p.State)]
+    errors = [r for r in replies if isinstance(r, p.ErrorReply)]
+    assert 0 < len(states) < 40 and errors
+    assert {e.name for e in errors} <= {"BAD_CHECKSUM", "BAD_FRAME", "LINE_TOO_LONG", "BAD_ARGS", "UNKNOWN_CMD"}
+    # The link recovers at the next newline (which may first end a half-received line: one ERR).
+    seq = host.next_seq()
+    host.send_raw(b"\n" + p.Ping(seq).encode())
+    while (reply := host.read_reply(timeout=5.0)) != p.Pong(seq):
+        assert isinstance(reply, p.ErrorReply), reply
+        errors.append(reply)
+    state = host.get()
+    assert state.bad_checksum + state.garbage + state.overflow + state.rejected == len(errors)

@@ -66,8 +66,7 @@ def test_pulses_are_exact_to_the_timer_tick(sim_factory, connect):
         assert abs(statistics.median(settled) - target) <= 0.25           # OCR1x + 1 ticks, no drift
         assert all(abs(w - target) <= 8 for w in settled)
     # one pulse per 20 ms frame (in simulated time) on each pin
-    times = [t for t, pin, _ in sim.pulses[mark:] if pin == 9]
-    periods = [b - a for a, b in pairwise(times[2:])]
+    periods = [b - a for a, b in pairwise(sim.pulse_times_since(mark, 9)[2:])]
     assert periods and all(abs(d - 20000) <= 2 for d in periods), periods
 
 

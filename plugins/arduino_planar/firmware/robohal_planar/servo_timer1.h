@@ -45,18 +45,26 @@ static void servoWaitSafeWindow() {
 // In fast PWM the pin is high from BOTTOM through the compare match, i.e. OCR1x + 1 ticks.
 static void servoOutput(uint16_t widthUs1, bool on1, uint16_t widthUs2, bool on2) {
   servoWaitSafeWindow();
+  uint8_t a = TCCR1A & ~((1 << COM1A1) | (1 << COM1A0) | (1 << COM1B1) | (1 << COM1B0));
+  uint8_t sreg = SREG;
+  cli();                                       // the sequence below must not be stretched
   if (on1) OCR1A = widthUs1 * 2 - 1;
   if (on2) OCR1B = widthUs2 * 2 - 1;
-  uint8_t a = TCCR1A & ~((1 << COM1A1) | (1 << COM1A0) | (1 << COM1B1) | (1 << COM1B0));
-  if (on1) a |= (1 << COM1A1);                 // non-inverting: set at BOTTOM, clear on match
-  if (on2) a |= (1 << COM1B1);
+  // simavr 1.6 takes new OCR1x values in fast PWM only when the timer clock restarts, and the
+  // restart also restarts the 20 ms frame. So: outputs off (the pins are low in the safe window
+  // anyway), pause and restart the clock, put the count back to keep the frame's phase, outputs
+  // on. On the chip OCR1x is double-buffered and the pause and write-back shift the frame by about
+  // one 0.5 us tick; the widths are untouched and no compare match is near to be blocked.
   TCCR1A = a;
-  // Pause the timer clock for two CPU cycles. On the chip this shifts the frame by at most one
-  // 0.5 us tick; simavr 1.6 reads OCR1x in fast PWM only when the timer is (re)started, so without
-  // this the simulated pins would keep the first widths forever.
+  uint16_t t = TCNT1;
   uint8_t b = TCCR1B;
   TCCR1B = b & ~((1 << CS12) | (1 << CS11) | (1 << CS10));
   TCCR1B = b;
+  TCNT1 = t + 1;
+  if (on1) a |= (1 << COM1A1);                 // non-inverting: set at BOTTOM, clear on match
+  if (on2) a |= (1 << COM1B1);
+  TCCR1A = a;
+  SREG = sreg;
 }
 
 #endif

@@ -16,6 +16,7 @@ harness's control lines ``RESET``, ``INJECT_RX <hex>``, ``INJECT_TX <hex>``, ``D
 from __future__ import annotations
 
 import argparse
+import collections
 import ctypes
 import os
 import select
@@ -30,6 +31,8 @@ from collections.abc import Callable
 from . import protocol as p
 
 FRAME_US = 20000
+SAFE_FROM_S = 5200 * 0.5e-6      # servo_timer1.h: outputs change only between these timer ticks
+SAFE_UNTIL_S = 39600 * 0.5e-6
 
 
 class FirmwareModel:
@@ -52,6 +55,9 @@ class FirmwareModel:
         self._watchdog_tripped = False
         self._last_valid_ms = clock_ms()
         self.counts = dict(ok=0, bad_checksum=0, overflow=0, garbage=0, rejected=0, watchdog_trips=0)
+        # Called where the firmware changes its pin outputs (and first waits for the PWM frame's
+        # safe window); lets a timed host model that wait.
+        self.on_apply_outputs: Callable[[], None] | None = None
 
     # ---- outputs
     def boot_banner(self) -> bytes:
@@ -98,9 +104,14 @@ class FirmwareModel:
         self._count("watchdog_trips")
         if self.watchdog_action == "detach":
             self.attached = [False, False]
+            self._apply_outputs()
         return p.Event("WDT", self.watchdog_action).encode()
 
     # ---- internals
+    def _apply_outputs(self) -> None:
+        if self.on_apply_outputs is not None:
+            self.on_apply_outputs()
+
     def _count(self, name: str) -> None:
         self.counts[name] = (self.counts[name] + 1) % 2**32   # uint32_t on the MCU
 
@@ -142,6 +153,7 @@ class FirmwareModel:
                     return self._reject(seq, p.ErrorCode.OUT_OF_LIMITS)
             self.setpoints = list(widths)
             self.attached = [True, True]
+            self._apply_outputs()
             return self._ack(seq)
         if isinstance(cmd, p.Get):
             c = self.counts
@@ -164,9 +176,11 @@ class FirmwareModel:
             if not all(self.setpoints):
                 return self._reject(seq, p.ErrorCode.NO_SETPOINT)
             self.attached = [True, True]
+            self._apply_outputs()
             return self._ack(seq)
         if isinstance(cmd, p.Detach):
             self.attached = [False, False]
+            self._apply_outputs()
             return self._ack(seq)
         raise AssertionError(f"unhandled command {cmd!r}")
 
@@ -207,8 +221,68 @@ class _OpenWatch:
         return first_opens
 
 
+class SerialTiming:
+    """The Uno's serial path in time: 115200-baud wire both ways and HardwareSerial's 64-byte rings.
+
+    Host bytes arrive one character time apart and land in the receive ring by interrupt, even
+    while loop() is busy; a full ring loses them, as on the chip. loop() takes bytes from the ring
+    only while it is not blocked in Serial.write, which returns once all but a ring's worth of the
+    reply has left on the wire. So a host that bursts commands loses bytes here as it would there.
+    """
+
+    BYTE_S = 10 / p.BAUDRATE
+    RING = 63                                     # a 64-byte ring holds 63 bytes
+
+    def __init__(self) -> None:
+        self.rx_wire: collections.deque[tuple[float, int]] = collections.deque()  # (arrival, byte)
+        self.rx_wire_end = 0.0
+        self.rx_ring: collections.deque[int] = collections.deque()
+        self.tx_wire: collections.deque[tuple[float, int]] = collections.deque()  # (departure, byte)
+        self.tx_end = 0.0
+        self.busy_until = 0.0
+
+    def host_sent(self, data: bytes, now: float) -> None:
+        for byte in data:
+            self.rx_wire_end = max(self.rx_wire_end, now) + self.BYTE_S
+            self.rx_wire.append((self.rx_wire_end, byte))
+
+    def receive_interrupts(self, now: float) -> None:
+        while self.rx_wire and self.rx_wire[0][0] <= now:
+            byte = self.rx_wire.popleft()[1]
+            if len(self.rx_ring) < self.RING:
+                self.rx_ring.append(byte)        # else lost: ring full
+
+    def loop_may_read(self, now: float) -> bool:
+        return bool(self.rx_ring) and self.busy_until <= now
+
+    def mcu_sent(self, data: bytes, now: float) -> None:
+        for byte in data:
+            self.tx_end = max(self.tx_end, now) + self.BYTE_S
+            self.tx_wire.append((self.tx_end, byte))
+        if data:
+            self.busy_until = max(self.busy_until, self.tx_end - self.RING * self.BYTE_S)
+
+    def delivered(self, now: float) -> bytes:
+        out = bytearray()
+        while self.tx_wire and self.tx_wire[0][0] <= now:
+            out.append(self.tx_wire.popleft()[1])
+        return bytes(out)
+
+    def next_event(self, now: float) -> float:
+        """Seconds until something on the wire or in loop() needs attention (inf if nothing)."""
+        times = []
+        if self.rx_wire:
+            times.append(self.rx_wire[0][0])
+        if self.tx_wire:
+            times.append(self.tx_wire[0][0])
+        if self.rx_ring:
+            times.append(self.busy_until)
+        return max(0.0, min(times) - now) if times else float("inf")
+
+
 class Emulator:
-    """Runs a FirmwareModel behind a pty with reset-on-open, pulse reports and control lines."""
+    """Runs a FirmwareModel behind a pty with reset-on-open, wire timing, pulse reports and
+    control lines."""
 
     def __init__(self, boot_ms: int, watchdog_ms: int, watchdog_action: str) -> None:
         self.boot_ms = boot_ms
@@ -226,12 +300,14 @@ class Emulator:
         self.watch = _OpenWatch(self.slave_path)   # before the path is announced
         self.t0 = time.monotonic()
         self.model: FirmwareModel | None = None    # None: held in reset
+        self.serial = SerialTiming()
         self.boot_deadline: float | None = None
         self.boot_reason = "open"
         self.reset_at = 0.0
-        self.out = bytearray()
+        self.out = bytearray()                     # bytes ready for the pty
         self.next_frame = 0.0
         self.drop_rx = 0                           # host bytes still to lose (DROP_RX)
+        self.output_wait_end = 0.0                 # loop() waits for the PWM safe window until then
         self.stop = False
 
     def sim_us(self, t: float | None = None) -> int:
@@ -242,18 +318,21 @@ class Emulator:
 
     def hold(self, reason: str) -> None:
         self.model = None
+        self.serial = SerialTiming()
         self.out.clear()
         termios.tcflush(self.spare, termios.TCIOFLUSH)
         self.boot_deadline = time.monotonic() + self.boot_ms / 1000
         self.boot_reason = reason
 
     def release(self) -> None:
-        self.reset_at = time.monotonic()
+        now = time.monotonic()
+        self.reset_at = now
         self.model = FirmwareModel(self._millis, self.watchdog_ms, self.watchdog_action)
+        self.model.on_apply_outputs = self._wait_safe_window
         self.boot_deadline = None
-        self.next_frame = time.monotonic()
+        self.next_frame = now
         print(f"RESET {self.sim_us()} {self.boot_reason}", flush=True)
-        self.out += self.model.boot_banner()
+        self.serial.mcu_sent(self.model.boot_banner(), now)
 
     def control(self, line: str) -> None:
         """Control lines, as the harness takes them (fault injection for tests)."""
@@ -266,7 +345,7 @@ class Emulator:
             elif word == "INJECT_RX":              # as if the host had sent these bytes
                 data = bytes.fromhex(arg)
                 if self.model is not None:
-                    self.out += self.model.receive(data)
+                    self.serial.host_sent(data, time.monotonic())
             elif word == "INJECT_TX":              # as if the MCU had sent them: line noise
                 self.out += bytes.fromhex(arg)
             elif word == "DROP_RX":                # the next n host bytes are lost
@@ -276,6 +355,32 @@ class Emulator:
         except ValueError:
             print(f"emulator: bad control line: {line.strip()}", file=sys.stderr)
 
+    def _wait_safe_window(self) -> None:
+        """As servoWaitSafeWindow(): outputs change only while no pulse can be in progress."""
+        now = time.monotonic()
+        frame_start = self.next_frame - FRAME_US / 1e6
+        phase = now - frame_start
+        if phase < SAFE_FROM_S:
+            self.output_wait_end = frame_start + SAFE_FROM_S
+        elif phase > SAFE_UNTIL_S:
+            self.output_wait_end = frame_start + FRAME_US / 1e6 + SAFE_FROM_S
+
+    def _run_mcu(self, now: float) -> None:
+        """What the MCU does up to `now`: receive interrupts, then loop() while it is not blocked."""
+        serial, model = self.serial, self.model
+        if model is None:
+            return
+        self._frames(now)
+        serial.receive_interrupts(now)
+        while serial.loop_may_read(now):
+            reply = model.receive(bytes([serial.rx_ring.popleft()]))
+            start = max(now, self.output_wait_end)         # a safe-window wait delays the reply
+            serial.busy_until = max(serial.busy_until, start)
+            serial.mcu_sent(reply, start)
+        if serial.busy_until <= now:
+            serial.mcu_sent(model.poll(), now)
+        self.out += serial.delivered(now)
+
     def run(self) -> None:
         print(self.slave_path, flush=True)
         ctl = b""
@@ -283,24 +388,24 @@ class Emulator:
             now = time.monotonic()
             timeout = 0.1
             if self.boot_deadline is not None:
-                timeout = max(0.0, min(timeout, self.boot_deadline - now))
+                timeout = min(timeout, self.boot_deadline - now)
             if self.model is not None:
-                timeout = max(0.0, min(0.005, self.next_frame - now))
+                timeout = min(timeout, 0.005, self.next_frame - now, self.serial.next_event(now))
             wants_write = [self.master] if self.out else []
             try:
-                readable, _, _ = select.select([0, self.watch.fd, self.master], wants_write, [], timeout)
+                readable, _, _ = select.select([0, self.watch.fd, self.master], wants_write, [],
+                                               max(0.0, timeout))
             except InterruptedError:
                 continue
             if 0 in readable:
                 data = os.read(0, 4096)        # one read per select cannot block
                 if data == b"":
                     break                      # stdin closed: our owner is gone
-                if data:
-                    ctl += data
-                    *lines, ctl = ctl.split(b"\n")
-                    for raw in lines:
-                        self.control(raw.decode("ascii", "replace"))
-                    ctl = ctl[-256:]
+                ctl += data
+                *lines, ctl = ctl.split(b"\n")
+                for raw in lines:
+                    self.control(raw.decode("ascii", "replace"))
+                ctl = ctl[-256:]
             if self.watch.fd in readable and self.watch.read():
                 self.hold("open")
             if self.boot_deadline is not None and time.monotonic() >= self.boot_deadline:
@@ -308,15 +413,13 @@ class Emulator:
             if self.master in readable:
                 try:
                     data = os.read(self.master, 4096)
-                except (BlockingIOError, OSError):
+                except OSError:
                     data = b""
                 if self.model is not None:     # a held MCU (bootloader) hears nothing
                     lost = min(self.drop_rx, len(data))
                     self.drop_rx -= lost
-                    self.out += self.model.receive(data[lost:])
-            if self.model is not None:
-                self.out += self.model.poll()
-                self._frames()
+                    self.serial.host_sent(data[lost:], time.monotonic())
+            self._run_mcu(time.monotonic())
             if self.out:
                 try:
                     n = os.write(self.master, self.out)
@@ -326,9 +429,8 @@ class Emulator:
                         self.out.clear()       # nobody listening: the bytes fall off the wire
         sys.stdout.flush()
 
-    def _frames(self) -> None:
+    def _frames(self, now: float) -> None:
         """One PULSE line per attached servo per 20 ms frame; a late loop skips frames."""
-        now = time.monotonic()
         if now < self.next_frame:
             return
         widths = self.model.pin_widths() if self.model else (0, 0)
