@@ -5,7 +5,8 @@
 Behaves like the simavr harness running the real firmware, for machines without the AVR toolchain:
 the first stdout line is the pty slave path; the port resets when the host opens it (held for
 --boot-ms, then a BOOT banner); it speaks protocol version 1 with the firmware's replies, error
-codes, limits, counters and watchdog; stdout carries ``RESET <sim_us> <open|stdin>`` and one
+codes, limits, counters and watchdog, and with the board's serial timing (:class:`SerialTiming`),
+so a host that bursts commands loses bytes here too; stdout carries ``RESET <sim_us> <open|stdin>`` and one
 ``PULSE <sim_us> <9|10> <width_us>`` line per attached servo per 20 ms frame; stdin takes the
 harness's control lines ``RESET``, ``INJECT_RX <hex>``, ``INJECT_TX <hex>``, ``DROP_RX <n>`` and
 ``QUIT``. Exits on QUIT, stdin EOF or SIGTERM.
