@@ -43,6 +43,9 @@ from robohal.kinematics import Kinematics
 from . import wire
 
 SAMPLE_PERIOD = 0.004  # s: EGM's default \SampleRate
+#: s of silence before a new session: RAPID runs EGMReset/EGMSetupUC/EGMActJoint first, and
+#: whatever the sensor sent to the old session meanwhile is dropped, never applied to the new one
+RESTART_GAP = 0.05
 
 
 @dataclass
@@ -122,7 +125,9 @@ class SimulatedController:
         self._outbox: list[tuple[float, bytes]] = []  # (due, datagram), kept sorted by due
         self._held_back: bytes | None = None
         self._last_sent_at: float | None = None
+        self.quiet_until = 0.0
         self._new_session()
+        self.quiet_until = 0.0  # the first session starts at once
 
     # The robot's state machine ---------------------------------------------------------
 
@@ -141,7 +146,8 @@ class SimulatedController:
         self.motors = "on"
         self.mci = "running"
         self.rapid = "running"
-        self.session_started = time.monotonic()
+        self.quiet_until = time.monotonic() + RESTART_GAP
+        self.session_started = self.quiet_until
         self.last_sensor_data = self.session_started
         self.converged_since: float | None = None
         self.ended_at: float | None = None
@@ -257,6 +263,9 @@ class SimulatedController:
             sensor = wire.decode_sensor(datagram, 6)
         except wire.BadMessage as bad:
             counters[f"bad_sensor_{bad.reason}"] += 1
+            return
+        if now < self.quiet_until:
+            counters["sensor_messages_between_sessions"] += 1
             return
         counters["sensor_messages"] += 1
         self.last_sensor_data = now
@@ -377,7 +386,7 @@ class SimulatedController:
                         self.stats.intervals.append(now - last_tick)
                     last_tick = now
                     self.step(now)
-                    if self.sending:
+                    if self.sending and now >= self.quiet_until:
                         self._queue(self.message(time.time()), now)
                         self.stats.counters["robot_messages_sent"] += 1
                     next_tick += o.period
