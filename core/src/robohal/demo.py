@@ -1,18 +1,31 @@
-"""``robohal demo``: drive simulated robots through a short task each and
-print a summary (and plots, when matplotlib is installed)."""
+"""``robohal demo`` (and ``make demo``): the three bundled simulators, each
+driven through the real backend by a short task, with a summary table and plots.
+
+* the planar servo arm draws a figure through IK (the real firmware in simavr
+  when the AVR toolchain is installed, else the Python emulator of it);
+* the ABB IRB 1410 follows a straight line over EGM;
+* the Franka FR3 follows a Cartesian path through differential IK over the real
+  pylibfranka, at 1 kHz.
+
+A task whose plugin is not installed is reported as skipped.
+"""
 
 from __future__ import annotations
 
-import itertools
+import sys
 import time
-from dataclasses import dataclass
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from . import spatial
 from .connection import open_robot
 from .motion import MotionResult, Robot
+from .plugins import default_registry
 
 
 @dataclass
@@ -20,108 +33,218 @@ class DemoRun:
     name: str
     uri: str
     task: str
-    results: list[MotionResult]
-    path_error: float  # m, largest distance of the commanded flange from the ideal path
-    limit_margin: float  # rad, closest approach of any joint to its limit
-    seconds: float
+    results: list[MotionResult] = field(default_factory=list)
+    ideal: np.ndarray | None = None  # (M, 3) the path the flange should follow
+    model: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def merged(self) -> MotionResult | None:
+        if not self.results:
+            return None
+        return MotionResult(
+            completed=all(r.completed for r in self.results),
+            stopped=any(r.stopped for r in self.results),
+            times=np.concatenate([r.times for r in self.results]),
+            commanded=np.concatenate([r.commanded for r in self.results]),
+            measured=np.concatenate([r.measured for r in self.results]),
+            period=self.results[0].period,
+        )
 
 
-def _concat(results: list[MotionResult]) -> MotionResult:
-    return MotionResult(
-        completed=all(r.completed for r in results),
-        stopped=any(r.stopped for r in results),
-        times=np.concatenate([r.times for r in results]),
-        commanded=np.concatenate([r.commanded for r in results]),
-        measured=np.concatenate([r.measured for r in results]),
-        period=results[0].period,
-    )
+def distance_to_polyline(points: np.ndarray, polyline: np.ndarray) -> np.ndarray:
+    """Distance of each point (N, 3) to the nearest segment of ``polyline`` (M, 3)."""
+    a, b = polyline[:-1], polyline[1:]
+    ab = b - a
+    length2 = np.maximum((ab * ab).sum(-1), 1e-18)
+    t = np.clip(((points[:, None, :] - a) * ab).sum(-1) / length2, 0.0, 1.0)
+    nearest = a + t[..., None] * ab
+    return np.linalg.norm(points[:, None, :] - nearest, axis=-1).min(axis=1)
 
 
-def draw_square(robot: Robot, centre: np.ndarray, side: float, speed: float) -> tuple[list[MotionResult], float]:
-    """Move the flange around a square through the model's IK; return the
-    motions and the largest deviation of the commanded flange from the square."""
-    half = side / 2
-    corners = [centre + np.array(offset) for offset in
-               ([-half, -half, 0], [half, -half, 0], [half, half, 0], [-half, half, 0], [-half, -half, 0])]
+# The tasks ----------------------------------------------------------------------------------
+
+
+def _polygon_through_ik(robot: Robot, corners: np.ndarray, speed: float, run: DemoRun) -> None:
     orientation = robot.model.forward(robot.backend.commanded)[:3, :3]
-    first = spatial.from_translation(corners[0])
-    first[:3, :3] = orientation
-    robot.move_linear(first, speed=speed)
-    results = []
-    worst = 0.0
-    for a, b in itertools.pairwise(corners):
-        pose = spatial.from_translation(b)
+
+    def pose_at(point: np.ndarray) -> np.ndarray:
+        pose = spatial.from_translation(point)
         pose[:3, :3] = orientation
-        result = robot.move_linear(pose, speed=speed)
-        results.append(result)
-        flange = robot.model.forward(result.commanded)[:, :3, 3]
-        direction = (b - a) / np.linalg.norm(b - a)
-        offset = flange - a
-        off_line = offset - np.outer(offset @ direction, direction)
-        worst = max(worst, float(np.linalg.norm(off_line, axis=1).max()))
-    return results, worst
+        return pose
+
+    robot.move_linear(pose_at(corners[0]), speed=speed)  # approach, not part of the figure
+    for corner in corners[1:]:
+        run.results.append(robot.move_linear(pose_at(corner), speed=speed))
+    run.ideal = corners
 
 
-def planar_demo() -> DemoRun:
-    uri = "sim://?model=generic.planar2&rate=100"
-    start = time.monotonic()
-    with open_robot(uri) as robot:
-        robot.move_joints(np.radians([30.0, 60.0]), speed=0.5)
+def planar_arm(run: DemoRun) -> None:
+    with open_robot(run.uri) as robot:
+        run.model = robot.model
+        inner, outer = robot.model.reach
+        robot.move_joints(np.radians([20.0, 60.0]), speed=0.5)
         centre = robot.model.forward(robot.backend.commanded)[:3, 3]
-        results, path_error = draw_square(robot, centre, side=0.08, speed=0.1)
-        margin = float(robot.model.limits.margin(np.concatenate([r.commanded for r in results])).min())
-    return DemoRun("planar arm", uri, "square, 8 cm, through IK", results, path_error, margin, time.monotonic() - start)
+        radius = 0.2 * (outer - inner)
+        angles = np.linspace(0.0, 2 * np.pi, 6)[[0, 2, 4, 1, 3, 0]] + np.pi / 2  # a five-pointed star
+        corners = centre + radius * np.stack([np.cos(angles), np.sin(angles), 0 * angles], -1)
+        _polygon_through_ik(robot, corners, speed=0.05, run=run)
+        run.info.update(robot.state.info)
 
 
-def plot_run(run: DemoRun, out: Path) -> list[Path]:
+def abb_line(run: DemoRun) -> None:
+    with open_robot(run.uri) as robot:
+        run.model = robot.model
+        robot.move_joints(np.radians([0.0, 10.0, 20.0, 0.0, 40.0, 0.0]), speed=0.5)
+        start = robot.model.forward(robot.backend.commanded)
+        end = start.copy()
+        end[:3, 3] += [0.0, 0.30, -0.10]
+        run.results.append(robot.move_linear(end, speed=0.25))
+        run.ideal = np.stack([start[:3, 3], end[:3, 3]])
+        run.info.update(robot.state.info)
+
+
+def franka_path(run: DemoRun) -> None:
+    from .cartesian import CartesianPath
+
+    with open_robot(run.uri) as robot:
+        run.model = robot.model
+        start = robot.model.forward(robot.backend.commanded)
+        offsets = np.array([[0.0, 0.0, 0.0], [0.10, 0.0, 0.0], [0.10, 0.15, 0.0], [0.0, 0.15, -0.10], [0.0, 0.0, 0.0]])
+        poses = np.repeat(start[None], len(offsets), axis=0)
+        poses[:, :3, 3] += offsets
+        times = np.array([0.0, 1.0, 2.0, 3.2, 4.4]) + 0.5
+        result = robot.run(CartesianPath(poses, times))
+        run.results.append(result)
+        run.ideal = poses[:, :3, 3]
+        run.info.update(robot.state.info)
+
+
+def _planar_uri() -> tuple[str, str]:
     try:
-        import matplotlib
+        from robohal_arduino_planar.firmware import toolchain_missing  # type: ignore[import-not-found]
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        missing = toolchain_missing()
     except ImportError:
-        return []
-    merged = _concat(run.results)
+        missing = "plugin not installed"
+    if missing is None:
+        return "arduino-planar://sim?model=arduino.planar2&firmware=simavr", "the real firmware in simavr"
+    return "arduino-planar://sim?model=arduino.planar2&firmware=emulator", "the firmware emulator"
+
+
+TASKS: list[tuple[str, str, Callable[[], tuple[str, str]], Callable[[DemoRun], None]]] = [
+    ("planar servo arm", "arduino-planar", _planar_uri, planar_arm),
+    ("ABB IRB 1410", "abb-egm", lambda: ("abb-egm://sim?model=abb.irb1410", "a straight line over EGM through IK"), abb_line),
+    ("Franka FR3", "franka", lambda: ("franka://sim?model=franka.fr3", "a Cartesian path, differential IK at 1 kHz"), franka_path),
+]
+
+
+# Reporting ------------------------------------------------------------------------------------
+
+
+def path_figures(run: DemoRun) -> tuple[float, float]:
+    """Largest distance (m) of the commanded and the measured flange from the ideal path."""
+    merged = run.merged
+    if merged is None or run.ideal is None or merged.cycles == 0:
+        return float("nan"), float("nan")
+    commanded = run.model.forward(merged.commanded)[:, :3, 3]
+    measured = run.model.forward(merged.measured)[:, :3, 3]
+    return float(distance_to_polyline(commanded, run.ideal).max()), float(distance_to_polyline(measured, run.ideal).max())
+
+
+def lost_packets(info: dict[str, Any]) -> str:
+    for key in ("lost_messages", "lost_cycles", "missed_cycles", "timeouts", "lost"):
+        if key in info:
+            return str(info[key])
+    return "-"
+
+
+def plot_run(run: DemoRun, folder: Path) -> Path | None:
+    from .plots import matplotlib_pyplot
+
+    plt = matplotlib_pyplot()
+    merged = run.merged
+    if plt is None or merged is None or merged.cycles == 0:
+        return None
     t = merged.times - merged.times[0]
-    fig, axes = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    commanded = run.model.forward(merged.commanded)[:, :3, 3]
+    measured = run.model.forward(merged.measured)[:, :3, 3]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     axes[0].plot(t, np.degrees(merged.commanded), "--", linewidth=1)
     axes[0].set_prop_cycle(None)
     axes[0].plot(t, np.degrees(merged.measured), linewidth=1)
-    axes[0].set_ylabel("joints [deg] (dashed: commanded)")
-    axes[1].plot(t, np.degrees(merged.tracking_error))
-    axes[1].set_ylabel("tracking error [deg]")
-    axes[1].set_xlabel("time [s]")
+    axes[0].set(title="joint trajectories (dashed: commanded)", xlabel="time [s]", ylabel="joint [deg]")
+    # the two coordinates along which the path moves most
+    span = np.ptp(np.vstack([run.ideal, commanded]), axis=0) if run.ideal is not None else np.ptp(commanded, axis=0)
+    i, j = sorted(np.argsort(span)[-2:])
+    names = "xyz"
+    if run.ideal is not None:
+        axes[1].plot(run.ideal[:, i] * 1e3, run.ideal[:, j] * 1e3, "k:", linewidth=2, label="target")
+    axes[1].plot(commanded[:, i] * 1e3, commanded[:, j] * 1e3, label="commanded")
+    axes[1].plot(measured[:, i] * 1e3, measured[:, j] * 1e3, label="measured")
+    axes[1].set(title="path versus target", xlabel=f"{names[i]} [mm]", ylabel=f"{names[j]} [mm]")
+    axes[1].axis("equal")
+    axes[1].legend()
+    axes[2].plot(t, np.degrees(merged.tracking_error))
+    axes[2].set(title="tracking error (max over joints)", xlabel="time [s]", ylabel="[deg]")
     fig.suptitle(f"{run.name}: {run.task}")
-    slug = run.name.replace(" ", "-")
-    path = out / f"{slug}-joints.png"
-    fig.savefig(path, dpi=100)
+    fig.tight_layout()
+    path = folder / f"{run.name.lower().replace(' ', '-')}.png"
+    fig.savefig(path, dpi=90)
     plt.close(fig)
-    return [path]
+    return path
 
 
 def run_demo(out: str) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 160)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    runs = []
-    with console.status("planar arm: drawing a square on the simulated robot..."):
-        runs.append(planar_demo())
+    schemes = {spec.scheme for spec in default_registry().backends()}
+    runs: list[DemoRun] = []
+    for name, scheme, where, task in TASKS:
+        if scheme not in schemes:
+            runs.append(DemoRun(name, "-", "skipped", error=f"backend {scheme!r} is not installed"))
+            continue
+        uri, what = where()
+        run = DemoRun(name, uri, what)
+        start = time.monotonic()
+        with console.status(f"{name}: {what} ({uri})"):
+            try:
+                task(run)
+            except Exception as exc:  # one robot's failure must not hide the others' results
+                run.error = f"{type(exc).__name__}: {exc}"
+                (folder / f"{name.lower().replace(' ', '-')}-error.txt").write_text(traceback.format_exc())
+        run.seconds = time.monotonic() - start
+        console.print(f"{'[red]failed[/red]' if run.error else '[green]done[/green]'}  {name} in {run.seconds:.1f} s")
+        runs.append(run)
+
     table = Table(title="robohal demo", title_justify="left")
-    for column in ("robot", "task", "cycles", "max tracking error", "path error", "closest limit", "time"):
+    for column in ("robot / URI", "task", "cycles", "lost packets", "max tracking error",
+                   "path error cmd / meas", "closest limit", "time"):
         table.add_column(column)
     plots = []
     for run in runs:
-        merged = _concat(run.results)
+        merged = run.merged
+        if run.error or merged is None:
+            table.add_row(f"{run.name}\n{run.uri}", run.task, "-", "-", "-", "-", "-", run.error or "no motion")
+            continue
+        cmd_err, meas_err = path_figures(run)
+        margin = float(run.model.limits.margin(merged.commanded).min())
         table.add_row(
-            f"{run.name}\n{run.uri}", run.task, str(merged.cycles),
-            f"{np.degrees(merged.tracking_error.max()):.3f} deg", f"{run.path_error * 1e3:.3f} mm",
-            f"{np.degrees(run.limit_margin):.1f} deg", f"{run.seconds:.1f} s",
+            f"{run.name}\n{run.uri}", run.task, str(merged.cycles), lost_packets(run.info),
+            f"{np.degrees(merged.tracking_error.max()):.3f} deg", f"{cmd_err * 1e3:.3f} / {meas_err * 1e3:.2f} mm",
+            f"{np.degrees(margin):.1f} deg", f"{run.seconds:.1f} s",
         )
-        plots += plot_run(run, folder)
+        plot = plot_run(run, folder)
+        if plot:
+            plots.append(plot)
     console.print(table)
     if plots:
         console.print(f"plots in {folder.resolve()}/: " + ", ".join(p.name for p in plots))
-    return 0 if all(_concat(r.results).completed for r in runs) else 1
+    failed = [r for r in runs if r.error and r.task != "skipped"]
+    return 1 if failed else 0
