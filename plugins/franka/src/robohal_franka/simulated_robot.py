@@ -139,7 +139,7 @@ class SimulatedRobot:
         self._injected: str | None = None
         self._reported_errors: tuple | None = None  # what the record last carried
         self._pose_cache: dict[bytes, np.ndarray] = {}
-        self.stats = {"ticks": 0, "commands": 0, "missed": 0, "reflexes": 0}
+        self.stats = {"ticks": 0, "move_ticks": 0, "commands": 0, "missed": 0, "reflexes": 0}
 
     # Requests (from TCP or the stubs' API) -----------------------------------------
 
@@ -215,6 +215,7 @@ class SimulatedRobot:
         if injected is not None:
             event = self._reflex(injected)
         if self.moving:
+            self.stats["move_ticks"] += 1
             pending, self._pending = self._pending, []
             if pending:
                 self._missed = 0

@@ -3,7 +3,7 @@ side of the FCI protocol (TCP 1337 commands, 1 kHz UDP state stream, protocol
 version 10) so that the real ``pylibfranka.Robot`` connects to it.
 
     python -m robohal_franka.simulator --address 127.0.0.5 [--model franka.fr3]
-        [--loss P] [--stall-after S] [--max-missed N] [--seed N]
+        [--loss P] [--stall-after S] [--max-missed N] [--seed N] [--no-realtime]
 
 The first stdout line is ``READY franka <address> <port> <model>``. Control
 lines on stdin (for tests): ``STALL`` (stop the state stream), ``RESUME``,
@@ -36,7 +36,19 @@ from .wire import Command, MoveStatus
 # s: when the simulator itself falls this far behind (descheduled on a busy machine), it skips the
 # missed cycles instead of sending a burst of states the client could not answer in time; the real
 # robot never stalls, so its stalls must not count against the client.
-LATE_RESYNC = 0.003
+LATE_RESYNC = 0.0015
+
+
+SIMULATOR_PRIORITY = 70  # FIFO: the robot's clock must not wait for other processes (below the client's 99)
+
+
+def realtime_priority(priority: int) -> bool:
+    """Run at real-time (FIFO) priority where the OS permits (root or CAP_SYS_NICE)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+        return True
+    except (AttributeError, OSError):
+        return False
 
 
 class Client:
@@ -317,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stall-after", type=float, default=None, help="stop the state stream S s after a client connects")
     parser.add_argument("--max-missed", type=int, default=DEFAULT_MAX_MISSED,
                         help="command cycles in a row a client may miss before communication_constraints_violation")
+    parser.add_argument("--no-realtime", action="store_true",
+                        help="do not ask for FIFO scheduling (by default the simulated robot takes it where permitted)")
     parser.add_argument("--port", type=int, default=wire.TCP_PORT, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args(argv)
@@ -326,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"cannot bind {args.address}:{args.port}: {exc}", file=sys.stderr)
         return 2
+    if not args.no_realtime:
+        realtime_priority(SIMULATOR_PRIORITY)
     print(f"READY franka {args.address} {simulator.port} {args.model}", flush=True)
     try:
         simulator.serve(sys.stdin)
