@@ -232,6 +232,7 @@ def test_sequence_numbers_wrap(host):
         assert host.request(p.Ping(seq)) == p.Pong(seq)
 
 
+@pytest.mark.slow
 def test_reset_on_open_holds_the_mcu_through_the_boot_delay(sim_kind, sim_factory, connect):
     boot_s = 1.0
     sim = sim_factory(sim_kind, boot_ms=int(boot_s * 1000))
@@ -287,6 +288,7 @@ def test_streaming_setpoints_keeps_the_50hz_frame(sim, host):
     assert abs(statistics.median(periods) - 20_000) <= 5
 
 
+@pytest.mark.slow
 def test_a_burst_without_waiting_overruns_the_receive_buffer(sim, host):
     # One command in flight is the rule: 40 GETs at once outrun the 64-byte receive ring while the
     # long STATE replies drain at 115200 baud, so bytes are lost, as on the board.
