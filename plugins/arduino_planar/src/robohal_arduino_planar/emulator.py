@@ -320,6 +320,7 @@ class Emulator:
     def hold(self, reason: str) -> None:
         self.model = None
         self.serial = SerialTiming()
+        self.output_wait_end = 0.0
         self.out.clear()
         termios.tcflush(self.spare, termios.TCIOFLUSH)
         self.boot_deadline = time.monotonic() + self.boot_ms / 1000
