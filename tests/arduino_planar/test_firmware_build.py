@@ -6,6 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from robohal_arduino_planar import firmware
 
 
@@ -84,3 +85,13 @@ def test_simulator_commands(firmware_build):
     assert firmware.harness_command(boot_ms=42, realtime=False) == [str(harness), str(elf), "--boot-ms", "42", "--fast"]
     argv = firmware.emulator_command(boot_ms=7)
     assert argv[1:] == ["-m", "robohal_arduino_planar.emulator", "--boot-ms", "7"]
+
+
+def test_build_failure_is_reported(monkeypatch, tmp_path):
+    (tmp_path / "Makefile").write_text("firmware:\n\t@echo compiling; echo 'error: broken' >&2; exit 1\n"
+                                       "harness:\n\t@echo /nonexistent/harness\n")
+    monkeypatch.setenv("ROBOHAL_ARDUINO_DIR", str(tmp_path))
+    with pytest.raises(RuntimeError, match="error: broken"):
+        firmware.build_firmware()
+    with pytest.raises(RuntimeError, match="does not exist"):
+        firmware.build_harness()
