@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from operator import le, sub
 from typing import Any
 
 import numpy as np
@@ -216,41 +217,30 @@ class Kinematics(ABC):
         self.__dict__["_bounds_cache"] = (self.limits, value)
         return value
 
-    def _finish(self, rows: Any, previous: list[float] | None, reason: str | None = None) -> Solutions:
+    def _finish(self, rows: Any, previous: list[float] | None, reason: str | None = None,
+                may_repeat: bool = True) -> Solutions:
         """Move angles by whole turns (next to ``previous``, else into the limits),
-        keep those inside the limits, drop duplicates, sort."""
+        keep those inside the limits, drop duplicates (unless the solver knows there
+        are none: ``may_repeat=False``), sort."""
         lower, upper, centre, periodic = self._bounds()
         if isinstance(rows, np.ndarray):
             rows = rows.tolist()
         kept: list[list[float]] = []
+        admissible = None if type(self)._admissible is Kinematics._admissible else self._admissible
         for row in rows:
-            out = []
-            for x, lo, hi, ref, turns in zip(row, lower, upper, previous or row, periodic, strict=False):
-                if turns:
-                    if previous is not None and not -math.pi <= ref - x <= math.pi:
-                        moved = x + TWO_PI * round((ref - x) / TWO_PI)
-                        if lo <= moved <= hi:
-                            x = moved
-                    if not lo <= x <= hi:
-                        x = _turn_into(x, lo, hi, ref)
-                        if x is None:
-                            break
-                elif not (lo - LIMIT_TOLERANCE <= x <= hi + LIMIT_TOLERANCE):
-                    break
-                out.append(x)
+            # Fast path (C-level loops): nothing to move and inside the limits.
+            if ((previous is None or max(map(abs, map(sub, previous, row))) <= math.pi)
+                    and all(map(le, lower, row)) and all(map(le, row, upper))):
+                out = row if type(row) is list else list(row)
             else:
-                if not self._admissible(out):
+                out = self._fit_row(row, previous, lower, upper, periodic)
+                if out is None:
                     continue
-                duplicate = False
-                for other in kept:
-                    for a, b in zip(out, other, strict=False):
-                        if abs(a - b) >= DUPLICATE_TOLERANCE:
-                            break
-                    else:
-                        duplicate = True
-                        break
-                if not duplicate:
-                    kept.append(out)
+            if admissible is not None and not admissible(out):
+                continue
+            if may_repeat and kept and _repeats(out, kept):
+                continue
+            kept.append(out)
         if not kept:
             if rows:
                 reason = "every solution lies outside the joint limits"
@@ -259,11 +249,42 @@ class Kinematics(ABC):
             return self.constraints.sort(self.constraints.filter(np.array(kept)), previous)
         ref = centre if previous is None else previous
         if len(kept) > 1:
-            kept.sort(key=lambda r: sum(abs(a - b) for a, b in zip(r, ref, strict=False)))
+            kept.sort(key=lambda r: sum(map(abs, map(sub, r, ref))))
         return Solutions(kept)
+
+    @staticmethod
+    def _fit_row(row: list[float], previous: list[float] | None, lower: tuple, upper: tuple,
+                 periodic: tuple) -> list[float] | None:
+        """One solution moved by whole turns next to ``previous`` (or into the limits); None if it cannot fit."""
+        out = []
+        for x, lo, hi, ref, turns in zip(row, lower, upper, previous or row, periodic, strict=False):
+            if turns:
+                if previous is not None and not -math.pi <= ref - x <= math.pi:
+                    moved = x + TWO_PI * round((ref - x) / TWO_PI)
+                    if lo <= moved <= hi:
+                        x = moved
+                if not lo <= x <= hi:
+                    x = _turn_into(x, lo, hi, ref)
+                    if x is None:
+                        return None
+            elif not (lo - LIMIT_TOLERANCE <= x <= hi + LIMIT_TOLERANCE):
+                return None
+            out.append(x)
+        return out
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} dof={self.dof}>"
+
+
+def _repeats(row: list[float], kept: list[list[float]]) -> bool:
+    """Whether ``row`` equals (within DUPLICATE_TOLERANCE per joint) a kept row."""
+    for other in kept:
+        for a, b in zip(row, other, strict=False):
+            if abs(a - b) >= DUPLICATE_TOLERANCE:
+                break
+        else:
+            return True
+    return False
 
 
 def _turn_into(x: float, lo: float, hi: float, ref: float) -> float | None:

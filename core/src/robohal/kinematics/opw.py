@@ -34,13 +34,15 @@ WRIST_SINGULARITY = math.radians(0.01)
 # Below this |sin J5| the pose fixes only J4 + J6 (or J4 - J6): J4 is taken from
 # ``previous`` (or the centre of its limits) and J6 follows.
 WRIST_DEGENERATE = 1e-7
+# Closer than this to a singularity two solutions may coincide (then the finisher drops repeats).
+NEAR_DEGENERATE = 1e-5
 # |cos| of the elbow angle may exceed 1 by this much (round-off on the workspace rim).
 RIM_SLACK = 1e-10
 # Every solution must reproduce the pose within these (m, and rotation-matrix entries).
 VERIFY_POSITION = 1e-6
 VERIFY_ROTATION = 1e-6
 # Poses per chunk in the batch paths (keeps temporaries in cache).
-CHUNK = 1024
+CHUNK = 2048
 
 
 def _wrap(x: float) -> float:
@@ -49,7 +51,10 @@ def _wrap(x: float) -> float:
 
 
 def _wrap_array(x: Array) -> Array:
-    return PI - np.remainder(PI - x, TWO_PI)
+    """Angles into (-pi, pi] (round to the nearest turn; cheaper than a remainder)."""
+    x = x - TWO_PI * np.rint(x * (1.0 / TWO_PI))
+    np.add(x, TWO_PI, out=x, where=x <= -PI)
+    return x
 
 
 class OPW(Kinematics):
@@ -279,8 +284,11 @@ class OPW(Kinematics):
 
     # Inverse kinematics: one pose ------------------------------------------------------------
 
-    def _solve(self, m: list[list[float]], previous: list[float] | None, j6: float | None = None) -> tuple[list, str | None]:
-        """All verified solutions (joint lists, normalised) for one pose given as rows."""
+    def _solve(self, m: list[list[float]], previous: list[float] | None,
+               j6: float | None = None) -> tuple[list, str | None, bool]:
+        """All verified solutions (joint lists, normalised) for one pose given as
+        rows, the reason when there is none, and whether two may coincide (near a
+        singularity; the finisher looks for repeats only then)."""
         r00, r01, r02, px = m[0]
         r10, r11, r12, py = m[1]
         r20, r21, r22, pz = m[2]
@@ -297,8 +305,10 @@ class OPW(Kinematics):
         cz = pz - self.c4 * r22
         rho2 = cx * cx + cy * cy - b * b
         if rho2 < -1e-12:
-            return [], f"the wrist centre is {math.hypot(cx, cy):.4f} m from the joint-1 axis, closer than the offset b = {b:.4f} m"
+            return [], (f"the wrist centre is {math.hypot(cx, cy):.4f} m from the joint-1 axis, closer than the"
+                        f" offset b = {b:.4f} m"), False
         r = math.sqrt(max(rho2, 0.0))
+        near_degenerate = r < NEAR_DEGENERATE
         phi = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else ref[0]  # on the J1 axis J1 is free
         v = cz - self.c1
         kk = c2 * c2 + k * k
@@ -320,6 +330,8 @@ class OPW(Kinematics):
             h_z = cs1 * r02 + sn1 * r12
             along = math.atan2(u, v)
             root = math.sqrt(1.0 - d * d)
+            if root < NEAR_DEGENERATE:
+                near_degenerate = True
             for sin_elbow in ((root, -root) if root > 0 else (0.0,)):
                 t3 = math.atan2(sin_elbow, d) - psi
                 t2 = along - math.atan2(k * sin_elbow, c2 + k * d)
@@ -337,6 +349,8 @@ class OPW(Kinematics):
                 m22 = s23 * h_z + c23 * r22
                 sin5 = math.sqrt(m02 * m02 + m12 * m12)
                 t5 = math.atan2(sin5, m22)
+                if sin5 < NEAR_DEGENERATE:
+                    near_degenerate = True
                 if sin5 < WRIST_DEGENERATE:
                     t4 = ref[3]
                     if j6 is not None:
@@ -379,22 +393,22 @@ class OPW(Kinematics):
                     rows.append([_wrap(s[0] * (t1 + o[0])), _wrap(s[1] * (t2 + o[1])), _wrap(s[2] * (t3 + o[2])),
                                  _wrap(s[3] * (t4 + o[3])), _wrap(s[4] * (t5 + o[4])), _wrap(s[5] * (t6 + o[5]))])
         if not rows:
-            return [], worst or "no configuration reproduces the pose (numerically degenerate target)"
-        return rows, None
+            return [], worst or "no configuration reproduces the pose (numerically degenerate target)", False
+        return rows, None, near_degenerate
 
     def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
-        return self._solve(pose.tolist(), None if previous is None else list(previous))
+        return self._solve(pose.tolist(), None if previous is None else list(previous))[:2]
 
     def inverse(self, pose: ArrayLike) -> Solutions:
-        rows, reason = self._solve(pose_rows(pose), None)
-        return self._finish(rows, None, reason)
+        rows, reason, may_repeat = self._solve(pose_rows(pose), None)
+        return self._finish(rows, None, reason, may_repeat)
 
     def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
         """Solutions nearest ``previous``; at the J5 = 0 (pi) singularity J4 stays at
         ``previous`` and J6 keeps J4 + J6 (J4 - J6) as the pose demands."""
         prev = self._previous_list(previous)
-        rows, reason = self._solve(pose_rows(pose), prev)
-        return self._finish(rows, prev, reason)
+        rows, reason, may_repeat = self._solve(pose_rows(pose), prev)
+        return self._finish(rows, prev, reason, may_repeat)
 
     def _previous_list(self, previous: ArrayLike) -> list[float]:
         values = previous.tolist() if type(previous) is np.ndarray else previous
@@ -413,28 +427,29 @@ class OPW(Kinematics):
         along the pose's z axis; rotation about that axis is ignored and J6 = ``j6``."""
         if not math.isfinite(j6):
             raise InvalidArgument("j6 must be finite")
-        rows, reason = self._solve(pose_rows(pose), None, j6=self.signs[5] * j6 - self.offsets[5])
-        return self._finish(rows, None, reason)
+        rows, reason, may_repeat = self._solve(pose_rows(pose), None, j6=self.signs[5] * j6 - self.offsets[5])
+        return self._finish(rows, None, reason, may_repeat)
 
     def inverse_continuing_5dof(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
         """:meth:`inverse_5dof` with J6 taken from ``previous``, sorted by distance to it."""
         prev = self._previous_list(previous)
-        rows, reason = self._solve(pose_rows(pose), prev, j6=self.signs[5] * prev[5] - self.offsets[5])
-        return self._finish(rows, prev, reason)
+        rows, reason, may_repeat = self._solve(pose_rows(pose), prev, j6=self.signs[5] * prev[5] - self.offsets[5])
+        return self._finish(rows, prev, reason, may_repeat)
 
     # Inverse kinematics: many poses ------------------------------------------------------------
 
-    def _candidates_batch(self, poses: Array) -> Array:
+    def _candidates_batch(self, poses: Array, limits: JointLimits | None = None) -> Array:
         """(n, 8, 6) solutions in fixed slots (4 * back + 2 * elbow branch + flip),
-        FK-verified, normalised to (-pi, pi]; NaN where a branch does not exist."""
+        FK-verified, normalised to (-pi, pi] (moved by a turn into ``limits`` and
+        filtered by them when given); NaN where a branch does not exist."""
         n = poses.shape[0]
         out = np.empty((n, 8, 6))
         for start in range(0, n, CHUNK):
             stop = min(start + CHUNK, n)
-            out[start:stop] = self._solve_chunk(poses[start:stop])
+            out[start:stop] = self._solve_chunk(poses[start:stop], limits)
         return out
 
-    def _solve_chunk(self, poses: Array) -> Array:
+    def _solve_chunk(self, poses: Array, limits: JointLimits | None = None) -> Array:
         n = poses.shape[0]
         a1, b, c2, k, psi = self.a1, self.b, self.c2, self._k, self._psi
         flat = poses.reshape(n, 16).T  # rows: matrix entries, columns: poses
@@ -494,20 +509,34 @@ class OPW(Kinematics):
         theta[4, :, :, 1] = -t5
         theta[5, :, :, 0] = t6
         theta[5, :, :, 1] = t6 + PI
-        theta = theta.reshape(6, 8 * n)
-        q = _wrap_array((theta + self._offsets[:, None]) * self._signs[:, None])
-        # Verify every branch with the forward kinematics of the final joints.
-        pose = self._fk_arrays(q * self._signs[:, None] - self._offsets[:, None])
+        q = _wrap_array((theta + self._offsets[:, None, None, None, None]) * self._signs[:, None, None, None, None])
+        bad = np.zeros((2, 2, 2, n), dtype=bool)
+        if limits is not None:
+            # Into the limits by a turn where that helps, then inside or out.
+            for j, (low, high) in enumerate(zip(limits.lower.tolist(), limits.upper.tolist(), strict=True)):
+                row = q[j]
+                if low > -PI:
+                    under = row < low
+                    if under.any():
+                        row[under] += TWO_PI
+                if high < PI:
+                    over = row > high
+                    if over.any():
+                        row[over] -= TWO_PI
+                bad |= (row < low - 1e-9) | (row > high + 1e-9)
+        # Verify every branch with the forward kinematics of its final joints. The flip
+        # branches share J1-J3 exactly (same values), so those angles are taken once.
+        th = q * self._signs[:, None, None, None, None] - self._offsets[:, None, None, None, None]
+        pose = self._fk_arrays((th[0][:, :1, :1], th[1][:, :, :1], th[2][:, :, :1], th[3], th[4], th[5]))
         target = (r00, r01, r02, r10, r11, r12, r20, r21, r22, px, py, pz)
-        error = np.zeros(8 * n)
-        for i, value in enumerate(pose):
-            np.maximum(error, np.abs(value.reshape(8, n) - target[i]).reshape(-1), out=error)
-        bad = ~(error <= VERIFY_POSITION)  # also catches NaN
-        bad |= np.broadcast_to(unreachable[:, None, None, :], (2, 2, 2, n)).reshape(-1)
-        degenerate_flip = np.zeros((2, 2, 2, n), dtype=bool)
-        degenerate_flip[:, :, 1] = degenerate  # at J5 = 0 the flipped wrist repeats the other
-        bad |= degenerate_flip.reshape(-1)
-        q[:, bad] = np.nan
+        error = np.zeros((2, 2, 2, n))
+        for value, wanted in zip(pose, target, strict=True):
+            np.maximum(error, np.abs(value - wanted), out=error)
+        bad |= ~(error <= VERIFY_POSITION)  # also catches NaN
+        bad |= unreachable[:, None, None, :]
+        bad[:, :, 1] |= degenerate  # at J5 = 0 the flipped wrist repeats the other
+        q = q.reshape(6, 8 * n)
+        q[:, bad.reshape(-1)] = np.nan
         return q.reshape(6, 8, n).transpose(2, 1, 0)
 
     def inverse_batch(self, poses: ArrayLike) -> Array:
@@ -519,9 +548,7 @@ class OPW(Kinematics):
         poses = spatial.as_finite(poses, "poses", last=(4, 4))
         if poses.ndim == 2:
             poses = poses[None]
-        poses = poses.reshape(-1, 4, 4)
-        out = self._candidates_batch(poses)
-        return fit_limits_batch(out, self.limits, self.periodic)
+        return self._candidates_batch(poses.reshape(-1, 4, 4), self.limits)
 
 
 def fit_limits_batch(q: Array, limits: JointLimits, periodic: Sequence[bool]) -> Array:

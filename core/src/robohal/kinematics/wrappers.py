@@ -97,8 +97,8 @@ class _Wrapper(Kinematics):
         elif hasattr(robot, "_solve"):
             s, o = robot.signs[5], robot.offsets[5]
             j6_inner = j6 if j6 is not None else float(inner_previous[5])
-            rows, reason = robot._solve(self._inner_pose(pose).tolist(), None if inner_previous is None
-                                        else inner_previous.tolist(), j6=s * j6_inner - o)
+            rows, reason, _ = robot._solve(self._inner_pose(pose).tolist(), None if inner_previous is None
+                                           else inner_previous.tolist(), j6=s * j6_inner - o)
         else:
             raise InvalidArgument(f"{type(robot).__name__} has no 5-DOF inverse")
         if len(rows) == 0:
