@@ -1,0 +1,158 @@
+"""The bundled simulators behind ``arduino-planar://sim?...`` and ``robohal sim arduino-planar``.
+
+``arduino-planar://sim?model=arduino.planar2&firmware=simavr`` runs the real firmware ELF in the
+simavr harness; ``firmware=emulator`` runs the Python emulator (the default when the AVR
+toolchain is missing is an error naming ``make avr-deps``, never a silent swap). Both run in
+their own process on a pseudo-terminal; ``.uri`` of the started simulator is
+``arduino-planar://<pty>?model=...`` plus the backend parameters of the sim URI. Simulator
+options ride along with a ``sim_`` prefix: ``sim_boot_ms=300`` (the reset-on-open hold),
+``sim_fast=1`` (simavr free-running instead of real time).
+
+:class:`ArduinoSimulator` keeps reading the simulator's stdout (so the pipe never fills and
+stalls it) and collects its ``PULSE`` and ``RESET`` lines for HIL suites; :meth:`control` sends
+the harness control lines (``RESET``, ``INJECT_RX``, ``INJECT_TX``, ``DROP_RX``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from robohal.errors import UriError
+from robohal.simulation import SimulatorError, SimulatorProcess
+from robohal.uri import RobotUri
+
+from . import firmware
+
+KINDS = ("simavr", "emulator")
+DEFAULT_BOOT_MS = 300
+PULSE_HISTORY = 20000  # pulses kept (about 100 s of both servos at 50 Hz)
+
+
+@dataclass(frozen=True)
+class Pulse:
+    """One servo pulse the simulator saw: simulated time (us), Arduino pin, width (us)."""
+
+    time_us: float
+    pin: int
+    width_us: float
+
+
+class ArduinoSimulator(SimulatorProcess):
+    """A running planar-arm simulator (firmware in simavr, or the emulator)."""
+
+    def __init__(self, kind: str, argv: list[str], ready_line) -> None:
+        self.kind = kind
+        self.pulses: deque[Pulse] = deque(maxlen=PULSE_HISTORY)
+        self.events: list[str] = []  # RESET lines and anything else that is not a pulse
+        self.pulse_count = 0
+        self._cond = threading.Condition()
+        self._stopping = threading.Event()
+        super().__init__(argv, ready_line)
+        self.pty_path = self.first_line.strip()
+        self._reader = threading.Thread(target=self._read, daemon=True, name=f"robohal-arduino-sim-{self.pid}")
+        self._reader.start()
+
+    def _read(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                if not self._fill(0.05):
+                    if not self.alive():
+                        break
+                    continue
+                lines = self.lines()
+            except (OSError, ValueError):
+                break
+            with self._cond:
+                for line in lines:
+                    parts = line.split()
+                    if len(parts) == 4 and parts[0] == "PULSE":
+                        try:
+                            self.pulses.append(Pulse(float(parts[1]), int(parts[2]), float(parts[3])))
+                            self.pulse_count += 1
+                        except ValueError:
+                            self.events.append(line)
+                    elif line:
+                        self.events.append(line)
+                self._cond.notify_all()
+
+    # Observations ---------------------------------------------------------------------------------
+
+    def mark(self) -> int:
+        """A position in the pulse stream (see :meth:`pulses_since`)."""
+        with self._cond:
+            return self.pulse_count
+
+    def pulses_since(self, mark: int, pin: int | None = None) -> list[Pulse]:
+        with self._cond:
+            skip = max(0, len(self.pulses) - (self.pulse_count - mark))
+            found = list(self.pulses)[skip:]
+        return [pulse for pulse in found if pin is None or pulse.pin == pin]
+
+    def wait_pulses(self, mark: int, count: int, pin: int, timeout: float = 10.0) -> list[Pulse]:
+        """At least ``count`` pulses on ``pin`` after ``mark`` (fewer if ``timeout`` s pass)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self.pulses_since(mark, pin)) < count and time.monotonic() < deadline and self.alive():
+                self._cond.wait(min(0.1, max(deadline - time.monotonic(), 0.0)))
+        return self.pulses_since(mark, pin)
+
+    def resets(self) -> list[str]:
+        with self._cond:
+            return [line for line in self.events if line.startswith("RESET ")]
+
+    def control(self, line: str) -> None:
+        """Send a control line (``RESET``, ``INJECT_TX 41420a``, ...) to the simulator."""
+        self.send(line)
+
+    def stop(self, timeout: float = 5.0) -> int | None:
+        """Stop the reader, then the process (stdin EOF ends both simulators); idempotent."""
+        self._stopping.set()
+        reader = getattr(self, "_reader", None)
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(timeout=2.0)
+        return super().stop(timeout)
+
+
+def simulator_kind(uri: RobotUri) -> str:
+    kind = uri.params.get("firmware", "simavr")
+    if kind not in KINDS:
+        raise UriError(f"{uri}: firmware={kind!r}; choose simavr (the real firmware in simavr) or emulator")
+    return kind
+
+
+def simulator_argv(kind: str, boot_ms: int = DEFAULT_BOOT_MS, realtime: bool = True) -> list[str]:
+    """The command line of a simulator; simavr builds the firmware and harness first."""
+    if kind == "simavr":
+        missing = firmware.toolchain_missing()
+        if missing:
+            raise SimulatorError(f"the firmware simulator needs the AVR toolchain and simavr: {missing}"
+                                 " (or use firmware=emulator)")
+        return firmware.harness_command(boot_ms, realtime=realtime)
+    return firmware.emulator_command(boot_ms)
+
+
+def start(kind: str, *, boot_ms: int = DEFAULT_BOOT_MS, realtime: bool = True,
+          params: dict[str, str] | None = None) -> ArduinoSimulator:
+    """Start a simulator; ``.uri`` is ``arduino-planar://<pty>`` with ``params``."""
+    argv = simulator_argv(kind, boot_ms, realtime)
+    keep = dict(params or {})
+
+    def ready(line: str) -> RobotUri:
+        path = line.strip()
+        if not path.startswith("/dev/"):
+            raise SimulatorError(f"the {kind} simulator printed {line!r} instead of its pty path")
+        return RobotUri("arduino-planar", path=path, params=keep)
+
+    return ArduinoSimulator(kind, argv, ready)
+
+
+def start_simulator(uri: RobotUri) -> ArduinoSimulator:
+    """``SimulatorSpec.start`` for ``arduino-planar://sim?model=...&firmware=simavr|emulator``."""
+    kind = simulator_kind(uri)
+    boot_ms = uri.get_int("sim_boot_ms", DEFAULT_BOOT_MS, minimum=0)
+    realtime = not uri.get_bool("sim_fast", False)
+    params = {k: v for k, v in uri.params.items() if k != "firmware" and not k.startswith("sim_")}
+    return start(kind, boot_ms=boot_ms, realtime=realtime, params=params)
