@@ -95,21 +95,17 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
     The travel bound is convex and increasing in the acceleration, so a secant from
     ``a_from`` (the hardest braking the jerk limit allows) lands on the safe side.
     """
-    t2 = period * period
-
-    def reach(s: float) -> float:
-        return _travel(base + t2 * s, v + period * s, s, period, jerk, braking)
-
     if a_to <= a_from:
         return a_to
-    f1 = reach(a_to)
+    t2 = period * period
+    f1 = _travel(base + t2 * a_to, v + period * a_to, a_to, period, jerk, braking)
     if f1 <= bound:
         return a_to
-    f0 = reach(a_from)
+    f0 = _travel(base + t2 * a_from, v + period * a_from, a_from, period, jerk, braking)
     if f0 >= bound:
         return a_from
     s = a_from + (bound - f0) * (a_to - a_from) / (f1 - f0)
-    fs = reach(s)
+    fs = _travel(base + t2 * s, v + period * s, s, period, jerk, braking)
     if fs < bound and f1 > fs:  # one more secant from the new safe point
         s += (bound - fs) * (a_to - s) / (f1 - fs)
     return s
@@ -204,17 +200,21 @@ def cycle_box(limits: JointLimits, period: float, history: ArrayLike) -> tuple[A
 
 def _rotation_error(t: list[list[float]], x: tuple, y: tuple, z: tuple) -> tuple[float, float, float]:
     """Rotation vector of R_target R_actual^T (target as rows, actual as columns)."""
-    m = [[t[i][0] * x[j] + t[i][1] * y[j] + t[i][2] * z[j] for j in range(3)] for i in range(3)]
-    sx = m[2][1] - m[1][2]
-    sy = m[0][2] - m[2][0]
-    sz = m[1][0] - m[0][1]
-    cos_angle = 0.5 * (m[0][0] + m[1][1] + m[2][2] - 1.0)
+    t0, t1, t2 = t[0], t[1], t[2]
+    m00 = t0[0] * x[0] + t0[1] * y[0] + t0[2] * z[0]
+    m11 = t1[0] * x[1] + t1[1] * y[1] + t1[2] * z[1]
+    m22 = t2[0] * x[2] + t2[1] * y[2] + t2[2] * z[2]
+    sx = (t2[0] * x[1] + t2[1] * y[1] + t2[2] * z[1]) - (t1[0] * x[2] + t1[1] * y[2] + t1[2] * z[2])
+    sy = (t0[0] * x[2] + t0[1] * y[2] + t0[2] * z[2]) - (t2[0] * x[0] + t2[1] * y[0] + t2[2] * z[0])
+    sz = (t1[0] * x[0] + t1[1] * y[0] + t1[2] * z[0]) - (t0[0] * x[1] + t0[1] * y[1] + t0[2] * z[1])
+    cos_angle = 0.5 * (m00 + m11 + m22 - 1.0)
     sin_angle = 0.5 * math.sqrt(sx * sx + sy * sy + sz * sz)
     angle = math.atan2(sin_angle, cos_angle)
     if sin_angle > 1e-6 or cos_angle > 0.0:
         scale = 0.5 if sin_angle < 1e-12 else 0.5 * angle / sin_angle
         return scale * sx, scale * sy, scale * sz
     # Near a half turn: the axis from the symmetric part.
+    m = [[t[i][0] * x[j] + t[i][1] * y[j] + t[i][2] * z[j] for j in range(3)] for i in range(3)]
     diag = [max(m[i][i] - cos_angle, 0.0) / (1.0 - cos_angle) for i in range(3)]
     k = max(range(3), key=lambda i: diag[i])
     axis = [0.0, 0.0, 0.0]
@@ -257,8 +257,7 @@ class DifferentialIk:
         self._weights = [1.0, 1.0, 1.0, rw, rw, rw]
         self._eye = np.eye(6) * options.damping ** 2
         self._eye_null = np.eye(6) * NULLSPACE_DAMPING ** 2
-        self._systems = np.zeros((3, 6, 6))
-        self._rhs = np.zeros((3, 6, 1))
+        self._systems = np.zeros((2, 6, 6))
         self._step_caps = (model.limits.velocity * SAFETY * self.period).tolist()
         self._last_goal: list | None = None
         self._cache: tuple | None = None  # (q, frame, Jacobian) where the last cycle ended
@@ -280,6 +279,13 @@ class DifferentialIk:
         self._cache = None
         self._last_goal = None
         self._ready = True
+
+    def _frame(self, q: list[float]) -> tuple:
+        model = self.model
+        if hasattr(model, "frame_and_jacobian_lists"):
+            return model._fk(q, None)
+        pose = model.forward(np.array(q)).tolist()
+        return tuple(tuple(pose[r][c] for r in range(3)) for c in range(4))
 
     def _frame_and_jacobian(self, q: list[float], with_jacobian: bool = True) -> tuple[tuple, list]:
         model = self.model
@@ -336,49 +342,49 @@ class DifferentialIk:
                 offset = None
         motion = self._target_motion(goal)
         cached = self._cache
-        if cached is not None and cached[0] == q:
+        if cached is not None and cached[0] == q and cached[2] is not None:
             frame, jac = cached[1], cached[2]  # the last cycle ended here
         else:
             frame, jac = self._frame_and_jacobian(q, True)
         error = self._error(goal, frame)
         residual = math.sqrt(sum(e * e for e in error))
+        gain = None
         for iteration in range(options.iterations):
             if residual < options.tolerance and (offset is None or iteration > 0):
                 break
-            jw = np.array(jac)
-            jw[3:] *= w[3]
-            pulling = iteration == 0 and offset is not None
-            gram = jw @ jw.T
-            if iteration == 0:
-                # In one solve: the task step (damped), the nullspace projection of the posture
-                # offset (barely damped: a damped projector would leak the pull into the task)
-                # and the joint motion that follows the target's own motion (damped).
-                systems, rhs = self._systems, self._rhs
+            if gain is None:
+                # One factorisation per cycle: the joints move ~1 mrad in a cycle, so the
+                # Jacobian of its start serves every iteration.
+                jw = np.array(jac)
+                jw[3:] *= w[3]
+                gram = jw @ jw.T
+                systems = self._systems
                 systems[0] = gram + self._eye
                 systems[1] = gram + self._eye_null
-                systems[2] = systems[0]
-                rhs[0, :, 0] = error
-                rhs[1, :, 0] = jw @ offset if pulling else 0.0
-                rhs[2, :, 0] = motion
-                y = np.linalg.solve(systems, rhs)[:, :, 0]
+                inverses = np.linalg.inv(systems)
+                gain = jw.T @ inverses[0]  # the damped pseudo-inverse (dof, 6)
+                # Joint motion that follows the target's own motion, capped at the speed limits.
                 follow = [min(max(f, -cap), cap) for f, cap in
-                          zip((jw.T @ y[2]).tolist(), self._step_caps, strict=True)]
-            else:
-                y = np.linalg.solve(gram + self._eye, np.array(error))[None]
-            delta = (jw.T @ y[0]).tolist()
+                          zip((gain @ motion).tolist(), self._step_caps, strict=True)]
+            delta = (gain @ error).tolist()
             if iteration == 0:
-                if pulling:
-                    # The posture offset projected into the task's nullspace, scaled (not clipped,
-                    # so it stays in the nullspace) by the gain and to the rate cap.
-                    null = (np.array(offset) - jw.T @ y[1]).tolist()
+                if offset is not None:
+                    # The posture offset projected into the task's nullspace (barely damped
+                    # projector: a damped one would leak the pull into the task), scaled (not
+                    # clipped, so it stays in the nullspace) by the gain and to the rate cap.
+                    null = (np.array(offset) - jw.T @ (inverses[1] @ (jw @ offset))).tolist()
                     largest = max(abs(n) for n in null)
                     scale = min(options.nullspace_gain * self.period, MAX_POSTURE_RATE * self.period / max(largest, 1e-300))
-                    delta = [d + scale * n for d, n in zip(delta, null, strict=False)]
+                    delta = [d + scale * n for d, n in zip(delta, null, strict=True)]
                 # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
-                lo, hi = _approach(box, [x + d for x, d in zip(q, delta, strict=False)], follow, self.period,
+                lo, hi = _approach(box, [x + d for x, d in zip(q, delta, strict=True)], follow, self.period,
                                    limits[3], limits[4])
-            q = [min(max(x + d, low), high) for x, d, low, high in zip(q, delta, lo, hi, strict=False)]
-            frame, jac = self._frame_and_jacobian(q, True)
+            q = [min(max(x + d, low), high) for x, d, low, high in zip(q, delta, lo, hi, strict=True)]
+            last = iteration == options.iterations - 1
+            if last:
+                frame, jac = self._frame_and_jacobian(q, True)
+            else:
+                frame, jac = self._frame(q), None
             error = self._error(goal, frame)
             residual = math.sqrt(sum(e * e for e in error))
         self.last_residual = residual
