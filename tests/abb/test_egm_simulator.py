@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -187,3 +190,32 @@ def test_robohal_sim_command_runs_the_same_simulator() -> None:
     lines = out.stdout.splitlines()
     assert lines[0].startswith("READY 127.0.0.1:") and f"sensor=127.0.0.1:{port}" in lines[0]
     assert lines[-1].startswith("STATS ")
+
+
+def test_delay_holds_messages_back(egm_sim, raw_sensor) -> None:
+    sim = egm_sim("--comm-timeout", "0", "--delay", "150")
+    sensor = raw_sensor(sim.sensor_port)
+    ages = []
+    for _ in range(20):
+        message = sensor.receive(5.0)
+        ages.append(time.time() - message.time)  # the same machine's clock on both ends
+    assert min(ages) >= 0.15
+
+
+def test_a_late_controller_does_not_burst_to_catch_up(egm_sim, raw_sensor) -> None:
+    """Pacing is sleep-based: after the process was held up, it carries on at 4 ms steps
+    instead of sending every missed message back to back."""
+    sim = egm_sim("--comm-timeout", "0")
+    sensor = raw_sensor(sim.sensor_port)
+    sensor.collect(0.2)
+    os.kill(sim.process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(0.3)
+    finally:
+        os.kill(sim.process.pid, signal.SIGCONT)
+    messages = sensor.collect(0.3)
+    times = np.array([m.time for m in messages])
+    close = int((np.diff(times) < 0.001).sum())
+    assert len(messages) >= 20
+    assert close <= 3, f"{close} messages went out back to back after the stall"
+    assert sim.stats()["period"]["late_ticks"] >= 1
