@@ -95,3 +95,18 @@ def test_bad_tables_and_inputs():
         chain.forward(np.zeros(5))
     with pytest.raises(InvalidArgument):
         chain.pose_and_jacobian([0, 0, np.nan, 0, 0, 0])
+
+
+def test_numeric_inverse_batch_is_verified_and_padded():
+    chain = puma_like()
+    chain.limits = JointLimits([-2.5] * 6, [2.5] * 6, 2.0, 10.0, 100.0)
+    q = np.random.default_rng(5).uniform(-2, 2, (12, 6))
+    poses = chain.forward(q)
+    batch = chain.inverse_batch(poses)
+    assert batch.shape == (12, chain.max_solutions, 6)
+    found = ~np.isnan(batch[..., 0])
+    assert found[:, 0].sum() >= 10  # nearly every pose is solved
+    assert not (found[:, 1:] & ~found[:, :-1]).any()  # packed to the front
+    reached = chain.forward(batch[found])
+    np.testing.assert_allclose(reached, np.repeat(poses, found.sum(axis=1), axis=0), atol=1e-6)
+    assert chain.limits.within(batch[found]).all()

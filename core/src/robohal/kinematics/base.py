@@ -173,15 +173,14 @@ class Kinematics(ABC):
 
     def inverse_batch(self, poses: ArrayLike) -> Array:
         """All solutions for N poses: (N, max_solutions, dof), NaN-padded, limit-filtered.
-        Use :func:`pick_best` to choose one per pose."""
+        Use :func:`pick_best` to choose one per pose. This default searches
+        numerically, vectorised over the poses."""
+        from .numeric import numeric_batch
+
         poses = spatial.as_finite(poses, "poses", last=(4, 4))
         if poses.ndim == 2:
             poses = poses[None]
-        out = np.full((poses.shape[0], self.max_solutions, self.dof), np.nan)
-        for i, pose in enumerate(poses):
-            found = self.inverse(pose)[: self.max_solutions]
-            out[i, : len(found)] = found
-        return out
+        return numeric_batch(self, poses.reshape(-1, 4, 4))
 
     def singularity(self, q: ArrayLike, threshold: float = 1e-4) -> Any:
         """Whether ``q`` is (near) singular: the smallest singular value of the

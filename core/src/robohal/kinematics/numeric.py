@@ -50,12 +50,13 @@ def _solve_batch(model: Kinematics, target: Array, starts: Array, iterations: in
     weights = _task_weights(model)
     eye = np.eye(6)
     active = np.ones(len(q), dtype=bool)
+    per_row = target.ndim == 3  # one target per start
     for _ in range(iterations):
         index = np.flatnonzero(active)
         if index.size == 0:
             break
         qa = q[index]
-        error = spatial.pose_error(target, model.forward(qa)) * weights
+        error = spatial.pose_error(target[index] if per_row else target, model.forward(qa)) * weights
         size = np.abs(error).max(axis=1)
         done = size < CONVERGED
         active[index[done]] = False
@@ -101,11 +102,39 @@ def starts_for(model: Kinematics, restarts: int = RESTARTS) -> Array:
     return np.vstack([centre, rng.uniform(lower, upper, (restarts, model.dof))])
 
 
+def _solve_seeded(model: Kinematics, target: Array, seed: Array) -> Array:
+    """Damped least squares from one start on plain floats, for chains with a
+    scalar forward-kinematics path (a few iterations from a nearby seed)."""
+    from .diffik import _rotation_error
+
+    goal = target.tolist()
+    lower, upper = model.limits.lower.tolist(), model.limits.upper.tolist()
+    q = [min(max(x, lo), hi) for x, lo, hi in zip(seed.tolist(), lower, upper, strict=True)]
+    eye = np.eye(6)
+    for _ in range(MAX_ITERATIONS):
+        (x, y, z, p), jac = model.frame_and_jacobian_lists(q)
+        error = [goal[0][3] - p[0], goal[1][3] - p[1], goal[2][3] - p[2], *_rotation_error(goal, x, y, z)]
+        size = max(map(abs, error))
+        if size < CONVERGED:
+            break
+        jw = np.array(jac)
+        step = jw.T @ np.linalg.solve(jw @ jw.T + (1e-8 + 1e-2 * sum(e * e for e in error)) * eye, error)
+        largest = float(np.abs(step).max())
+        if largest > MAX_STEP:
+            step *= MAX_STEP / largest
+        q = [min(max(a + b, lo), hi) for a, b, lo, hi in zip(q, step.tolist(), lower, upper, strict=True)]
+    return np.array([q])
+
+
 def numeric_candidates(model: Kinematics, pose: Array, previous: Array | None) -> tuple[list, str | None]:
     """Verified solutions (within the limits) for one pose; see the module docstring."""
     if previous is not None:
-        seed = np.asarray(previous, dtype=np.float64)[None]
-        found = _verified(model, pose, _solve_batch(model, pose, seed))
+        seed = np.asarray(previous, dtype=np.float64)
+        if hasattr(model, "frame_and_jacobian_lists") and not model.position_only:
+            solved = _solve_seeded(model, pose, seed)
+        else:
+            solved = _solve_batch(model, pose, seed[None])
+        found = _verified(model, pose, solved)
         if len(found):
             return found.tolist(), None
     solved = _solve_batch(model, pose, starts_for(model))
@@ -113,6 +142,32 @@ def numeric_candidates(model: Kinematics, pose: Array, previous: Array | None) -
     if len(found) == 0:
         return [], "no joint configuration within the limits reaches the pose (numeric search from many starts)"
     return _distinct(found, model.max_solutions), None
+
+
+def numeric_batch(model: Kinematics, poses: Array, restarts: int = 7) -> Array:
+    """Solutions for N poses at once: (N, max_solutions, dof), NaN-padded, each
+    verified and within the limits; the search runs from the limits' centre and
+    ``restarts`` random starts for every pose, all in one vectorised loop."""
+    n, dof = len(poses), model.dof
+    starts = starts_for(model, restarts)  # (S, dof)
+    count = len(starts)
+    targets = np.repeat(poses, count, axis=0)
+    solved = _solve_batch(model, targets, np.tile(starts, (n, 1)))
+    error = _errors(model, targets, solved)
+    ok = (np.linalg.norm(error[:, :3], axis=1) < POSITION_TOLERANCE) & (np.linalg.norm(error[:, 3:], axis=1) < ROTATION_TOLERANCE)
+    ok &= model.limits.within(solved)
+    solved[~ok] = np.nan
+    solved = solved.reshape(n, count, dof)
+    # Keep the first of near-equal solutions, then pack each pose's solutions to the front.
+    close = (np.abs(solved[:, :, None, :] - solved[:, None, :, :]) <= DISTINCT).all(axis=-1)
+    repeated = np.tril(close, k=-1).any(axis=2)
+    solved[repeated] = np.nan
+    order = np.argsort(np.isnan(solved[..., 0]), axis=1, kind="stable")
+    packed = np.take_along_axis(solved, order[..., None], axis=1)
+    width = model.max_solutions
+    if packed.shape[1] < width:
+        packed = np.concatenate([packed, np.full((n, width - packed.shape[1], dof), np.nan)], axis=1)
+    return packed[:, :width]
 
 
 def numeric_inverse(model: Kinematics, pose: Array, seed: Array | None = None) -> Solutions:
@@ -124,4 +179,4 @@ def numeric_inverse(model: Kinematics, pose: Array, seed: Array | None = None) -
     return sort_by_distance(np.array(rows), np.nan_to_num(reference))
 
 
-__all__ = ["DUPLICATE_TOLERANCE", "numeric_candidates", "numeric_inverse", "starts_for"]
+__all__ = ["DUPLICATE_TOLERANCE", "numeric_batch", "numeric_candidates", "numeric_inverse", "starts_for"]
