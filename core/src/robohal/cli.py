@@ -256,5 +256,69 @@ def demo(out: str) -> None:
     sys.exit(run_demo(out))
 
 
+# Planar arms: jog and draw -----------------------------------------------------------------
+
+
+@main.command()
+@click.argument("uri")
+@click.option("--step", type=click.FloatRange(0.5, 50.0), default=5.0, show_default=True, help="Millimetres per key press.")
+@click.option("--speed", type=click.FloatRange(0.001, 1.0), default=0.05, show_default=True, help="Pen speed, m/s.")
+@click.option("--elbow", type=click.Choice(["up", "down"]), help="Elbow branch (default: the arm's present one).")
+def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
+    """Move a planar arm's end point with the arrow keys (keys as text when stdin is not a terminal)."""
+    from .connection import open_robot
+    from .jog import run_jog
+
+    with open_robot(uri) as robot:
+        run_jog(robot, step=step / 1000.0, speed=speed, elbow=elbow)
+
+
+@main.command()
+@click.argument("uri")
+@click.argument("shape", type=click.Choice(["line", "circle", "square", "polyline"]))
+@click.option("--center", nargs=2, type=float, help="Centre x y (m) of a circle or square [default: the middle of the reach].")
+@click.option("--radius", type=float, default=0.02, show_default=True, help="Circle radius, m.")
+@click.option("--side", type=float, default=0.03, show_default=True, help="Square side, m.")
+@click.option("--start", "line_start", nargs=2, type=float, help="Line start x y (m).")
+@click.option("--end", "line_end", nargs=2, type=float, help="Line end x y (m).")
+@click.option("--file", "polyline_file", type=click.Path(dir_okay=False), help="Polyline file: one 'x y' (m) per line.")
+@click.option("--speed", type=float, default=0.05, show_default=True, help="Pen speed along the path, m/s.")
+@click.option("--elbow", type=click.Choice(["auto", "up", "down"]), default="auto", show_default=True)
+@click.option("--dry-run", is_flag=True, help="Plan and check the shape, then stop (the robot is connected, nothing moves).")
+def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float, side: float,
+         line_start: tuple[float, float] | None, line_end: tuple[float, float] | None,
+         polyline_file: str | None, speed: float, elbow: str, dry_run: bool) -> None:
+    """Draw SHAPE with a planar arm: time-parametrised, refused before moving if out of reach."""
+    from . import drawing
+    from .connection import open_robot
+
+    with open_robot(uri) as robot:
+        model = robot.model
+        middle = drawing.workspace_middle(model)[0] if center is None and shape in ("circle", "square") else None
+        if shape == "line":
+            if line_start is None or line_end is None:
+                raise RobohalError("a line needs --start X Y and --end X Y (metres)")
+            segments = drawing.line(line_start, line_end)
+        elif shape == "circle":
+            segments = drawing.circle(center or middle, radius)
+        elif shape == "square":
+            segments = drawing.square(center or middle, side)
+        else:
+            if not polyline_file:
+                raise RobohalError("a polyline needs --file PATH (one 'x y' in metres per line)")
+            segments = drawing.polyline(drawing.read_polyline(polyline_file))
+        plan = drawing.plan_drawing(model, segments, period=robot.backend.period, speed=speed, elbow=elbow,
+                                    start=robot.backend.commanded)
+        click.echo(f"{shape}: {plan.length * 1000:.1f} mm of path, {len(plan.points)} setpoints,"
+                   f" {plan.duration:.2f} s at up to {plan.speed * 1000:.0f} mm/s, elbow {plan.elbow}")
+        if dry_run:
+            return
+        result = drawing.draw(robot, plan)
+        drawn = model.forward(result.measured)[:, :2, 3]
+        deviation = float(np.hypot(*(drawn - plan.points[: len(drawn)]).T).max()) if len(drawn) else 0.0
+        click.echo(f"drawn: {result.cycles} cycles in {result.duration:.2f} s, measured pen within"
+                   f" {deviation * 1000:.2f} mm of the path")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,261 @@
+"""Drawing 2-D shapes with a position-only planar arm (a pen on a two-link arm).
+
+A shape is a list of :class:`Segment` (a line, an arc, ...) in the arm's xy plane, metres.
+:func:`plan_drawing` gives each segment a jerk-limited time profile along its arc length
+(:class:`~robohal.trajectory.DoubleS`, rest to rest, so the pen stops at a square's corners
+and never turns a corner at speed), samples it at the control period, solves the inverse
+kinematics on the chosen elbow branch and checks the whole joint path *before* anything
+moves: a point out of reach or a joint outside its limits raises
+:class:`~robohal.errors.UnreachableError`; a path too fast for the joints is slowed down
+until it fits. :func:`draw` then moves to the first point and plays the path.
+
+    from robohal.drawing import circle, plan_drawing, draw
+    plan = plan_drawing(robot.model, circle((0.12, 0.0), 0.03), period=robot.backend.period)
+    draw(robot, plan)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import spatial
+from .errors import InvalidArgument, UnreachableError
+from .kinematics import Kinematics
+from .state import Array
+from .trajectory import DoubleS, sample_times
+
+ELBOWS = ("auto", "up", "down")
+DEFAULT_SPEED = 0.05  # m/s along the path
+DEFAULT_ACCELERATION = 0.25  # m/s^2
+DEFAULT_JERK = 2.5  # m/s^3
+SLOWDOWN_ATTEMPTS = 8
+# slot of each branch in PlanarTwoLink.inverse_batch: 0 = q2 >= 0 (elbow down), 1 = q2 <= 0 (elbow up)
+BRANCH_SLOT = {"down": 0, "up": 1}
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A piece of a path: ``at(s)`` gives the (..., 2) points at arc lengths ``s`` in [0, length]."""
+
+    length: float
+    at: Callable[[Array], Array]
+    name: str = "segment"
+
+
+def line(start: ArrayLike, end: ArrayLike) -> list[Segment]:
+    """A straight line from ``start`` to ``end`` (x, y in metres)."""
+    a = _point(start, "line start")
+    b = _point(end, "line end")
+    length = float(np.hypot(*(b - a)))
+    if length == 0:
+        raise InvalidArgument("a line needs two different points")
+    return [Segment(length, lambda s: a + np.multiply.outer(s / length, b - a), "line")]
+
+
+def circle(center: ArrayLike, radius: float, *, start_angle: float = 0.0, clockwise: bool = False) -> list[Segment]:
+    """A full circle, starting at ``start_angle`` (rad from +x), counter-clockwise by default."""
+    c = _point(center, "circle center")
+    r = _positive(radius, "radius")
+    sign = -1.0 if clockwise else 1.0
+
+    def at(s: Array) -> Array:
+        angle = start_angle + sign * np.asarray(s) / r
+        return c + r * np.stack([np.cos(angle), np.sin(angle)], -1)
+
+    return [Segment(2 * math.pi * r, at, "circle")]
+
+
+def square(center: ArrayLike, side: float, *, rotation: float = 0.0) -> list[Segment]:
+    """A square of ``side`` metres around ``center`` (rotated by ``rotation`` rad), corner to corner."""
+    c = _point(center, "square center")
+    half = _positive(side, "side") / 2
+    corners = np.array([[-half, -half], [half, -half], [half, half], [-half, half], [-half, -half]])
+    rot = np.array([[math.cos(rotation), -math.sin(rotation)], [math.sin(rotation), math.cos(rotation)]])
+    return polyline(c + corners @ rot.T)
+
+
+def polyline(points: ArrayLike) -> list[Segment]:
+    """Straight segments through ``points`` (k, 2), stopping at each vertex."""
+    pts = spatial.as_finite(points, "polyline points")
+    if pts.ndim != 2 or pts.shape[1] != 2 or len(pts) < 2:
+        raise InvalidArgument(f"a polyline needs at least two (x, y) points, got shape {pts.shape}")
+    segments = []
+    for a, b in itertools.pairwise(pts):
+        if np.hypot(*(b - a)) > 0:
+            segments.extend(line(a, b))
+    if not segments:
+        raise InvalidArgument("a polyline needs at least two different points")
+    return segments
+
+
+def read_polyline(path: str | Path) -> Array:
+    """Points from a text file: one ``x y`` (or ``x,y``) per line, metres; ``#`` starts a comment."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidArgument(f"cannot read polyline file {path}: {exc.strerror or exc}") from None
+    points = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        content = raw.split("#", 1)[0].replace(",", " ").split()
+        if not content:
+            continue
+        try:
+            values = [float(v) for v in content]
+        except ValueError:
+            raise InvalidArgument(f"{path}:{number}: expected 'x y' in metres, got {raw.strip()!r}") from None
+        if len(values) != 2 or not all(math.isfinite(v) for v in values):
+            raise InvalidArgument(f"{path}:{number}: expected two finite numbers 'x y', got {raw.strip()!r}")
+        points.append(values)
+    if len(points) < 2:
+        raise InvalidArgument(f"{path}: a polyline needs at least two points, found {len(points)}")
+    return np.array(points)
+
+
+def workspace_middle(model: Kinematics) -> tuple[Array, float]:
+    """A point in the middle of what a planar two-link arm reaches within its joint limits, and the
+    largest circle radius around it that stays inside the reachable ring (a default for shapes)."""
+    l1, l2 = float(model.l1), float(model.l2)
+    lower, upper = np.asarray(model.limits.lower), np.asarray(model.limits.upper)
+    elbow = np.clip(np.array([0.0, lower[1], upper[1]]), lower[1], upper[1])
+
+    def radius(q2: Array) -> Array:
+        return np.sqrt(l1 * l1 + l2 * l2 + 2 * l1 * l2 * np.cos(q2))
+
+    r = radius(elbow)
+    r_low, r_high = float(r.min()), float(r.max())
+    angle = float(np.clip(0.0, lower[0], upper[0]))
+    middle = (r_low + r_high) / 2
+    return middle * np.array([math.cos(angle), math.sin(angle)]), (r_high - r_low) / 2
+
+
+# Planning ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DrawPlan:
+    """A checked drawing: the pen's points and the joints for them, one per control cycle."""
+
+    points: Array  # (N, 2) m
+    joints: Array  # (N, dof) rad
+    period: float
+    elbow: str  # "up" or "down"
+    speed: float  # m/s the path was planned at (lower than asked when the joints needed it)
+
+    @property
+    def duration(self) -> float:
+        return len(self.points) * self.period
+
+    @property
+    def length(self) -> float:
+        return float(np.hypot(*np.diff(self.points, axis=0).T).sum())
+
+
+def sample_path(segments: Sequence[Segment], period: float, speed: float = DEFAULT_SPEED,
+                acceleration: float = DEFAULT_ACCELERATION, jerk: float = DEFAULT_JERK) -> Array:
+    """The pen's points, one per control cycle: each segment on its own rest-to-rest profile."""
+    if not segments:
+        raise InvalidArgument("a shape needs at least one segment")
+    for name, value in (("speed", speed), ("acceleration", acceleration), ("jerk", jerk), ("period", period)):
+        _positive(value, name)
+    chunks = [segments[0].at(np.zeros(1))]
+    for segment in segments:
+        profile = DoubleS(speed, acceleration, jerk, distance=segment.length)
+        s, _, _ = profile.sample(sample_times(profile.duration, period))
+        chunks.append(segment.at(s))
+    return np.vstack(chunks)
+
+
+def joints_for(model: Kinematics, points: Array, elbow: str) -> Array:
+    """Inverse kinematics of every point on one elbow branch; UnreachableError names the first
+    point the arm cannot reach (out of reach, or outside the joint limits on that branch)."""
+    inverse_batch = getattr(model, "inverse_batch", None)
+    if not getattr(model, "position_only", False) or model.dof != 2 or inverse_batch is None:
+        raise InvalidArgument("drawing needs a position-only planar two-link model")
+    poses = np.zeros((len(points), 4, 4))
+    poses[:] = np.eye(4)
+    poses[:, :2, 3] = points
+    q = inverse_batch(poses)[:, BRANCH_SLOT[elbow]]
+    bad = np.flatnonzero(~np.isfinite(q).all(axis=1))
+    if bad.size:
+        x, y = points[bad[0]]
+        reason = getattr(model, "unreachable_reason", lambda *_: None)(x, y)
+        why = reason or f"the elbow-{elbow} solution leaves the joint limits there"
+        raise UnreachableError(f"point ({x:.4f}, {y:.4f}) m of the shape cannot be reached: {why}")
+    # one branch, no wrap-around jumps
+    return np.unwrap(q, axis=0)
+
+
+def plan_drawing(model: Kinematics, segments: Sequence[Segment], *, period: float,
+                 speed: float = DEFAULT_SPEED, acceleration: float = DEFAULT_ACCELERATION,
+                 jerk: float = DEFAULT_JERK, elbow: str = "auto", start: ArrayLike | None = None) -> DrawPlan:
+    """Plan and check a drawing (nothing moves). ``elbow`` is ``up``, ``down`` or ``auto`` (the
+    branch that reaches the whole shape, nearest to ``start`` joints when both do). The path is
+    slowed down, if needed, until every joint stays within its velocity and acceleration limits."""
+    if elbow not in ELBOWS:
+        raise InvalidArgument(f"elbow must be one of {', '.join(ELBOWS)}, got {elbow!r}")
+    limits = model.limits
+    for _ in range(SLOWDOWN_ATTEMPTS):
+        points = sample_path(segments, period, speed, acceleration, jerk)
+        joints, chosen = _choose_branch(model, points, elbow, start)
+        dq = np.diff(joints, axis=0) / period
+        ddq = np.diff(joints, n=2, axis=0) / period**2
+        over_v = float((np.abs(dq) / limits.velocity).max(initial=0.0))
+        over_a = float((np.abs(ddq) / limits.acceleration).max(initial=0.0))
+        factor = max(over_v, math.sqrt(over_a))
+        if factor <= 0.9:
+            return DrawPlan(points, joints, period, chosen, speed)
+        # slower along the path: velocity scales with it, acceleration with its square
+        speed, acceleration, jerk = speed * 0.8 / factor, acceleration * (0.8 / factor) ** 2, jerk * (0.8 / factor) ** 3
+    raise UnreachableError("the shape passes too close to a singularity for the joints' speed limits;"
+                           " move it away from the workspace rims")
+
+
+def _choose_branch(model: Kinematics, points: Array, elbow: str, start: ArrayLike | None) -> tuple[Array, str]:
+    if elbow != "auto":
+        return joints_for(model, points, elbow), elbow
+    found: dict[str, Array] = {}
+    errors = []
+    for branch in ("up", "down"):
+        try:
+            found[branch] = joints_for(model, points, branch)
+        except UnreachableError as exc:
+            errors.append(f"elbow {branch}: {exc}")
+    if not found:
+        raise UnreachableError("the shape cannot be drawn on either elbow branch; " + "; ".join(errors))
+    if start is None:
+        start = model.limits.centre
+    start = np.asarray(start, dtype=np.float64)
+    branch = min(found, key=lambda b: float(np.abs(found[b][0] - start).max()))
+    return found[branch], branch
+
+
+def draw(robot, plan: DrawPlan, *, approach_speed: float = 0.3):
+    """Move (joint space) to the first point, then play the planned path; returns its MotionResult."""
+    from .motion import JointTrajectory
+
+    if robot.backend.period != plan.period:
+        raise InvalidArgument(f"the plan was made for a {plan.period} s period; the robot runs at {robot.backend.period} s")
+    robot.move_joints(plan.joints[0], speed=approach_speed)
+    return robot.run(JointTrajectory(plan.joints))
+
+
+def _point(value: ArrayLike, name: str) -> Array:
+    point = spatial.as_finite(value, name)
+    if point.shape != (2,):
+        raise InvalidArgument(f"{name} must be one (x, y) point in metres, got shape {point.shape}")
+    return point
+
+
+def _positive(value: float, name: str) -> float:
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise InvalidArgument(f"{name} must be a positive number, got {value}")
+    return value

@@ -1,0 +1,169 @@
+"""``robohal jog URI``: move a planar arm's end point from the terminal.
+
+Arrow keys (or w/a/s/d, or h/j/k/l) move the pen by one step in the xy plane along a short
+jerk-limited straight line; ``+``/``-`` double or halve the step; ``e`` switches the elbow
+branch for the next moves (through a joint move); ``0`` returns to the joints' centre;
+``q`` (or Ctrl-C, or the end of input) quits. Each move is planned and checked before it
+starts: a step out of reach is refused with the reason, and the arm stays put. The status
+line shows the pen position, its distance from the base against the reach, the joints and
+(where the backend reports them) the servo pulse widths.
+
+When stdin is not a terminal the keys are read from it as text (``printf 'ddwq' | robohal jog
+URI``), one status line per key: that is how the jog is scripted and tested.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import TextIO
+
+import numpy as np
+
+from .drawing import line, plan_drawing
+from .errors import HardwareFault, RobohalError
+from .motion import JointTrajectory, Robot
+
+DIRECTIONS = {"up": (0.0, 1.0), "down": (0.0, -1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
+LETTERS = {"w": "up", "s": "down", "a": "left", "d": "right",
+           "k": "up", "j": "down", "h": "left", "l": "right",
+           "+": "bigger", "=": "bigger", "-": "smaller", "e": "elbow", "0": "centre", "q": "quit", "\x03": "quit"}
+ARROWS = {"A": "up", "B": "down", "C": "right", "D": "left"}
+MIN_STEP, MAX_STEP = 0.0005, 0.05  # m
+
+
+def parse_keys(chars: Iterable[str]) -> Iterator[str]:
+    """Key names from a character stream (arrow escape sequences and letters); others are skipped."""
+    pending = ""
+    for char in chars:
+        pending += char
+        if pending.startswith("\x1b"):
+            if len(pending) < 3:
+                continue
+            key = ARROWS.get(pending[2]) if pending[1] in "[O" else None
+            pending = ""
+            if key:
+                yield key
+            continue
+        key = LETTERS.get(pending.lower())
+        pending = ""
+        if key:
+            yield key
+
+
+class JogSession:
+    """The jog logic without the terminal: ``press(key)`` moves and returns a status line."""
+
+    def __init__(self, robot: Robot, *, step: float = 0.005, speed: float = 0.05, elbow: str | None = None) -> None:
+        if not getattr(robot.model, "position_only", False) or robot.model.dof != 2:
+            raise RobohalError("jog needs a position-only planar two-link model (like arduino.planar2)")
+        self.robot = robot
+        self.step = float(step)
+        self.speed = float(speed)
+        q2 = float(robot.backend.commanded[1])
+        self.elbow = elbow or ("up" if q2 < 0 else "down")
+        self.message = "ready"
+
+    @property
+    def xy(self) -> np.ndarray:
+        return self.robot.model.forward(self.robot.backend.commanded)[:2, 3]
+
+    def press(self, key: str) -> bool:
+        """Handle one key; False when the session should end."""
+        try:
+            if key == "quit":
+                return False
+            if key in DIRECTIONS:
+                self._move(np.array(DIRECTIONS[key]) * self.step)
+            elif key == "bigger":
+                self.step = min(self.step * 2, MAX_STEP)
+                self.message = f"step {self.step * 1000:.1f} mm"
+            elif key == "smaller":
+                self.step = max(self.step / 2, MIN_STEP)
+                self.message = f"step {self.step * 1000:.1f} mm"
+            elif key == "elbow":
+                self._switch_elbow()
+            elif key == "centre":
+                self.robot.move_joints(self.robot.model.limits.centre, speed=0.3)
+                self.message = "at the joints' centre"
+        except HardwareFault as fault:
+            self.robot.recover()
+            self.message = f"{fault}; recovered, holding"
+        except RobohalError as exc:
+            self.message = f"refused: {exc}"
+        return True
+
+    def _move(self, delta: np.ndarray) -> None:
+        start = self.xy
+        plan = plan_drawing(self.robot.model, line(start, start + delta), period=self.robot.backend.period,
+                            speed=self.speed, elbow=self.elbow, start=self.robot.backend.commanded)
+        self.robot.run(JointTrajectory(plan.joints[1:]))
+        self.message = "moved"
+
+    def _switch_elbow(self) -> None:
+        other = "up" if self.elbow == "down" else "down"
+        solutions = self.robot.model.inverse_xy(self.xy)
+        wanted = [q for q in solutions if (q[1] < 0) == (other == "up") and abs(math.sin(q[1])) > 1e-9]
+        if not wanted:
+            self.message = f"refused: no elbow-{other} solution here (within the joint limits)"
+            return
+        self.robot.move_joints(wanted[0], speed=0.3)
+        self.elbow = other
+        self.message = f"elbow {other}"
+
+    def status(self) -> str:
+        state = self.robot.state
+        x, y = self.xy
+        inner, outer = getattr(self.robot.model, "reach", (0.0, math.inf))
+        r = math.hypot(x, y)
+        q = np.degrees(state.q)
+        pulses = state.info.get("pulses_us")
+        pulse_text = f"  pulses {pulses[0]:>4} {pulses[1]:>4} us" if pulses is not None else ""
+        return (f"x {x * 1000:7.1f} y {y * 1000:7.1f} mm  r {r * 1000:6.1f} mm (reach {inner * 1000:.0f}..{outer * 1000:.0f})"
+                f"  q {q[0]:7.2f} {q[1]:7.2f} deg{pulse_text}  elbow {self.elbow}  step {self.step * 1000:.1f} mm"
+                f"  | {self.message}")
+
+
+def run_jog(robot: Robot, stdin: TextIO | None = None, out: Callable[[str], None] | None = None, **options) -> int:
+    """Run a jog session on ``robot``: a terminal UI when stdin is a TTY, else keys read as text."""
+    stdin = stdin or sys.stdin
+    session = JogSession(robot, **options)
+    interactive = stdin.isatty()
+    if out is None:
+        def out(text: str) -> None:
+            sys.stdout.write(("\r\x1b[K" + text) if interactive else text + "\n")
+            sys.stdout.flush()
+    if interactive:
+        sys.stdout.write("arrows/wasd move, +/- step, e elbow, 0 centre, q quit\n")
+    out(session.status())
+    chars = _terminal_chars(stdin) if interactive else iter(lambda: stdin.read(1), "")
+    try:
+        for key in parse_keys(chars):
+            if not session.press(key):
+                break
+            out(session.status())
+    except KeyboardInterrupt:
+        pass
+    if interactive:
+        sys.stdout.write("\n")
+    return 0
+
+
+def _terminal_chars(stdin: TextIO) -> Iterator[str]:
+    """Characters from a TTY in cbreak mode (restored on exit)."""
+    import termios
+    import tty
+
+    fd = stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    try:
+        tty.setcbreak(fd)
+        while True:
+            data = os.read(fd, 16)
+            if not data:
+                return
+            yield from data.decode("utf-8", "ignore")
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)

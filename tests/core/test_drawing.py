@@ -1,0 +1,151 @@
+"""robohal.drawing (shapes, time parametrisation, elbow choice, refusing unreachable shapes),
+robohal.jog and the `robohal draw` / `robohal jog` commands, on the in-process sim backend."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import robohal
+from click.testing import CliRunner
+from robohal import drawing
+from robohal.cli import main
+from robohal.errors import InvalidArgument, UnreachableError
+from robohal.jog import JogSession, parse_keys, run_jog
+from robohal.plugins import default_registry
+
+PERIOD = 0.01
+SIM = "sim://?model=generic.planar2&realtime=0&rate=100"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return default_registry().get_model("generic.planar2")
+
+
+def test_circle_points_lie_on_the_circle_and_close(model) -> None:
+    centre, radius = np.array([0.35, 0.05]), 0.1
+    points = drawing.sample_path(drawing.circle(centre, radius), PERIOD, speed=0.2)
+    assert np.allclose(np.hypot(*(points - centre).T), radius, atol=1e-12)
+    assert np.allclose(points[0], points[-1], atol=1e-9)  # a full turn
+    steps = np.hypot(*np.diff(points, axis=0).T)
+    assert steps.max() <= 0.2 * PERIOD * (1 + 1e-9)  # never faster than the asked speed
+
+
+def test_square_stops_at_each_corner(model) -> None:
+    points = drawing.sample_path(drawing.square((0.35, 0.0), 0.1), PERIOD, speed=0.2)
+    corners = np.array([[0.3, -0.05], [0.4, -0.05], [0.4, 0.05], [0.3, 0.05]])
+    for corner in corners:
+        hits = np.flatnonzero(np.hypot(*(points - corner).T) < 1e-12)
+        assert hits.size, f"the path misses the corner {corner}"
+        # rest-to-rest per side: the samples around a corner are close together
+        k = hits[0]
+        if 0 < k < len(points) - 1:
+            assert np.hypot(*(points[k + 1] - points[k])) < 0.2 * PERIOD * 0.1
+
+
+def test_profile_is_jerk_limited_along_the_path(model) -> None:
+    points = drawing.sample_path(drawing.line((0.3, 0.0), (0.45, 0.1)), PERIOD, speed=0.2,
+                                 acceleration=1.0, jerk=10.0)
+    s = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(points, axis=0).T))])
+    v = np.diff(s) / PERIOD
+    a = np.diff(v) / PERIOD
+    j = np.diff(a) / PERIOD
+    assert v.max() <= 0.2 + 1e-9 and np.abs(a).max() <= 1.0 + 1e-6 and np.abs(j).max() <= 10.0 * 1.01
+
+
+def test_elbow_choice_gives_the_asked_branch(model) -> None:
+    segments = drawing.circle((0.35, 0.05), 0.08)
+    up = drawing.plan_drawing(model, segments, period=PERIOD, elbow="up")
+    down = drawing.plan_drawing(model, segments, period=PERIOD, elbow="down")
+    assert (up.joints[:, 1] < 0).all() and (down.joints[:, 1] > 0).all()
+    for plan in (up, down):  # both draw the same pen path
+        assert np.allclose(model.forward(plan.joints)[:, :2, 3], plan.points, atol=1e-9)
+    near_down = drawing.plan_drawing(model, segments, period=PERIOD, elbow="auto", start=down.joints[0])
+    assert near_down.elbow == "down"
+
+
+def test_unreachable_shape_refused_before_moving(model) -> None:
+    with robohal.connect(SIM) as robot:
+        before = robot.backend.counters["commands_sent"]
+        with pytest.raises(UnreachableError, match="reaches at most"):
+            drawing.plan_drawing(model, drawing.circle((0.5, 0.0), 0.1), period=robot.backend.period)
+        assert robot.backend.counters["commands_sent"] == before
+
+
+def test_too_fast_shape_is_slowed_to_the_joint_limits(model) -> None:
+    plan = drawing.plan_drawing(model, drawing.circle((0.35, 0.0), 0.15), period=PERIOD, speed=5.0,
+                                acceleration=100.0, jerk=5000.0)
+    assert plan.speed < 5.0
+    dq = np.abs(np.diff(plan.joints, axis=0)) / PERIOD
+    assert (dq <= model.limits.velocity).all()
+
+
+def test_draw_moves_the_pen_along_the_path() -> None:
+    with robohal.connect(SIM) as robot:
+        plan = drawing.plan_drawing(robot.model, drawing.line((0.3, -0.1), (0.4, 0.1)),
+                                    period=robot.backend.period, speed=0.3, elbow="down")
+        result = drawing.draw(robot, plan)
+        assert result.completed
+        assert np.allclose(result.commanded, plan.joints)
+        assert np.allclose(robot.pose[:2, 3], [0.4, 0.1], atol=0.01)
+
+
+def test_bad_shapes_are_clear_errors(tmp_path) -> None:
+    with pytest.raises(InvalidArgument):
+        drawing.circle((0.3, 0.0), -1)
+    with pytest.raises(InvalidArgument):
+        drawing.line((0.3, 0.0), (0.3, 0.0))
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0.1 0.2\nnot a number\n")
+    with pytest.raises(InvalidArgument, match=r"bad\.txt:2"):
+        drawing.read_polyline(bad)
+
+
+def test_read_polyline_skips_comments(tmp_path) -> None:
+    path = tmp_path / "zigzag.txt"
+    path.write_text("# zigzag\n0.30 0.00\n0.35, 0.05  # peak\n\n0.40 0.00\n")
+    assert np.allclose(drawing.read_polyline(path), [[0.3, 0.0], [0.35, 0.05], [0.4, 0.0]])
+
+
+def test_cli_draw_circle_and_refusal(tmp_path) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(main, ["draw", SIM, "circle", "--radius", "0.05", "--speed", "0.3"])
+    assert ok.exit_code == 0, ok.output
+    assert "drawn:" in ok.output
+    far = runner.invoke(main, ["draw", SIM, "circle", "--center", "0.5", "0", "--radius", "0.1"])
+    assert far.exit_code == 2
+    assert "cannot be reached" in far.output and "drawn:" not in far.output
+    poly = tmp_path / "p.txt"
+    poly.write_text("0.3 0\n0.35 0.05\n0.4 0\n")
+    done = runner.invoke(main, ["draw", SIM, "polyline", "--file", str(poly), "--dry-run"])
+    assert done.exit_code == 0 and "polyline:" in done.output and "drawn:" not in done.output
+
+
+def test_parse_keys_reads_arrows_and_letters() -> None:
+    assert list(parse_keys("\x1b[A\x1b[Dwx+q")) == ["up", "left", "up", "bigger", "quit"]
+
+
+def test_jog_moves_by_steps_and_refuses_out_of_reach() -> None:
+    with robohal.connect(SIM + "&q0=0.3,1.2") as robot:
+        session = JogSession(robot, step=0.01, speed=0.2)
+        start = session.xy.copy()
+        assert session.press("right") and session.press("up")
+        assert np.allclose(session.xy - start, [0.01, 0.01], atol=1e-9)
+        outer = robot.model.reach[1]
+        session.step = outer  # a step out of reach: refused, the arm stays
+        before = session.xy.copy()
+        session.press("right")
+        assert "refused" in session.message and np.allclose(session.xy, before)
+        assert session.press("quit") is False
+
+
+def test_run_jog_reads_keys_from_a_pipe() -> None:
+    lines: list[str] = []
+    with robohal.connect(SIM + "&q0=0.3,1.2") as robot:
+        start = robot.model.forward(robot.backend.commanded)[:2, 3]
+        run_jog(robot, stdin=io.StringIO("ddsq" + "d" * 5), out=lines.append, step=0.005, speed=0.2)
+        end = robot.model.forward(robot.backend.commanded)[:2, 3]
+    assert len(lines) == 4  # the first status, then one per key until q
+    assert np.allclose(end - start, [0.01, -0.005], atol=1e-9)
