@@ -90,7 +90,6 @@ def delta(after: dict, before: dict) -> dict:
 PEER = """
 import json, sys, pylibfranka as lib
 setpoints = json.load(open(sys.argv[2]))
-setpoints += [setpoints[-1]] * 200  # hold the end before finishing, as the backend does
 robot = lib.Robot(sys.argv[1], lib.RealtimeConfig.kIgnore)
 control = robot.start_joint_position_control(lib.ControllerMode.JointImpedance)
 state, _ = control.readOnce()
@@ -98,14 +97,13 @@ late = 0
 out = {}
 try:
     for i, q in enumerate(setpoints):
-        command = lib.JointPositions(q)
-        command.motion_finished = i == len(setpoints) - 1
-        control.writeOnce(command)
+        control.writeOnce(lib.JointPositions(q))
         if i < len(setpoints) - 1:
             state, duration = control.readOnce()
             late += duration.to_sec() > 0.0015
 except Exception as exc:
     out["error"] = str(exc)
+del control  # StopMove: the replay's last setpoints need not end exactly at rest
 out["late"] = late
 print(json.dumps(out))
 """
@@ -128,20 +126,22 @@ def tracking(seconds: float) -> dict:
             start_q = robot.backend.commanded
             path = circle_path(robot.model, start_q, seconds)
             before = stats(simulator)
-            figures0 = robot.backend.read().info
+            figures0 = robot.backend.figures
             try:
                 result = arm.run(path)
                 out["ours_error"] = None
             except Exception as exc:  # a reflex is a figure here, not a crash
                 result, out["ours_error"] = None, str(exc)
             after = stats(simulator)
-            figures = robot.backend.read().info
+            figures = robot.backend.figures
             out["ours"] = {**delta(after, before), "late_client_cycles": figures["late_cycles"] - figures0["late_cycles"]}
             if result is not None:
                 out["ours"].update(max_path_error_mm=result.info["max_position_error"] * 1e3,
                                    end_error_um=result.info["final_position_error"] * 1e6)
                 setpoints = result.commanded
-                robot.move_joints(start_q, speed=0.3)  # back to the start for the peer
+            else:
+                robot.recover()
+            robot.move_joints(start_q, speed=0.3)  # back to the start for the peer
         finally:
             robot.close()
         out["simulator_state_period"] = {k: after[k] for k in ("period_p50_us", "period_p99_us", "period_max_us")}

@@ -89,7 +89,7 @@ class FciSimulator:
         self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.udp.bind((address, 0))
         self.udp.setblocking(False)
-        self.selector = selectors.DefaultSelector()
+        self.selector = selectors.SelectSelector()  # microsecond timeouts (epoll rounds up to whole ms)
         self.selector.register(self.listener, selectors.EVENT_READ, "accept")
         self.selector.register(self.udp, selectors.EVENT_READ, "udp")
         self.client: Client | None = None
