@@ -84,10 +84,10 @@ def _polygon_through_ik(robot: Robot, corners: np.ndarray, speed: float, run: De
 def planar_arm(run: DemoRun) -> None:
     with open_robot(run.uri) as robot:
         run.model = robot.model
-        inner, outer = robot.model.reach
-        robot.move_joints(np.radians([20.0, 60.0]), speed=0.5)
+        _, outer = robot.model.reach
+        robot.move_joints(np.radians([10.0, 60.0]), speed=0.5)  # elbow bent, inside the servos' +-90 deg
         centre = robot.model.forward(robot.backend.commanded)[:3, 3]
-        radius = 0.2 * (outer - inner)
+        radius = 0.1 * outer
         angles = np.linspace(0.0, 2 * np.pi, 6)[[0, 2, 4, 1, 3, 0]] + np.pi / 2  # a five-pointed star
         corners = centre + radius * np.stack([np.cos(angles), np.sin(angles), 0 * angles], -1)
         _polygon_through_ik(robot, corners, speed=0.05, run=run)
