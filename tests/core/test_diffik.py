@@ -175,3 +175,20 @@ def test_bad_arguments():
         ik.step(np.full((4, 4), np.nan))
     with pytest.raises(InvalidArgument):
         ik.reset(np.zeros(6))
+
+
+def test_converges_at_250_hz_on_a_parallelogram_arm_within_the_guard():
+    # EGM rate, jerk limits derived from the speeds: the approach must not stall short of the goal
+    model = robohal.get_model("abb.irb1410")
+    start = np.radians([0, 10, 20, 0, 30, 0])
+    ik = DifferentialIk(model, period=0.004)
+    ik.reset(start)
+    guard = SetpointGuard(model.limits, 0.004, ALL_CHECKS)
+    guard.reset(start)
+    target = model.forward(start)
+    target[:3, 3] += [0.1, 0.05, -0.05]
+    for _ in range(900):
+        q = ik.step(target)
+        guard.commit(guard.check(q))
+    assert ik.last_residual < 1e-6
+    np.testing.assert_allclose(model.forward(q), target, atol=1e-6)

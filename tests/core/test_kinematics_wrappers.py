@@ -116,3 +116,20 @@ def test_wrappers_reject_bad_arguments():
         Tool(arm(), np.diag([1.0, 2.0, 1.0, 1.0]))
     with pytest.raises(InvalidArgument):
         Base(object(), np.eye(4))
+
+
+def test_scalar_frame_and_jacobian_paths_agree_with_forward_and_jacobian():
+    tool = spatial.pose_from_xyz_rpy([0.01, 0.02, 0.15], [0.1, -0.2, 0.3])
+    base = spatial.pose_from_xyz_rpy([1.0, -0.5, 0.3], [0.2, 0.1, 1.2])
+    kr6 = OPW(0.025, -0.035, 0.0, 0.400, 0.315, 0.365, 0.080, offsets=(0, -math.pi / 2, 0, 0, 0, 0),
+              signs=(-1, 1, 1, -1, 1, -1))
+    models = [arm(), kr6, Parallelogram(arm(), 0.7, 1, 2), Base(Tool(Parallelogram(kr6, 1.0, 1, 2), tool), base)]
+    for model in models:
+        for q in np.random.default_rng(3).uniform(-2, 2, (5, 6)):
+            (x, y, z, p), jac = model.frame_and_jacobian_lists(q.tolist())
+            pose = model.forward(q)
+            np.testing.assert_allclose(np.array([x, y, z, p]).T, pose[:3], atol=1e-12)
+            np.testing.assert_allclose(np.array(jac), model.jacobian(q), atol=1e-12)
+            np.testing.assert_allclose(np.array(jac), Kinematics.jacobian(model, q), atol=1e-6)
+            frame_only, none = model.frame_and_jacobian_lists(q.tolist(), False)
+            assert none is None and np.allclose(np.array(frame_only).T, pose[:3])

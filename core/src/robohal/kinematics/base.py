@@ -188,6 +188,16 @@ class Kinematics(ABC):
         sigma = np.linalg.svd(self.jacobian(q), compute_uv=False)
         return sigma[..., -1] < threshold
 
+    def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
+        """The per-cycle fast path for one configuration (no validation): the flange
+        frame as column tuples ``(x, y, z, p)`` and, if asked, the Jacobian as 6
+        row lists. Solvers with a scalar path override this; the default goes
+        through :meth:`forward` and :meth:`jacobian`."""
+        array = np.array(q, dtype=np.float64)
+        pose = self.forward(array).tolist()
+        frame = tuple((pose[0][c], pose[1][c], pose[2][c]) for c in range(4))
+        return frame, (self.jacobian(array).tolist() if jacobian else None)
+
     def solution_label(self, q: ArrayLike) -> str:
         """A short name of the configuration branch of ``q`` (e.g. "front, elbow up,
         no flip"); empty when the model has no named branches."""

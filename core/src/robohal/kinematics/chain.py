@@ -243,7 +243,9 @@ class DHChain(Kinematics):
         frame = self._fk(values, jac)
         return self._pose_array(frame), np.array(jac)
 
-    def frame_and_jacobian_lists(self, q: list[float]) -> tuple[tuple, list]:
+    def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
         """The scalar path's raw result (no validation): ((x, y, z, p) columns, 6 Jacobian rows)."""
+        if not jacobian:
+            return self._fk(q, None), None
         jac = [[0.0] * self.dof for _ in range(6)]
         return self._fk(q, jac), jac

@@ -90,24 +90,37 @@ def _travel(position: float, velocity: float, acceleration: float, period: float
 
 def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float, period: float, jerk: float,
                 braking: float) -> float:
-    """Largest acceleration in [a_from, a_to] whose state still brakes before ``bound``.
+    """Largest acceleration in [a_from, a_to] whose state still brakes before ``bound``
+    (``a_from`` itself when even that one cannot).
 
-    The travel bound is convex and increasing in the acceleration, so a secant from
-    ``a_from`` (the hardest braking the jerk limit allows) lands on the safe side.
+    The travel bound is linear in the acceleration ``s`` until the joint would move
+    toward the bound at all (the kink ``s_k``), convex and increasing after it, so
+    secants from a safe point below the root stay on the safe side.
     """
     if a_to <= a_from:
         return a_to
-    t2 = period * period
-    f1 = _travel(base + t2 * a_to, v + period * a_to, a_to, period, jerk, braking)
+    t = period
+    t2 = t * t
+    # The kink: where the fastest velocity reached turns positive.
+    kink = -v / t if v > 0.0 else jerk * (-t + math.sqrt(t * t - 2.0 * v / jerk))
+    if a_to <= kink or base + t2 * kink >= bound:  # the linear part decides
+        return min(a_to, max(a_from, (bound - base) / t2))
+    f1 = _travel(base + t2 * a_to, v + t * a_to, a_to, t, jerk, braking)
     if f1 <= bound:
         return a_to
-    f0 = _travel(base + t2 * a_from, v + period * a_from, a_from, period, jerk, braking)
-    if f0 >= bound:
+    s = max(a_from, kink)
+    fs = _travel(base + t2 * s, v + t * s, s, t, jerk, braking)
+    if fs >= bound:
         return a_from
-    s = a_from + (bound - f0) * (a_to - a_from) / (f1 - f0)
-    fs = _travel(base + t2 * s, v + period * s, s, period, jerk, braking)
-    if fs < bound and f1 > fs:  # one more secant from the new safe point
-        s += (bound - fs) * (a_to - s) / (f1 - fs)
+    for _ in range(4):  # secants from below toward the root, each still safe
+        step = (bound - fs) * (a_to - s) / (f1 - fs)
+        if step <= 1e-12 * (1.0 + abs(s)):
+            break
+        s += step
+        fs = _travel(base + t2 * s, v + t * s, s, t, jerk, braking)
+        if fs >= bound:  # round-off at the root: step back to the last safe point
+            s -= step
+            break
     return s
 
 
@@ -281,19 +294,10 @@ class DifferentialIk:
         self._ready = True
 
     def _frame(self, q: list[float]) -> tuple:
-        model = self.model
-        if hasattr(model, "frame_and_jacobian_lists"):
-            return model._fk(q, None)
-        pose = model.forward(np.array(q)).tolist()
-        return tuple(tuple(pose[r][c] for r in range(3)) for c in range(4))
+        return self.model.frame_and_jacobian_lists(q, False)[0]
 
     def _frame_and_jacobian(self, q: list[float], with_jacobian: bool = True) -> tuple[tuple, list]:
-        model = self.model
-        if hasattr(model, "frame_and_jacobian_lists"):
-            return model.frame_and_jacobian_lists(q)
-        pose = model.forward(np.array(q)).tolist()
-        frame = tuple(tuple(pose[r][c] for r in range(3)) for c in range(4))
-        return frame, model.jacobian(np.array(q)).tolist()
+        return self.model.frame_and_jacobian_lists(q, with_jacobian)
 
     def _error(self, target: list[list[float]], frame: tuple) -> list[float]:
         x, y, z, p = frame

@@ -130,7 +130,7 @@ def numeric_candidates(model: Kinematics, pose: Array, previous: Array | None) -
     """Verified solutions (within the limits) for one pose; see the module docstring."""
     if previous is not None:
         seed = np.asarray(previous, dtype=np.float64)
-        if hasattr(model, "frame_and_jacobian_lists") and not model.position_only:
+        if not model.position_only:
             solved = _solve_seeded(model, pose, seed)
         else:
             solved = _solve_batch(model, pose, seed[None])

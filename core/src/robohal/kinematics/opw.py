@@ -167,6 +167,43 @@ class OPW(Kinematics):
             zw + c4 * r22,
         ]
 
+    def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
+        """Flange frame ``(x, y, z, p)`` columns and the 6 x 6 Jacobian rows (no validation)."""
+        m = self._fk_scalar(q)
+        x, y, z = (m[0], m[3], m[6]), (m[1], m[4], m[7]), (m[2], m[5], m[8])
+        p = (m[9], m[10], m[11])
+        if not jacobian:
+            return (x, y, z, p), None
+        s, o = self.signs, self.offsets
+        t1 = s[0] * q[0] - o[0]
+        t2 = s[1] * q[1] - o[1]
+        t23 = t2 + s[2] * q[2] - o[2]
+        t4 = s[3] * q[3] - o[3]
+        sn1, cs1 = math.sin(t1), math.cos(t1)
+        s23, c23 = math.sin(t23), math.cos(t23)
+        sn4, cs4 = math.sin(t4), math.cos(t4)
+        # Joint axes and a point on each (see joint_poses).
+        across = (-sn1, cs1, 0.0)  # J2 and J3 turn about the upper arm's normal
+        o2 = (cs1 * self.a1 - sn1 * self.b, sn1 * self.a1 + cs1 * self.b, self.c1)
+        lift = self.c2 * math.sin(t2)
+        o3 = (o2[0] + cs1 * lift, o2[1] + sn1 * lift, o2[2] + self.c2 * math.cos(t2))
+        wrist = (p[0] - self.c4 * z[0], p[1] - self.c4 * z[1], p[2] - self.c4 * z[2])
+        forearm = (cs1 * s23, sn1 * s23, c23)
+        bend = (-sn4 * cs1 * c23 - cs4 * sn1, -sn4 * sn1 * c23 + cs4 * cs1, sn4 * s23)
+        joints = (((0.0, 0.0, 1.0), (0.0, 0.0, 0.0)), (across, o2), (across, o3), (forearm, wrist), (bend, wrist),
+                  (z, wrist))
+        jac = [[0.0] * 6 for _ in range(6)]
+        for i, ((wx, wy, wz), (ox, oy, oz)) in enumerate(joints):
+            sign = s[i]
+            rx, ry, rz = p[0] - ox, p[1] - oy, p[2] - oz
+            jac[0][i] = sign * (wy * rz - wz * ry)
+            jac[1][i] = sign * (wz * rx - wx * rz)
+            jac[2][i] = sign * (wx * ry - wy * rx)
+            jac[3][i] = sign * wx
+            jac[4][i] = sign * wy
+            jac[5][i] = sign * wz
+        return (x, y, z, p), jac
+
     def _fk_arrays(self, theta: Array) -> list[Array]:
         """Flange pose entries for model angles ``theta`` (6, n): 12 arrays (R row-major, p)."""
         t1, t2, t3, t4, t5, t6 = theta

@@ -70,6 +70,9 @@ class _Wrapper(Kinematics):
     def singularity(self, q: ArrayLike, *args, **kwargs):
         return self.robot.singularity(self._inner(self._joints(q)), *args, **kwargs)
 
+    def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
+        return self.robot.frame_and_jacobian_lists(q, jacobian)
+
     def solution_label(self, q: ArrayLike) -> str:
         return self.robot.solution_label(self._inner(self._one_joints(q)))
 
@@ -194,6 +197,15 @@ class Parallelogram(_Wrapper):
         lower, upper = self.robot._bounds()[:2]
         return all(lo - 1e-9 <= x <= hi + 1e-9 for x, lo, hi in zip(inner, lower, upper, strict=False)) and self.robot._admissible(inner)
 
+    def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
+        inner = list(q)
+        inner[self.coupled] -= self.scaling * inner[self.driven]
+        frame, jac = self.robot.frame_and_jacobian_lists(inner, jacobian)
+        if jac is not None:
+            for row in jac:
+                row[self.driven] -= self.scaling * row[self.coupled]
+        return frame, jac
+
     def jacobian(self, q: ArrayLike) -> Array:
         # d(inner)/d(outer): the driven joint also turns the coupled one by -scaling.
         jac = np.array(self.robot.jacobian(self._inner(self._joints(q))))
@@ -216,6 +228,7 @@ class Tool(_Wrapper):
         super().__init__(robot)
         self.tool = _check_transform(tool, "tool transform")
         self._tool_inverse = spatial.invert(self.tool)
+        self._tool_rows = self.tool.tolist()
 
     def _inner_pose(self, pose: Array) -> Array:
         return pose @ self._tool_inverse
@@ -237,6 +250,21 @@ class Tool(_Wrapper):
         jac[..., :3, :] += np.cross(jac[..., 3:, :], lever[..., None, :], axisa=-2, axisb=-1, axisc=-2)
         return jac
 
+    def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
+        (x, y, z, p), jac = self.robot.frame_and_jacobian_lists(q, jacobian)
+        t = self._tool_rows
+        lever = tuple(t[0][3] * x[i] + t[1][3] * y[i] + t[2][3] * z[i] for i in range(3))
+        columns = [tuple(t[0][j] * x[i] + t[1][j] * y[i] + t[2][j] * z[i] for i in range(3)) for j in range(3)]
+        tip = (p[0] + lever[0], p[1] + lever[1], p[2] + lever[2])
+        if jac is not None:  # v_tcp = v_flange + w x lever
+            lx, ly, lz = lever
+            for i in range(len(jac[0])):
+                wx, wy, wz = jac[3][i], jac[4][i], jac[5][i]
+                jac[0][i] += wy * lz - wz * ly
+                jac[1][i] += wz * lx - wx * lz
+                jac[2][i] += wx * ly - wy * lx
+        return (columns[0], columns[1], columns[2], tip), jac
+
     def _candidates_5dof(self, pose, j6, previous):
         if not np.allclose(self.tool[:3, 2], (0, 0, 1), atol=1e-12) or not np.allclose(self.tool[:2, 3], 0, atol=1e-12):
             raise InvalidArgument("a 5-DOF inverse through a tool needs the tool's z axis on the flange's z axis")
@@ -253,6 +281,7 @@ class Base(_Wrapper):
         super().__init__(robot)
         self.base = _check_transform(base, "base transform")
         self._base_inverse = spatial.invert(self.base)
+        self._base_rows = self.base.tolist()
 
     def _inner_pose(self, pose: Array) -> Array:
         return self._base_inverse @ pose
@@ -262,6 +291,22 @@ class Base(_Wrapper):
 
     def joint_poses(self, q: ArrayLike) -> Array:
         return self.base @ self.robot.joint_poses(self._inner(self._joints(q)))
+
+    def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
+        frame, jac = self.robot.frame_and_jacobian_lists(q, jacobian)
+        b = self._base_rows
+
+        def rotate(v):
+            return tuple(b[i][0] * v[0] + b[i][1] * v[1] + b[i][2] * v[2] for i in range(3))
+
+        x, y, z, p = (rotate(v) for v in frame)
+        p = (p[0] + b[0][3], p[1] + b[1][3], p[2] + b[2][3])
+        if jac is not None:
+            for top in (0, 3):
+                rows = jac[top:top + 3]
+                jac[top:top + 3] = [[b[i][0] * a + b[i][1] * c + b[i][2] * d for a, c, d in zip(*rows, strict=True)]
+                                    for i in range(3)]
+        return (x, y, z, p), jac
 
     def jacobian(self, q: ArrayLike) -> Array:
         jac = np.array(self.robot.jacobian(self._joints(q)))
