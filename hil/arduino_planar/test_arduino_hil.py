@@ -1,0 +1,174 @@
+"""Arduino planar-arm HIL suite: runs against every ``arduino-planar`` target (default: the real
+firmware in simavr, where the AVR toolchain is installed, and the Python emulator).
+
+    pytest hil/arduino_planar
+    pytest hil/arduino_planar --hil-target 'arduino-planar://sim?model=arduino.planar2&firmware=simavr'
+
+The simulators measure every servo pulse on D9/D10 and take fault injection (reset, garbage
+bytes), so these tests need one; on a real board they are skipped (measure the pulses with a
+scope or logic analyser there: the same figures apply).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from robohal import HardwareFault
+from robohal.connection import open_robot
+from robohal.motion import JointTrajectory, Robot
+from robohal.testing.target import HilTarget
+
+pytestmark = pytest.mark.hil_backend("arduino-planar")
+
+PULSE_TOLERANCE_US = 8.0
+PINS = (9, 10)
+
+
+@pytest.fixture
+def sim(hil_target: HilTarget):
+    """The target's simulator (pulse reports and control lines), or a skip on real hardware."""
+    simulator = hil_target.simulator
+    if simulator is None or not hasattr(simulator, "control"):
+        pytest.skip("needs the bundled simulator's pulse reports and fault injection")
+    return simulator
+
+
+@pytest.fixture
+def robot_with(hil_target: HilTarget) -> Iterator:
+    """connect(**params) -> Robot on the target with extra URI parameters, closed after the test."""
+    robots: list[Robot] = []
+
+    def connect(**params: str) -> Robot:
+        robot = open_robot(hil_target.uri.with_params(**params), registry=hil_target.registry)
+        robots.append(robot)
+        return robot
+
+    yield connect
+    for robot in robots:
+        robot.close()
+
+
+def settled_pulses(sim, robot: Robot, frames: int = 5) -> dict[int, np.ndarray]:
+    """Pulse widths on both pins over ``frames`` frames, starting two frames after now
+    (a width change shows from the next 20 ms frame on), while the host holds."""
+    for _ in range(3):
+        robot.backend.cycle()
+    mark = sim.mark()
+    widths = {}
+    for pin in PINS:
+        pulses = sim.wait_pulses(mark, frames, pin, timeout=10.0)
+        widths[pin] = np.array([pulse.width_us for pulse in pulses])
+    for _ in range(2):
+        robot.backend.cycle()  # keep the watchdog fed meanwhile
+    return widths
+
+
+def test_pulse_widths_match_commanded_angles(robot: Robot, sim) -> None:
+    calibration = robot.backend.calibration
+    targets = np.radians([[0.0, 0.0], [30.0, -45.0], [-60.0, 80.0], [89.0, -89.0]])
+    for target in targets:
+        assert robot.move_joints(target, speed=1.0).completed
+        widths = settled_pulses(sim, robot)
+        for joint, pin in enumerate(PINS):
+            # the exact width of the commanded angle, not the rounded one the wire carried
+            servo = calibration.servos[joint]
+            expected = servo.offset_us + servo.direction * servo.scale_us_per_rad * target[joint]
+            measured = widths[pin]
+            assert len(measured) >= 5, f"too few pulses on D{pin}: {measured}"
+            worst = float(np.abs(measured - expected).max())
+            assert worst <= PULSE_TOLERANCE_US, (
+                f"D{pin}: pulses {measured} us for {np.degrees(target[joint]):.1f} deg (expected {expected:.1f} us)")
+
+
+def test_reset_mid_stream_detected_and_recovered(robot: Robot, sim) -> None:
+    assert robot.move_joints(np.radians([20.0, -20.0]), speed=1.0).completed
+    # a slow motion is streaming when the board resets
+    start = robot.backend.commanded
+    path = start + np.linspace(0, 1, 400)[:, None] * np.radians([20.0, 20.0])
+    resets_before = robot.backend.counters["resets"]
+    robot.run(JointTrajectory(path), wait=False)
+    time.sleep(0.3)
+    sim.control("RESET")
+    deadline = time.monotonic() + 20.0
+    while robot.backend.busy and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with pytest.raises(HardwareFault) as fault:
+        robot.wait()
+    assert fault.value.names == ("MCU_RESET",) and fault.value.recoverable
+    assert robot.backend.counters["resets"] == resets_before + 1
+    stale_target = robot.backend.commanded  # the setpoint in flight when the board went away
+    state = robot.recover()
+    held = state.q
+    # it holds where the servos were last acknowledged, never the newer target that was lost
+    assert np.allclose(robot.backend.commanded, held)
+    assert np.allclose(held, robot.backend.calibration.to_joints(state.info["pulses_us"]))
+    assert np.abs(held - stale_target).max() < np.radians(2.0)  # and that is close to where it was going
+    widths = settled_pulses(sim, robot)
+    for joint, pin in enumerate(PINS):
+        assert np.abs(widths[pin] - state.info["pulses_us"][joint]).max() <= PULSE_TOLERANCE_US
+    # and it moves again
+    assert robot.move_joints(np.radians([0.0, 0.0]), speed=1.0).completed
+
+
+def test_garbage_on_the_line_is_counted_not_fatal(robot: Robot, sim) -> None:
+    assert robot.move_joints(np.radians([10.0, 10.0]), speed=1.0).completed
+    garbage_before = robot.backend.counters["garbage_lines"]
+    firmware_before = dict(robot.backend.firmware_counters)
+    noise_to_host = (b"\x00\xff\x13garbage\r\n" + b"ACK 7 1500 *ZZ\n" + b"STATE bogus\n").hex()
+    noise_to_board = b"\x01\x02 nonsense *00\n".hex()
+    path = robot.backend.commanded + np.linspace(0, 1, 150)[:, None] * np.radians([10.0, -10.0])
+    robot.run(JointTrajectory(path), wait=False)
+    for _ in range(3):
+        time.sleep(0.3)
+        sim.control(f"INJECT_TX {noise_to_host}")
+        sim.control(f"INJECT_RX {noise_to_board}")
+    result = robot.wait(timeout=30.0)
+    assert result is not None and result.completed
+    assert np.allclose(robot.state.q, path[-1], atol=2e-3)
+    assert robot.backend.counters["garbage_lines"] >= garbage_before + 3
+    for _ in range(30):  # long enough for a counter poll
+        robot.backend.cycle()
+    counters = robot.backend.firmware_counters
+    firmware_refused = sum(counters[k] - firmware_before.get(k, 0) for k in ("garbage", "bad_checksum"))
+    assert firmware_refused >= 3, counters
+
+
+def test_host_silence_trips_the_watchdog_in_the_pulses(robot_with, sim) -> None:
+    robot = robot_with(keepalive="0", watchdog_ms="200", watchdog_action="detach")
+    assert robot.move_joints(np.radians([15.0, -15.0]), speed=1.0).completed
+    mark = sim.mark()
+    time.sleep(0.8)  # the host goes silent
+    silent = sim.pulses_since(mark)
+    assert silent, "the servos should pulse until the watchdog trips"
+    trip = max(pulse.time_us for pulse in silent)
+    last_pulses_end = trip - min(pulse.time_us for pulse in silent)
+    assert last_pulses_end < 0.5e6, "pulses went on for longer than the watchdog allows"
+    quiet = sim.mark()
+    time.sleep(0.3)
+    assert sim.pulses_since(quiet) == [], "detach: no pulses after the watchdog tripped"
+    # speaking again re-attaches at the held position
+    state = robot.backend.cycle()
+    assert all(state.info["attached"])
+    widths = settled_pulses(sim, robot)
+    for joint, pin in enumerate(PINS):
+        assert np.abs(widths[pin] - state.info["pulses_us"][joint]).max() <= PULSE_TOLERANCE_US
+
+
+def test_command_burst_never_overflows_the_firmware_buffer(robot_with) -> None:
+    robot = robot_with(rate="200", poll="100")
+    before = robot.backend.counters.copy()
+    start = robot.backend.commanded
+    # 400 setpoints as fast as the board acknowledges them (5 ms period)
+    path = start + np.sin(np.linspace(0, np.pi, 400))[:, None] * np.radians([5.0, -5.0])
+    assert robot.run(JointTrajectory(path)).completed
+    assert robot.backend.counters["cycles"] - before["cycles"] == len(path)
+    for _ in range(100):  # hold until the backend has read the firmware's counters again
+        robot.backend.cycle()
+    counters = robot.backend.firmware_counters
+    assert counters["frames_ok"] >= len(path)
+    assert counters["overflow"] == 0 and counters["bad_checksum"] == 0 and counters["garbage"] == 0, counters
+    assert counters["rejected"] == 0, counters
+    assert robot.backend.counters["resends"] == before["resends"]
