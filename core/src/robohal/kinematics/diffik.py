@@ -380,6 +380,8 @@ class DifferentialIk:
                     largest = max(abs(n) for n in null)
                     scale = min(options.nullspace_gain * self.period, MAX_POSTURE_RATE * self.period / max(largest, 1e-300))
                     delta = [d + scale * n for d, n in zip(delta, null, strict=True)]
+                    # The pull moves the goal every cycle: follow it like a moving target.
+                    follow = [f + scale * n for f, n in zip(follow, null, strict=True)]
                 # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
                 lo, hi = _approach(box, [x + d for x, d in zip(q, delta, strict=True)], follow, self.period,
                                    limits[3], limits[4])
