@@ -8,7 +8,7 @@ acts on (now - the robot's feedback time): a receiver that falls behind shows a
 growing age. Each is run once on a quiet machine and once next to a busy
 second process. Figures are printed as ratios (ours / peer); nothing is asserted.
 
-    python benchmarks/egm.py [--seconds 8]
+    python benchmarks/egm.py [--seconds 4] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -50,16 +50,19 @@ def drive_ours(port: int, seconds: float) -> dict:
     ages = []
     start = time.monotonic()
     cycles = 0
+    first_seqno = None
     while time.monotonic() - start < seconds:
         t = cycles * backend.period  # one setpoint per period, as motions do
         q = q0.copy()
         q[0] += math.radians(5.0) * (1 - math.cos(2 * math.pi * 0.2 * t))
         state = backend.cycle(q)
         ages.append(time.time() - state.time)
+        first_seqno = state.info["seqno"] if first_seqno is None else first_seqno
         cycles += 1
     stats = backend.statistics
+    span = state.info["seqno"] - first_seqno + 1
     backend.close()
-    return {"ages": _percentiles(ages), "age_trend_ms": _trend(ages), "cycles": cycles,
+    return {"ages": _percentiles(ages), "age_trend_ms": _trend(ages), "cycles": cycles, "replied": cycles / span,
             "reply_latency_p50_ms": 1000 * stats["reply_latency_p50"], "reply_latency_p99_ms": 1000 * stats["reply_latency_p99"],
             "drained": stats.get("datagrams_drained", 0)}
 
@@ -72,10 +75,12 @@ def drive_peer(port: int, seconds: float) -> dict:
     q0 = None
     start = time.monotonic()
     cycles = 0
+    seqnos = []
     while time.monotonic() - start < seconds:
         ok, state = egm.receive_from_robot(timeout=1.0)
         if not ok:
             continue
+        seqnos.append(state.robot_message.header.seqno)
         feedback_time = state.robot_message.feedBack.time
         ages.append(time.time() - (feedback_time.sec + feedback_time.usec * 1e-6))
         if q0 is None:
@@ -86,7 +91,8 @@ def drive_peer(port: int, seconds: float) -> dict:
         egm.send_to_robot(q)
         cycles += 1
     egm.socket.close()
-    return {"ages": _percentiles(ages), "age_trend_ms": _trend(ages), "cycles": cycles}
+    return {"ages": _percentiles(ages), "age_trend_ms": _trend(ages), "cycles": cycles,
+            "replied": cycles / (seqnos[-1] - seqnos[0] + 1)}
 
 
 def run_one(driver: str, seconds: float) -> dict:
@@ -121,30 +127,40 @@ def busy_process() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
-def report(label: str, ours: dict, peer: dict) -> None:
-    def row(name: str, a: float, b: float) -> None:
-        print(f"  {name:<34} {a:9.3f} {b:9.3f} {a / b if b else float('nan'):8.2f}")
+def _median(runs: list[dict], *path: str) -> float:
+    values = []
+    for run in runs:
+        value = run
+        for key in path:
+            value = value[key]
+        values.append(value)
+    return float(np.median(values))
 
-    print(f"-- {label}: robohal abb-egm vs abb-robot-client (ratio = ours / peer; < 1 is faster)")
-    print(f"  {'':<34} {'ours':>9} {'peer':>9} {'ratio':>8}")
-    oc, pc = ours["controller"], peer["controller"]
-    row("rate held by the controller (Hz)", oc["rate_hz"], pc["rate_hz"])
-    row("round trip p50 (ms)", oc["round_trip"]["p50_ms"], pc["round_trip"]["p50_ms"])
-    row("round trip p99 (ms)", oc["round_trip"]["p99_ms"], pc["round_trip"]["p99_ms"])
-    row("state age at the loop p50 (ms)", ours["sensor"]["ages"]["p50_ms"], peer["sensor"]["ages"]["p50_ms"])
-    row("state age at the loop p99 (ms)", ours["sensor"]["ages"]["p99_ms"], peer["sensor"]["ages"]["p99_ms"])
-    row("state age trend, last-first (ms)", ours["sensor"]["age_trend_ms"], peer["sensor"]["age_trend_ms"])
-    replies_o = oc["counters"].get("sensor_messages", 0) / max(1, oc["counters"]["robot_messages_sent"])
-    replies_p = pc["counters"].get("sensor_messages", 0) / max(1, pc["counters"]["robot_messages_sent"])
-    row("replies per robot message", replies_o, replies_p)
-    print(f"  ours: reply latency (arrival -> reply) p50 {ours['sensor']['reply_latency_p50_ms']:.3f} ms,"
-          f" p99 {ours['sensor']['reply_latency_p99_ms']:.3f} ms; datagrams drained (skipped as stale)"
-          f" {ours['sensor']['drained']}; controller late ticks {oc['period']['late_ticks']}")
+
+def report(label: str, ours: list[dict], peer: list[dict]) -> None:
+    def row(name: str, *path: str) -> None:
+        a, b = _median(ours, *path), _median(peer, *path)
+        print(f"  {name:<40} {a:9.3f} {b:9.3f} {a / b if b else float('nan'):8.2f}")
+
+    print(f"-- {label}: robohal abb-egm vs abb-robot-client, median of {len(ours)} runs each"
+          " (ratio = ours / peer; < 1 is faster)")
+    print(f"  {'':<40} {'ours':>9} {'peer':>9} {'ratio':>8}")
+    row("rate held by the controller (Hz)", "controller", "rate_hz")
+    row("round trip p50 (ms)", "controller", "round_trip", "p50_ms")
+    row("round trip p99 (ms)", "controller", "round_trip", "p99_ms")
+    row("state age at the control loop p50 (ms)", "sensor", "ages", "p50_ms")
+    row("state age at the control loop p99 (ms)", "sensor", "ages", "p99_ms")
+    row("state age growth, last - first quarter (ms)", "sensor", "age_trend_ms")
+    row("robot messages answered (share)", "sensor", "replied")
+    print(f"  ours only: reply latency (datagram in -> reply out) p50 {_median(ours, 'sensor', 'reply_latency_p50_ms'):.3f}"
+          f" ms, p99 {_median(ours, 'sensor', 'reply_latency_p99_ms'):.3f} ms; stale datagrams skipped per run"
+          f" {_median(ours, 'sensor', 'drained'):.0f} (a late loop answers the newest message, not a backlog)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--seconds", type=float, default=4.0, help="per run")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per peer and load, interleaved")
     parser.add_argument("--driver", choices=["ours", "peer"])
     parser.add_argument("--port", type=int)
     args = parser.parse_args()
@@ -157,17 +173,18 @@ def main() -> None:
     except ImportError:
         print("abb-robot-client is not installed (pip install -e './plugins/abb[test]'); skipping the EGM benchmark")
         return
-    results = {}
     for load in ("quiet", "busy"):
         hog = busy_process() if load == "busy" else None
+        runs: dict[str, list[dict]] = {"ours": [], "peer": []}
         try:
-            for driver in ("ours", "peer"):
-                results[(load, driver)] = run_one(driver, args.seconds)
+            for _ in range(args.rounds):
+                for driver in ("ours", "peer"):
+                    runs[driver].append(run_one(driver, args.seconds))
         finally:
             if hog is not None:
                 hog.kill()
                 hog.wait()
-        report(f"{load} machine" + (" (one busy process)" if hog else ""), results[(load, "ours")], results[(load, "peer")])
+        report("as the machine is" if hog is None else "with a busy second process", runs["ours"], runs["peer"])
 
 
 if __name__ == "__main__":

@@ -199,3 +199,9 @@ def test_the_generated_module_does_not_claim_the_default_pool() -> None:
 
     assert pb.EgmRobot.DESCRIPTOR.file.pool is not descriptor_pool.Default()
     assert theirs.EgmRobot.DESCRIPTOR.full_name == pb.EgmRobot.DESCRIPTOR.full_name == "abb.egm.EgmRobot"
+
+
+def test_the_reusing_encoder_writes_the_same_bytes() -> None:
+    encoder = wire.SensorEncoder()
+    for seqno, q in enumerate([Q, -Q, Q * 0.5, np.zeros(6)]):
+        assert encoder.joints(seqno, 10 * seqno, q) == wire.encode_sensor_joints(seqno, 10 * seqno, q)

@@ -121,6 +121,7 @@ class EgmBackend(Backend):
         self._target: Array | None = None  # the last target sent (or the measured position to hold)
         self._last_send = 0.0  # monotonic time of the control loop's last reply (or its claim)
         self._sensor_seqno = 0
+        self._encoder = wire.SensorEncoder()
         self._started = time.monotonic()
         self._seqno_gaps = 0
         self._lost = 0
@@ -332,7 +333,7 @@ class EgmBackend(Backend):
         self._sensor_seqno += 1
         tm = int((time.monotonic() - self._started) * 1000.0)
         if self.mode == "joint":
-            datagram = wire.encode_sensor_joints(self._sensor_seqno, tm, q)
+            datagram = self._encoder.joints(self._sensor_seqno, tm, q)
         else:
             datagram = wire.encode_sensor_pose(self._sensor_seqno, tm, self.model.forward(q))
         sock = self._sock
@@ -415,11 +416,11 @@ class EgmBackend(Backend):
 
     def _state_of(self, received: _Received) -> RobotState:
         message = received.message
-        faults = message.faults()
+        faults = () if message.active else message.faults()
         dq = received.dq
         if faults:
             mode = RobotMode.FAULT
-        elif max(abs(v) for v in dq) > 1e-3:
+        elif max(map(abs, dq)) > 1e-3:
             mode = RobotMode.MOVING
         else:
             mode = RobotMode.IDLE

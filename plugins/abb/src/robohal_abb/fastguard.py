@@ -2,7 +2,7 @@
 
 Every EGM cycle sits on the robot's critical path (robot message in -> reply
 out), and the core guard spends tens of microseconds in small numpy steps. This
-subclass first asks one question with a few array operations: is the setpoint
+subclass first asks one question in plain floats, joint by joint: is the setpoint
 finite, inside the position limits and, with its finite differences, well
 inside the velocity/acceleration/jerk bounds? Only a clear yes takes the fast
 path; anything else goes to the core's own :meth:`check`, which decides and
@@ -12,6 +12,7 @@ hair tighter than the core's, so it never accepts what the core would refuse.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -25,34 +26,41 @@ class FastSetpointGuard(SetpointGuard):
     def __init__(self, limits: JointLimits, period: float, checks: Iterable[str] = ("position", "velocity")) -> None:
         super().__init__(limits, period, checks)
         dt = self.period
-        # rows: velocity, acceleration, jerk as combinations of the last four setpoints (oldest first)
-        self._differences = np.array([
-            [0.0, 0.0, -1.0, 1.0],
-            [0.0, 1.0, -2.0, 1.0],
-            [-1.0, 3.0, -3.0, 1.0],
-        ]) / np.array([[dt], [dt**2], [dt**3]])
+        self._scales = (1.0 / dt, 1.0 / dt**2, 1.0 / dt**3)
         tighter = 1.0 + RELATIVE_SLACK / 2  # strictly inside the core's bound (limit * (1 + slack) + 1e-9)
-        self._bounds = np.array([
-            limits.velocity * tighter if "velocity" in self.checks else np.full(limits.dof, np.inf),
-            limits.acceleration * tighter if "acceleration" in self.checks else np.full(limits.dof, np.inf),
-            limits.jerk * tighter if "jerk" in self.checks else np.full(limits.dof, np.inf),
-        ])
-        check_position = "position" in self.checks
-        self._lower = limits.lower - TOLERANCE if check_position else np.full(limits.dof, -np.inf)
-        self._upper = limits.upper + TOLERANCE if check_position else np.full(limits.dof, np.inf)
+        unbounded = [math.inf] * limits.dof
+
+        def bound(quantity: str) -> list[float]:
+            return (getattr(limits, quantity) * tighter).tolist() if quantity in self.checks else unbounded
+
+        # one row per joint: lower, upper, |velocity|, |acceleration|, |jerk| bounds
+        lower = (limits.lower - TOLERANCE).tolist() if "position" in self.checks else [-math.inf] * limits.dof
+        upper = (limits.upper + TOLERANCE).tolist() if "position" in self.checks else unbounded
+        self._rows = list(zip(lower, upper, bound("velocity"), bound("acceleration"), bound("jerk"), strict=True))
+        self._recent: list[list[float]] = []  # the last three setpoints as floats, oldest first
+
+    def reset(self, q: ArrayLike) -> None:
+        super().reset(q)
+        self._recent = [h.tolist() for h in self._history[-3:]]
+
+    def commit(self, q: Array) -> None:
+        super().commit(q)
+        self._recent = [h.tolist() for h in self._history[-3:]]
 
     def check(self, setpoint: ArrayLike) -> Array:
         try:
             q = np.array(setpoint, dtype=np.float64)
         except (TypeError, ValueError):
             return super().check(setpoint)
-        history = self._history
-        if q.shape != self._lower.shape or len(history) < 3:
+        recent = self._recent
+        if q.shape != (len(self._rows),) or len(recent) < 3:
             return super().check(setpoint)
-        # NaN fails every comparison and inf fails the finite bounds; both go to the core check
-        if not (np.isfinite(q).all() and (q >= self._lower).all() and (q <= self._upper).all()):
-            return super().check(setpoint)
-        values = self._differences @ np.array((history[-3], history[-2], history[-1], q))
-        if not (np.abs(values) <= self._bounds).all():
-            return super().check(setpoint)
+        inv_dt, inv_dt2, inv_dt3 = self._scales
+        for x, a, b, c, (low, high, v_max, a_max, j_max) in zip(q.tolist(), *recent, self._rows, strict=True):
+            # a, b, c: the setpoints three, two and one cycles back; x - x is NaN for NaN and inf
+            if (x - x != 0.0 or not low <= x <= high
+                    or abs(x - c) * inv_dt > v_max
+                    or abs(x - 2.0 * c + b) * inv_dt2 > a_max
+                    or abs(x - 3.0 * c + 3.0 * b - a) * inv_dt3 > j_max):
+                return super().check(setpoint)
         return q
