@@ -138,6 +138,7 @@ class ControlLoop:
         self.control: Any = None
         self.first_write = False
         self.motion: Any = None
+        self.prepared: np.ndarray | None = None  # the motion's next setpoint, already checked
         self.recorder: MotionRecorder | None = None
         self.braking: tuple[np.ndarray, np.ndarray] | None = None  # (v, a) while braking
         self.finish_after_brake = False
@@ -248,6 +249,7 @@ class ControlLoop:
         self.first_write = True
         self.guard.reset(self.state.q)
         self.braking = None
+        self.prepared = None
         self.finish_after_brake = False
         self.shared.set(Layout.SESSION, kind)
 
@@ -270,7 +272,9 @@ class ControlLoop:
         elif self.braking is not None:
             q, finish = self.brake_step()
         elif self.motion is not None:
-            q = self.motion_step()
+            q, self.prepared = self.prepared, None
+            if q is None:
+                q = self.motion_step()
             if q is None:
                 q, finish = self.brake_step()
             else:
@@ -288,6 +292,10 @@ class ControlLoop:
         self.shared.add(Layout.WRITES)
         if finish:
             self.finished()
+        elif self.motion is not None and self.braking is None:
+            # The next setpoint, computed while the robot runs this one: the command goes out
+            # right after the next state instead of a motion step later.
+            self.prepared = self.motion_step()
 
     # Setpoint sources -------------------------------------------------------------------------
 
@@ -379,7 +387,7 @@ class ControlLoop:
     def motion_over(self, stopped: bool = False, error: BaseException | None = None) -> None:
         error = error or self.motion_error
         recorder, motion = self.recorder, self.motion
-        self.motion, self.recorder, self.motion_error = None, None, None
+        self.motion, self.recorder, self.motion_error, self.prepared = None, None, None, None
         assert recorder is not None
         result = recorder.result(completed=error is None and not stopped, stopped=stopped)
         summary = getattr(motion, "summary", None)
