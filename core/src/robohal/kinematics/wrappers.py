@@ -132,13 +132,13 @@ class _Wrapper(Kinematics):
         if not hasattr(self.robot, "_candidates_batch"):
             return super().inverse_batch(poses)
         out = fit_limits_batch(self._candidates_batch(poses), self.limits, self.periodic)
-        ok = ~np.isnan(out[..., 0])
-        if ok.any() and type(self)._admissible is not Kinematics._admissible:
-            rows = out[ok]
-            keep = np.array([self._admissible(r) for r in rows.tolist()]) if len(rows) else np.zeros(0, bool)
-            rows[~keep] = np.nan
-            out[ok] = rows
+        out[~self._admissible_batch(out)] = np.nan
         return out
+
+    def _admissible_batch(self, q: Array) -> np.ndarray:
+        """:meth:`_admissible` for (..., dof) rows at once (NaN rows may answer anything)."""
+        inner = getattr(self.robot, "_admissible_batch", None)
+        return inner(self._inner(q)) if inner is not None else np.ones(q.shape[:-1], dtype=bool)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.robot!r})"
@@ -205,6 +205,14 @@ class Parallelogram(_Wrapper):
             for row in jac:
                 row[self.driven] -= self.scaling * row[self.coupled]
         return frame, jac
+
+    def _admissible_batch(self, q: Array) -> np.ndarray:
+        inner = self._inner(q)
+        limits = self.robot.limits
+        with np.errstate(invalid="ignore"):
+            ok = ((inner >= limits.lower - 1e-9) & (inner <= limits.upper + 1e-9)).all(axis=-1)
+        nested = getattr(self.robot, "_admissible_batch", None)
+        return ok & nested(inner) if nested is not None else ok
 
     def jacobian(self, q: ArrayLike) -> Array:
         # d(inner)/d(outer): the driven joint also turns the coupled one by -scaling.
