@@ -175,3 +175,31 @@ def test_busy_user_thread_does_not_break_the_1khz_loop(connect, impl):
     assert np.median(steps) == pytest.approx(0.001, abs=1e-4)  # robot time: one state per command
     if simulator is not None:
         assert simulator.stats()["robot_reflexes"] == 0
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_stalled_stream_is_braked_reported_and_recovered(connect, impl):
+    """The user's stream stops for 30 ms while the joint moves: the control process brakes
+    smoothly (no reflex), refuses the stream's late continuation and reports it; recover() resumes."""
+    from robohal_franka.control import StreamStarved
+
+    backend, simulator = connect(impl)
+    q = backend.commanded
+    velocity = np.zeros(7)
+    with pytest.raises(StreamStarved):
+        for k in range(600):
+            velocity[0] = min(velocity[0] + 0.002, 0.2)  # 2 rad/s^2 up to 0.2 rad/s
+            q = q + velocity * 0.001
+            if k == 150:
+                time.sleep(0.03)
+            backend.cycle(q)
+    figures = backend.figures
+    assert figures["starved_cycles"] > 0
+    with pytest.raises(StreamStarved):
+        backend.cycle()  # until recover()
+    state = backend.recover()
+    assert state.mode is RobotMode.IDLE
+    assert np.abs(backend.read().dq).max() < 1e-6  # braked to rest
+    assert backend.cycle().mode in (RobotMode.IDLE, RobotMode.MOVING)
+    if simulator is not None:
+        assert simulator.stats()["robot_reflexes"] == 0

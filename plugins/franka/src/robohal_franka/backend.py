@@ -168,6 +168,8 @@ class FrankaBackend(Backend):
         except BaseException:
             self._stop_process()
             raise
+        self._shm_file.close()  # both processes have it mapped: nothing is left behind if either dies
+        self._shm_file = None
         return self._snapshot_state() if state is None else state
 
     def _close(self) -> None:
@@ -198,10 +200,11 @@ class FrankaBackend(Backend):
         if self._reader is not None:
             self._reader.join(timeout=2.0)
         self._conn = None
-        if self._shm_file is not None:
+        if self._shared is not None:
             self._base_motion_setpoints = self._motion_setpoints()
             self._shared = None
-            self._shm_file.close()  # the file goes; the mappings stay valid until unmapped
+        if self._shm_file is not None:
+            self._shm_file.close()
             self._shm_file = None
 
     def _read_pipe(self) -> None:
