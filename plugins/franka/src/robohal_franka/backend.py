@@ -39,7 +39,7 @@ from robohal.state import RobotMode, RobotState
 from robohal.uri import RobotUri
 
 from .control import MODES, ControlConfig, StreamStarved, pack_error, unpack_error
-from .shared import SESSION_NONE, Doorbell, Layout, SharedBlock
+from .shared import Doorbell, Layout, SharedBlock
 from .wire import ERROR_NAMES
 
 PERIOD = 0.001
@@ -201,7 +201,7 @@ class FrankaBackend(Backend):
             self._reader.join(timeout=2.0)
         self._conn = None
         if self._shared is not None:
-            self._base_motion_setpoints = self._motion_setpoints()
+            self._base_motion_setpoints = self._motion_setpoints()  # the next connection starts at 0
             self._shared = None
         if self._shm_file is not None:
             self._shm_file.close()
@@ -285,9 +285,9 @@ class FrankaBackend(Backend):
     # State -----------------------------------------------------------------------------
 
     def _motion_setpoints(self) -> int:
-        if self._shared is None:
-            return self._base_motion_setpoints
-        return int(self._shared.get(Layout.MOTION_SETPOINTS))
+        """Setpoints of motions the control process ran, over every connection of this backend."""
+        live = 0 if self._shared is None else int(self._shared.get(Layout.MOTION_SETPOINTS))
+        return self._base_motion_setpoints + live
 
     def _snapshot_state(self) -> RobotState:
         assert self._shared is not None
@@ -433,9 +433,6 @@ class FrankaBackend(Backend):
             values.append(tuple(array.tolist()))
         self._check_usable()
         self._request("collision", tuple(values))
-
-    def session_active(self) -> bool:
-        return self._shared is not None and self._shared.get(Layout.SESSION) != SESSION_NONE
 
     @property
     def control_pid(self) -> int | None:
