@@ -1,0 +1,40 @@
+"""`robohal draw` and `robohal jog` driving the emulated servo arm over its pty (the seed's use)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+from robohal.cli import main
+
+EMULATOR = "arduino-planar://sim?model=arduino.planar2&firmware=emulator&sim_boot_ms=50"
+
+
+def test_draw_circle_on_the_servo_arm() -> None:
+    result = CliRunner().invoke(main, ["draw", EMULATOR, "circle", "--radius", "0.015", "--speed", "0.08"])
+    assert result.exit_code == 0, result.output
+    deviation = re.search(r"measured pen within ([0-9.]+) mm", result.output)
+    assert deviation is not None, result.output
+    # whole-microsecond pulses: about 1.6 mrad per joint, a fraction of a millimetre at the pen
+    assert float(deviation.group(1)) < 0.6
+
+
+def test_draw_refuses_a_circle_beyond_the_servo_range() -> None:
+    # within the links' reach, but the elbow would need more than the servo's +-90 deg
+    result = CliRunner().invoke(main, ["draw", EMULATOR, "circle", "--center", "0.12", "0", "--radius", "0.01"])
+    assert result.exit_code == 2
+    assert "joint limits" in result.output and "drawn:" not in result.output
+
+
+@pytest.mark.parametrize("keys", ["aawq"])
+def test_jog_from_piped_keys_shows_joints_and_pulses(keys: str) -> None:
+    result = CliRunner().invoke(main, ["jog", EMULATOR, "--step", "5"], input=keys)
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 + keys.index("q")
+    first, last = lines[0], lines[-1]
+    assert "x   180.0 y     0.0 mm" in first and "pulses    0    0 us" in first
+    assert "x   170.0 y     5.0 mm" in last and "moved" in last
+    pulses = re.search(r"pulses\s+(\d+)\s+(\d+) us", last)
+    assert pulses is not None and pulses.groups() != ("1500", "1500")
