@@ -138,20 +138,21 @@ def _median(runs: list[dict], *path: str) -> float:
 
 
 def report(label: str, ours: list[dict], peer: list[dict]) -> None:
-    def row(name: str, *path: str) -> None:
+    def row(name: str, *path: str, ratio: bool = True) -> None:
         a, b = _median(ours, *path), _median(peer, *path)
-        print(f"  {name:<40} {a:9.3f} {b:9.3f} {a / b if b else float('nan'):8.2f}")
+        shown = f"{a / b:8.2f}" if ratio and b else f"{'-':>8}"
+        print(f"  {name:<44} {a:9.3f} {b:9.3f} {shown}")
 
     print(f"-- {label}: robohal abb-egm vs abb-robot-client, median of {len(ours)} runs each"
           " (ratio = ours / peer; < 1 is faster)")
-    print(f"  {'':<40} {'ours':>9} {'peer':>9} {'ratio':>8}")
+    print(f"  {'':<44} {'ours':>9} {'peer':>9} {'ratio':>8}")
     row("rate held by the controller (Hz)", "controller", "rate_hz")
     row("round trip p50 (ms)", "controller", "round_trip", "p50_ms")
     row("round trip p99 (ms)", "controller", "round_trip", "p99_ms")
     row("state age at the control loop p50 (ms)", "sensor", "ages", "p50_ms")
     row("state age at the control loop p99 (ms)", "sensor", "ages", "p99_ms")
-    row("state age growth, last - first quarter (ms)", "sensor", "age_trend_ms")
-    row("robot messages answered (share)", "sensor", "replied")
+    row("state age growth, last - first quarter (ms)", "sensor", "age_trend_ms", ratio=False)
+    row("robot messages answered (share)", "sensor", "replied", ratio=False)
     print(f"  ours only: reply latency (datagram in -> reply out) p50 {_median(ours, 'sensor', 'reply_latency_p50_ms'):.3f}"
           f" ms, p99 {_median(ours, 'sensor', 'reply_latency_p99_ms'):.3f} ms; stale datagrams skipped per run"
           f" {_median(ours, 'sensor', 'drained'):.0f} (a late loop answers the newest message, not a backlog)")
