@@ -224,3 +224,8 @@ def test_move_linear_and_the_cartesian_layer(egm_sim) -> None:
         for _ in range(100):
             robot.backend.cycle()
         assert np.linalg.norm(arm.pose[:3, 3] - start[:3, 3]) < 1e-3
+
+
+def test_only_six_axis_models() -> None:
+    with pytest.raises(robohal.UriError, match="6 axes"):
+        robohal.connect("abb-egm://127.0.0.1:6510?model=generic.planar2")

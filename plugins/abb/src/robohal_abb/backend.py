@@ -92,6 +92,8 @@ class EgmBackend(Backend):
     checks = ("position", "velocity", "acceleration")
 
     def __init__(self, uri: RobotUri, model: Kinematics) -> None:
+        if model.dof != 6:
+            raise UriError(f"{uri}: abb-egm streams the 6 axes of an ABB arm; the model has {model.dof} joints")
         sample_ms = uri.get_float("sample_rate", 4.0, minimum=4.0)
         super().__init__(uri, model, sample_ms / 1000.0)
         self.guard = FastSetpointGuard(model.limits, self.period, self.checks)  # same verdicts, sooner
