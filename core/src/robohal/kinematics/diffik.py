@@ -251,8 +251,6 @@ class DifferentialIk:
                  posture: ArrayLike | None = None) -> None:
         if not isinstance(model, Kinematics):
             raise InvalidArgument(f"expected a Kinematics model, got {type(model).__name__}")
-        if model.position_only:
-            raise InvalidArgument("differential IK here tracks full poses; this model only positions a point")
         options.validate()
         if not (isinstance(period, (int, float)) and math.isfinite(period) and period > 0):
             raise InvalidArgument("period must be positive")
@@ -267,7 +265,9 @@ class DifferentialIk:
         self.last_residual = math.inf
         self._ready = False
         rw = options.rotation_weight
-        self._weights = [1.0, 1.0, 1.0, rw, rw, rw]
+        # A model that only positions a point (a planar arm) is steered by x and y alone.
+        self._weights = [1.0, 1.0, 0.0, 0.0, 0.0, 0.0] if model.position_only else [1.0, 1.0, 1.0, rw, rw, rw]
+        self._weight_column = np.array(self._weights)[:, None]
         self._eye = np.eye(6) * options.damping ** 2
         self._eye_null = np.eye(6) * NULLSPACE_DAMPING ** 2
         self._systems = np.zeros((2, 6, 6))
@@ -303,7 +303,8 @@ class DifferentialIk:
         x, y, z, p = frame
         rx, ry, rz = _rotation_error(target, x, y, z)
         w = self._weights
-        return [target[0][3] - p[0], target[1][3] - p[1], target[2][3] - p[2], w[3] * rx, w[4] * ry, w[5] * rz]
+        return [w[0] * (target[0][3] - p[0]), w[1] * (target[1][3] - p[1]), w[2] * (target[2][3] - p[2]),
+                w[3] * rx, w[4] * ry, w[5] * rz]
 
     def _target_motion(self, goal: list[list[float]]) -> list[float]:
         """The target's motion since the last cycle, weighted like the error; zero
@@ -319,8 +320,8 @@ class DifferentialIk:
         if math.sqrt(dx * dx + dy * dy + dz * dz) > MAX_TARGET_SPEED * self.period or \
                 math.sqrt(rx * rx + ry * ry + rz * rz) > MAX_TARGET_TURN_RATE * self.period:
             return [0.0] * 6
-        w = self._weights[3]
-        return [dx, dy, dz, w * rx, w * ry, w * rz]
+        w = self._weights
+        return [w[0] * dx, w[1] * dy, w[2] * dz, w[3] * rx, w[4] * ry, w[5] * rz]
 
     def step(self, target: ArrayLike) -> Array:
         """One cycle toward the (4, 4) ``target``: the next joint goal (inside the
@@ -337,7 +338,6 @@ class DifferentialIk:
         lo = [base + t2 * low for base, _, low, _ in box]
         hi = [base + t2 * high for base, _, _, high in box]
         q = list(h1)
-        w = self._weights
         # Toward the posture: its full offset now, the rate-limited share after projection.
         offset = None
         if self._posture is not None and options.nullspace_gain > 0.0:
@@ -360,7 +360,7 @@ class DifferentialIk:
                 # One factorisation per cycle: the joints move ~1 mrad in a cycle, so the
                 # Jacobian of its start serves every iteration.
                 jw = np.array(jac)
-                jw[3:] *= w[3]
+                jw *= self._weight_column
                 gram = jw @ jw.T
                 systems = self._systems
                 systems[0] = gram + self._eye
