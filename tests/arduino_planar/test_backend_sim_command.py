@@ -1,0 +1,64 @@
+"""`robohal sim arduino-planar`: prints the pty path first, serves the protocol, stops on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import serial
+from robohal_arduino_planar import firmware
+from robohal_arduino_planar import protocol as p
+
+ROBOHAL = [sys.executable, "-c", "from robohal.cli import main; main()"]
+
+
+def _first_line(proc: subprocess.Popen, timeout: float) -> str:
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    if not selector.select(timeout):
+        return ""
+    return proc.stdout.readline().decode().strip()
+
+
+@pytest.mark.parametrize("flag", ["--emulator", "--firmware-sim"])
+def test_sim_command_prints_the_pty_then_serves_until_ctrl_c(flag: str) -> None:
+    if flag == "--firmware-sim" and firmware.toolchain_missing():
+        pytest.skip(firmware.toolchain_missing())
+    proc = subprocess.Popen([*ROBOHAL, "sim", "arduino-planar", flag, "--boot-ms", "50"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        path = _first_line(proc, 60.0)
+        assert path.startswith("/dev/"), (path, proc.stderr.read1(4000) if proc.poll() is not None else b"")
+        with serial.Serial(path, p.BAUDRATE, timeout=0.2) as port:
+            deadline = time.monotonic() + 10.0
+            reply = None
+            while time.monotonic() < deadline and reply is None:
+                port.write(p.Ping(7).encode())
+                line = port.readline()
+                if line.startswith(b"PONG 7 "):
+                    reply = p.decode_reply(line)
+            assert reply == p.Pong(7)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 0
+        assert not os.path.exists(path) or _pty_unused(path)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+
+
+def _pty_unused(path: str) -> bool:
+    """True when nobody serves the pty any more (opening it fails or nothing answers)."""
+    try:
+        with serial.Serial(path, p.BAUDRATE, timeout=0.3) as port:
+            port.write(p.Ping(8).encode())
+            return not port.readline()
+    except (serial.SerialException, OSError):
+        return True
