@@ -205,3 +205,30 @@ def test_the_reusing_encoder_writes_the_same_bytes() -> None:
     encoder = wire.SensorEncoder()
     for seqno, q in enumerate([Q, -Q, Q * 0.5, np.zeros(6)]):
         assert encoder.joints(seqno, 10 * seqno, q) == wire.encode_sensor_joints(seqno, 10 * seqno, q)
+
+
+def test_committed_classes_match_egm_proto(tmp_path) -> None:
+    """egm_pb2.py is generated from egm.proto (make -C plugins/abb proto); they must not drift apart."""
+    protoc = pytest.importorskip("grpc_tools.protoc", reason="pip install -e './plugins/abb[dev]'")
+    from pathlib import Path
+
+    from google.protobuf import descriptor_pb2
+
+    source = Path(pb.__file__).resolve().parent
+    out = tmp_path / "set.pb"
+    status = protoc.main(["protoc", f"-I{source.parent}", f"--descriptor_set_out={out}",
+                          str(source / "egm.proto")])
+    assert status == 0
+    fresh = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file[0]
+
+    def drop_json_names(messages) -> None:  # generated code leaves the derived json_name out
+        for message in messages:
+            for field in message.field:
+                field.ClearField("json_name")
+            drop_json_names(message.nested_type)
+
+    drop_json_names(fresh.message_type)
+    committed = descriptor_pb2.FileDescriptorProto()
+    pb.DESCRIPTOR.CopyToProto(committed)
+    assert fresh.name == committed.name == "robohal_abb/egm.proto"
+    assert fresh.SerializeToString(deterministic=True) == committed.SerializeToString(deterministic=True)
