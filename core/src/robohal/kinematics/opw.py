@@ -427,8 +427,10 @@ class OPW(Kinematics):
                         if (abs(cs1 * u0 - sn1 * e10 - r00) > VERIFY_ROTATION or abs(sn1 * u0 + cs1 * e10 - r10) > VERIFY_ROTATION
                                 or abs(c23 * e20 - s23 * e00 - r20) > VERIFY_ROTATION):
                             continue
-                    rows.append([_wrap(s[0] * (t1 + o[0])), _wrap(s[1] * (t2 + o[1])), _wrap(s[2] * (t3 + o[2])),
-                                 _wrap(s[3] * (t4 + o[3])), _wrap(s[4] * (t5 + o[4])), _wrap(s[5] * (t6 + o[5]))])
+                    # Joints from model angles, each into (-pi, pi] (inline: this is the hot path).
+                    rows.append([PI - (PI - s[0] * (t1 + o[0])) % TWO_PI, PI - (PI - s[1] * (t2 + o[1])) % TWO_PI,
+                                 PI - (PI - s[2] * (t3 + o[2])) % TWO_PI, PI - (PI - s[3] * (t4 + o[3])) % TWO_PI,
+                                 PI - (PI - s[4] * (t5 + o[4])) % TWO_PI, PI - (PI - s[5] * (t6 + o[5])) % TWO_PI])
         if not rows:
             return [], worst or "no configuration reproduces the pose (numerically degenerate target)", False
         return rows, None, near_degenerate
