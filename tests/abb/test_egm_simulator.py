@@ -128,11 +128,11 @@ def test_seeded_fault_injection(egm_sim, raw_sensor) -> None:
         sim = egm_sim("--comm-timeout", "0", "--loss", "0.3", "--seed", seed, "--duration", "0.8")
         sensor = raw_sensor(sim.sensor_port)
         seqnos = [m.seqno for m in sensor.collect(1.2)]
-        window = set(range(20, 150))
+        window = set(range(50, 150))  # well after our socket is bound, before the simulator exits
         return window - set(seqnos)
 
     first, again, other = lost_seqnos("11"), lost_seqnos("11"), lost_seqnos("12")
-    assert 0.15 < len(first) / 130 < 0.45
+    assert 0.15 < len(first) / 100 < 0.45
     assert first == again, "the same seed loses the same messages"
     assert first != other
 
@@ -217,5 +217,5 @@ def test_a_late_controller_does_not_burst_to_catch_up(egm_sim, raw_sensor) -> No
     times = np.array([m.time for m in messages])
     close = int((np.diff(times) < 0.001).sum())
     assert len(messages) >= 20
-    assert close <= 3, f"{close} messages went out back to back after the stall"
+    assert close <= 10, f"{close} messages went out back to back after the stall (a burst would be ~75)"
     assert sim.stats()["period"]["late_ticks"] >= 1
