@@ -236,9 +236,7 @@ class DHChain(Kinematics):
 
     def pose_and_jacobian(self, q: ArrayLike) -> tuple[Array, Array]:
         """Flange pose (4, 4) and geometric Jacobian (6, dof) of one configuration."""
-        values = q.tolist() if type(q) is np.ndarray else list(q)
-        if len(values) != self.dof or not all(map(math.isfinite, values)):
-            raise InvalidArgument(f"joints must be {self.dof} finite values")
+        values = self._one_joints(q).tolist()
         jac = [[0.0] * self.dof for _ in range(6)]
         frame = self._fk(values, jac)
         return self._pose_array(frame), np.array(jac)

@@ -244,8 +244,11 @@ class OPW(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Flange pose (4, 4) for joints (6,); (..., 4, 4) for (..., 6)."""
-        if (type(q) is np.ndarray and q.shape == (6,)) or (type(q) in (list, tuple) and len(q) == 6):
-            values = q.tolist() if type(q) is np.ndarray else [float(x) for x in q]
+        if (type(q) is np.ndarray and q.shape == (6,) and q.dtype == np.float64) or (type(q) in (list, tuple) and len(q) == 6):
+            try:
+                values = q.tolist() if type(q) is np.ndarray else [float(x) for x in q]
+            except (TypeError, ValueError):
+                values = [math.nan]  # not numbers: the full check below says so
             if all(map(math.isfinite, values)):
                 m = self._fk_scalar(values)
                 return np.array([[*m[0:3], m[9]], [*m[3:6], m[10]], [*m[6:9], m[11]], [0.0, 0.0, 0.0, 1.0]])
