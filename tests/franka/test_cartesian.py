@@ -123,3 +123,30 @@ def test_sampled_path_on_franka_runs_in_the_control_process(reference_model, sta
         assert result.info["final_position_error"] < 1e-4
         assert abs(arm.pose[2, 3] - start[2, 3] - 0.02) < 1e-4
     assert simulator.stats()["robot_reflexes"] == 0
+
+
+def test_at_a_joint_limit_position_holds_and_orientation_yields():
+    """A turn of the flange that would take joint 7 past its limit: joint 7 stops at
+    the limit, the position is still reached, and with the default weighting the
+    leftover goes to orientation (compared with weighting rotation like position)."""
+    from robohal import spatial
+    from robohal.kinematics.diffik import IkOptions
+
+    errors = {}
+    for weight in (IkOptions().rotation_weight, 1.0):
+        with robohal.connect(SIM) as robot:
+            arm = CartesianBackend(robot.backend, options=IkOptions(rotation_weight=weight))
+            start_q = arm.backend.commanded
+            target = arm.pose.copy()
+            target[:3, :3] = target[:3, :3] @ spatial.rotation_z(3.0)[:3, :3]  # J7 would need 0.785 + 3 > 3.05 rad
+            target[0, 3] += 0.03
+            sent = []
+            for _ in range(2000):
+                arm.cycle(target)
+                sent.append(arm.backend.commanded)
+            within_limits(np.array(sent), arm.model, start_q)
+            assert arm.backend.commanded[6] == pytest.approx(arm.model.limits.upper[6], abs=1e-6)
+            errors[weight] = tuple(float(x) for x in spatial.distance(target, arm.commanded_pose))
+    (position, rotation), (position_equal, rotation_equal) = errors.values()
+    assert position < 1e-3
+    assert position < position_equal and rotation > rotation_equal
