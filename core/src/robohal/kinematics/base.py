@@ -351,31 +351,9 @@ def pick_best(solutions: ArrayLike, reference: ArrayLike) -> Array:
 # Helpers shared by the solvers -----------------------------------------------------
 
 
-def near_previous(solutions: Array, previous: Array, limits: JointLimits) -> Array:
-    """Move every angle by whole turns to the value nearest ``previous`` that the
-    limits still allow (a joint with +-400 deg range can take either)."""
-    if len(solutions) == 0:
-        return solutions
-    two_pi = 2 * np.pi
-    turns = np.round((previous - solutions) / two_pi)
-    candidate = solutions + turns * two_pi
-    inside = (candidate >= limits.lower - 1e-9) & (candidate <= limits.upper + 1e-9)
-    moved = np.where(inside, candidate, solutions)
-    return Solutions(moved, getattr(solutions, "reason", None))
-
-
 def sort_by_distance(solutions: Array, reference: Array) -> Solutions:
     reason = getattr(solutions, "reason", None)
     if len(solutions) == 0:
         return Solutions(np.empty((0, reference.shape[-1])), reason)
     order = np.argsort(np.abs(np.asarray(solutions) - reference).sum(axis=-1), kind="stable")
     return Solutions(np.asarray(solutions)[order], reason)
-
-
-def unique_rows(solutions: Array, tolerance: float = DUPLICATE_TOLERANCE) -> Array:
-    """Drop rows equal (within tolerance) to an earlier row, keeping order."""
-    keep: list[int] = []
-    for i in range(len(solutions)):
-        if all(np.abs(solutions[i] - solutions[k]).max() > tolerance for k in keep):
-            keep.append(i)
-    return solutions[keep]

@@ -115,10 +115,6 @@ class OPW(Kinematics):
     def _theta(self, q: Array) -> Array:
         return q * self._signs - self._offsets
 
-    def _q_from_theta(self, theta: list[float]) -> list[float]:
-        s, o = self.signs, self.offsets
-        return [_wrap(s[i] * (theta[i] + o[i])) for i in range(6)]
-
     # Forward kinematics -----------------------------------------------------------------
 
     def _fk_scalar(self, q: list[float]) -> list[float]:

@@ -112,16 +112,13 @@ class _Wrapper(Kinematics):
         """Position exact, rotation about the tool axis ignored, J6 = ``j6`` (see :class:`OPW`)."""
         if not math.isfinite(j6):
             raise InvalidArgument("j6 must be finite")
-        rows, reason = self._candidates_5dof(np.array(pose_rows(pose)), self._inner_j6(j6), None)
+        rows, reason = self._candidates_5dof(np.array(pose_rows(pose)), j6, None)
         return self._finish(rows, None, reason)
 
     def inverse_continuing_5dof(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
         previous = self._one_joints(previous, "previous joints")
         rows, reason = self._candidates_5dof(np.array(pose_rows(pose)), None, previous)
         return self._finish(rows, previous.tolist(), reason)
-
-    def _inner_j6(self, j6: float) -> float:
-        return j6
 
     def _candidates_batch(self, poses: Array) -> Array:
         inner = self.robot._candidates_batch(self._inner_pose(poses))
