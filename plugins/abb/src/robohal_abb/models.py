@@ -13,8 +13,9 @@ On parallelogram robots (IRB 1410, and the "J23 coupled" IRB 2400) the
 controller measures axis 3 from the horizontal: the model is the OPW arm
 wrapped in :class:`~robohal.kinematics.Parallelogram` (driven J2, coupled J3,
 scaling 1). The datasheet's axis-3 range is the geometric angle (j3 - j2); it
-is checked on the inner model, while the controller's axis 3 gets the box it
-implies.
+is checked on the inner model by every inverse, while the controller's axis 3
+gets the box it implies. Per-joint checks (the setpoint guard, the differential
+IK's cycle box) see only that box, not the coupled j3 - j2 range.
 """
 
 from __future__ import annotations
