@@ -35,6 +35,7 @@ def test_jog_from_piped_keys_shows_joints_and_pulses(keys: str) -> None:
     assert len(lines) == 1 + keys.index("q")
     first, last = lines[0], lines[-1]
     assert "x   180.0 y     0.0 mm" in first and "pulses    0    0 us" in first
+    assert "(reach 128..180)" in first  # the ring the +-90 deg elbow allows
     assert "x   170.0 y     5.0 mm" in last and "moved" in last
     pulses = re.search(r"pulses\s+(\d+)\s+(\d+) us", last)
     assert pulses is not None and pulses.groups() != ("1500", "1500")

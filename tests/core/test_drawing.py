@@ -149,3 +149,22 @@ def test_run_jog_reads_keys_from_a_pipe() -> None:
         end = robot.model.forward(robot.backend.commanded)[:2, 3]
     assert len(lines) == 4  # the first status, then one per key until q
     assert np.allclose(end - start, [0.01, -0.005], atol=1e-9)
+
+
+def test_reach_within_limits_matches_what_the_inverse_finds(model) -> None:
+    inner, outer = drawing.reach_within_limits(model)
+    assert inner > model.reach[0] and outer == pytest.approx(model.reach[1])
+    for radius, reachable in ((inner * 1.001, True), (inner * 0.999, False), (outer * 0.999, True)):
+        point = np.array([[radius, 0.0]])
+        found = []
+        for elbow in ("up", "down"):
+            try:
+                drawing.joints_for(model, point, elbow)
+                found.append(elbow)
+            except UnreachableError:
+                pass
+        assert bool(found) == reachable, (radius, found)
+    centre, largest = drawing.workspace_middle(model)
+    drawing.plan_drawing(model, drawing.circle(centre, largest * 0.95), period=PERIOD)
+    with pytest.raises(UnreachableError):
+        drawing.plan_drawing(model, drawing.circle(centre, largest * 1.05), period=PERIOD)

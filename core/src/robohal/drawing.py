@@ -119,19 +119,21 @@ def read_polyline(path: str | Path) -> Array:
     return np.array(points)
 
 
-def workspace_middle(model: Kinematics) -> tuple[Array, float]:
-    """A point in the middle of what a planar two-link arm reaches within its joint limits, and the
-    largest circle radius around it that stays inside the reachable ring (a default for shapes)."""
+def reach_within_limits(model: Kinematics) -> tuple[float, float]:
+    """Inner and outer radius (m) of the ring a planar two-link arm reaches with its elbow
+    inside the joint limits (narrower than the links' own ``reach`` when the elbow is limited)."""
     l1, l2 = float(model.l1), float(model.l2)
-    lower, upper = np.asarray(model.limits.lower), np.asarray(model.limits.upper)
-    elbow = np.clip(np.array([0.0, lower[1], upper[1]]), lower[1], upper[1])
+    low, high = float(model.limits.lower[1]), float(model.limits.upper[1])
+    elbow = np.array([float(np.clip(0.0, low, high)), low, high])
+    r = np.sqrt(l1 * l1 + l2 * l2 + 2 * l1 * l2 * np.cos(elbow))
+    return float(r.min()), float(r.max())
 
-    def radius(q2: Array) -> Array:
-        return np.sqrt(l1 * l1 + l2 * l2 + 2 * l1 * l2 * np.cos(q2))
 
-    r = radius(elbow)
-    r_low, r_high = float(r.min()), float(r.max())
-    angle = float(np.clip(0.0, lower[0], upper[0]))
+def workspace_middle(model: Kinematics) -> tuple[Array, float]:
+    """A point in the middle of that ring (on the shoulder's centre direction) and the largest
+    circle radius around it that stays inside the ring: a default for shapes."""
+    r_low, r_high = reach_within_limits(model)
+    angle = float(np.clip(0.0, model.limits.lower[0], model.limits.upper[0]))
     middle = (r_low + r_high) / 2
     return middle * np.array([math.cos(angle), math.sin(angle)]), (r_high - r_low) / 2
 

@@ -22,7 +22,7 @@ from typing import TextIO
 
 import numpy as np
 
-from .drawing import line, plan_drawing
+from .drawing import line, plan_drawing, reach_within_limits
 from .errors import HardwareFault, RobohalError
 from .motion import JointTrajectory, Robot
 
@@ -116,7 +116,7 @@ class JogSession:
     def status(self) -> str:
         state = self.robot.state
         x, y = self.xy
-        inner, outer = getattr(self.robot.model, "reach", (0.0, math.inf))
+        inner, outer = reach_within_limits(self.robot.model)
         r = math.hypot(x, y)
         q = np.degrees(state.q)
         pulses = state.info.get("pulses_us")
