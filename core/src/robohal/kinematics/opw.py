@@ -253,16 +253,17 @@ class OPW(Kinematics):
             return self.forward(q.tolist())
         flat = q.reshape(-1, 6)
         n = flat.shape[0]
-        out = np.zeros((n, 4, 4))
-        out[:, 3, 3] = 1.0
-        view = out.reshape(n, 16)
+        out = np.empty((n, 16))
+        # Entries are computed as rows of a (16, chunk) buffer, then written in one transposed copy.
+        buffer = np.zeros((16, min(CHUNK, n)))
+        buffer[15] = 1.0
         for start in range(0, n, CHUNK):
             stop = min(start + CHUNK, n)
             theta = (flat[start:stop] * self._signs - self._offsets).T
-            entries = self._fk_arrays(theta)
-            block = view[start:stop]
-            for index, value in zip((0, 1, 2, 4, 5, 6, 8, 9, 10, 3, 7, 11), entries, strict=False):
-                block[:, index] = value
+            block = buffer[:, : stop - start]
+            for index, value in zip((0, 1, 2, 4, 5, 6, 8, 9, 10, 3, 7, 11), self._fk_arrays(theta), strict=True):
+                block[index] = value
+            out[start:stop] = block.T
         return out.reshape(*q.shape[:-1], 4, 4)
 
     def joint_poses(self, q: ArrayLike) -> Array:
