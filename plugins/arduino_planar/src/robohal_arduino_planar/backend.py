@@ -139,9 +139,9 @@ class ArduinoPlanarBackend(Backend):
         self._open_port()
         try:
             self._handshake(self.boot + self.timeout)
+            self._boot_seen = False  # the banner of the reset-on-open is no news
             self._configure()
             state = self._query_state()
-            self._boot_seen = False
             self._reset_fault = False
             self._adopt(state)
         except _Silent:
@@ -274,8 +274,10 @@ class ArduinoPlanarBackend(Backend):
                 self.counters["garbage_lines"] += 1  # line noise, a half line from before a reset
                 continue
             if isinstance(reply, p.Boot):
+                # The board reset: whatever was in flight is lost, stop waiting for it.
                 self._boot_seen = True
                 self.counters["boot_banners"] += 1
+                return None
             elif isinstance(reply, p.Event):
                 self.counters["watchdog_events"] += 1
             elif reply.seq == seq:
@@ -288,8 +290,9 @@ class ArduinoPlanarBackend(Backend):
             else:
                 self.counters["stale_replies"] += 1  # a late reply to an earlier command
 
-    def _transact(self, build: Callable[[int], p.Command]) -> p.Reply:
-        """Send a command and return its reply, resending (new seq) when none comes."""
+    def _transact(self, build: Callable[[int], p.Command]) -> p.Reply | None:
+        """Send a command and return its reply, resending (new seq) when none comes; None when
+        the board's boot banner shows it reset meanwhile."""
         for attempt in range(self.retries + 1):
             if attempt:
                 self.counters["resends"] += 1
@@ -299,6 +302,8 @@ class ArduinoPlanarBackend(Backend):
             reply = self._await(seq, self.timeout)
             if reply is not None:
                 return reply
+            if self._boot_seen:
+                return None  # the board reset: the caller re-holds rather than resending
         raise _Silent
 
     def _query_state(self) -> p.State:
@@ -391,6 +396,10 @@ class ArduinoPlanarBackend(Backend):
                 if isinstance(reply, p.Ack):
                     self._pulses = reply.widths_us
                     self._measured = self.calibration.to_joints(reply.widths_us)
+                elif isinstance(reply, p.ErrorReply) and reply.code == p.ErrorCode.OUT_OF_LIMITS:
+                    # These widths are within the limits we sent: the board has forgotten them.
+                    self.counters["limits_forgotten"] += 1
+                    self._boot_seen = True
                 elif isinstance(reply, p.ErrorReply):
                     raise ProtocolError(f"arduino-planar: the firmware refused SET {widths}: {reply.name}")
                 elif reply is not None:
@@ -399,9 +408,12 @@ class ArduinoPlanarBackend(Backend):
             if self.poll_every and self._cycles_since_poll >= self.poll_every and not self._boot_seen:
                 self._cycles_since_poll = 0
                 try:
-                    self._note_counters(self._query_state())
+                    polled = self._transact(p.Get)
                 except _Silent:
                     self._after_silence()
+                    polled = None
+                if isinstance(polled, p.State):
+                    self._note_counters(polled)
             if self._boot_seen:
                 try:
                     self._handle_reset()
@@ -421,13 +433,12 @@ class ArduinoPlanarBackend(Backend):
                 self._close_port()
                 self._open_port()
                 self._handshake(self.boot + self.timeout)
+            reset, self._boot_seen = self._boot_seen, False
             try:
                 self._configure()
                 state = self._query_state()
                 self._note_counters(state)
-                if any(self._pulses) and not any(state.setpoints_us):
-                    self._boot_seen = True
-                if self._boot_seen:
+                if reset or self._boot_seen or (any(self._pulses) and not any(state.setpoints_us)):
                     self._handle_reset()
             except _Silent:
                 raise ConnectionLost(f"arduino-planar: {self.device} stopped answering") from None
