@@ -226,3 +226,21 @@ def test_sim_uri_runs_the_emulator_and_passes_backend_parameters() -> None:
         assert robot.simulator.kind == "emulator"
         assert robot.move_joints([0.2, 0.2], speed=1.0).completed
         assert robot.state.info["pulses_us"] == (1564, 1436)
+
+
+def test_without_the_toolchain_hil_defaults_to_the_emulator_and_simavr_names_the_fix(monkeypatch) -> None:
+    from robohal.simulation import SimulatorError
+    from robohal_arduino_planar import backends
+    from robohal_arduino_planar.simulation import simulator_argv
+
+    monkeypatch.setenv("PATH", "/nonexistent")  # no avr-gcc, no make, no cc
+    backends._toolchain_present.cache_clear()
+    try:
+        assert backends.hil_targets() == (backends.EMULATOR_TARGET,)
+        with pytest.raises(SimulatorError, match="make avr-deps"):
+            simulator_argv("simavr")
+    finally:
+        monkeypatch.undo()
+        backends._toolchain_present.cache_clear()
+    if firmware.toolchain_missing() is None:
+        assert backends.hil_targets() == (backends.SIMAVR_TARGET, backends.EMULATOR_TARGET)
