@@ -1,6 +1,6 @@
 """The EGM backend: robohal's side of ABB Externally Guided Motion (the "sensor").
 
-    abb-egm://HOST:PORT?model=abb.irb1410[&robot=IP][&timeout=S][&connect_timeout=S][&mode=joint|pose]
+    abb-egm://HOST:PORT?model=abb.irb1410[&robot=IP][&timeout=S][&connect_timeout=S][&mode=joint|pose][&sample_rate=MS]
 
 ``HOST:PORT`` is the UDP address this binds (default ``0.0.0.0:6510``), the one
 the controller's UDP Unicast Device points at. The controller is the UDP
