@@ -39,3 +39,13 @@ def test_jog_from_piped_keys_shows_joints_and_pulses(keys: str) -> None:
     assert "x   170.0 y     5.0 mm" in last and "moved" in last
     pulses = re.search(r"pulses\s+(\d+)\s+(\d+) us", last)
     assert pulses is not None and pulses.groups() != ("1500", "1500")
+
+
+def test_draw_refused_by_the_servo_pulse_limits_before_moving() -> None:
+    # the model allows the circle, but servo 1 may not go below 1400 us (-18 deg)
+    uri = EMULATOR + "&s1_min_us=1400"
+    with pytest.warns(RuntimeWarning, match="pulse limits do not cover"):
+        result = CliRunner().invoke(main, ["draw", uri, "circle", "--center", "0.15", "-0.04", "--radius", "0.01",
+                                           "--elbow", "down"])
+    assert result.exit_code == 2, result.output
+    assert "refuses" in result.output and "1400" in result.output and "drawn:" not in result.output

@@ -309,6 +309,7 @@ def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float
             segments = drawing.polyline(drawing.read_polyline(polyline_file))
         plan = drawing.plan_drawing(model, segments, period=robot.backend.period, speed=speed, elbow=elbow,
                                     start=robot.backend.commanded)
+        drawing.check_with_backend(robot, plan)
         click.echo(f"{shape}: {plan.length * 1000:.1f} mm of path, {len(plan.points)} setpoints,"
                    f" {plan.duration:.2f} s at up to {plan.speed * 1000:.0f} mm/s, elbow {plan.elbow}")
         if dry_run:

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import spatial
-from .errors import InvalidArgument, UnreachableError
+from .errors import InvalidArgument, LimitViolation, UnreachableError
 from .kinematics import Kinematics
 from .state import Array
 from .trajectory import DoubleS, sample_times
@@ -239,10 +239,22 @@ def _choose_branch(model: Kinematics, points: Array, elbow: str, start: ArrayLik
     return found[branch], branch
 
 
+def check_with_backend(robot, plan: DrawPlan) -> None:
+    """Let the backend refuse the whole path before anything moves, where it has limits of its
+    own beyond the model's (a backend may offer ``check_setpoints(q)``, e.g. servo pulse limits)."""
+    check = getattr(robot.backend, "check_setpoints", None)
+    if check is not None:
+        try:
+            check(plan.joints)
+        except LimitViolation as exc:
+            raise UnreachableError(f"the shape needs setpoints the robot refuses: {exc}") from None
+
+
 def draw(robot, plan: DrawPlan, *, approach_speed: float = 0.3):
     """Move (joint space) to the first point, then play the planned path; returns its MotionResult."""
     from .motion import JointTrajectory
 
+    check_with_backend(robot, plan)
     if robot.backend.period != plan.period:
         raise InvalidArgument(f"the plan was made for a {plan.period} s period; the robot runs at {robot.backend.period} s")
     robot.move_joints(plan.joints[0], speed=approach_speed)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -96,6 +97,10 @@ class ArduinoPlanarBackend(Backend):
         self.keepalive = uri.get_bool("keepalive", True)
         self.poll_every = uri.get_int("poll", 25, minimum=0)
         self.calibration = Calibration.from_uri(uri)
+        gaps = self.calibration.uncovered(model.limits.lower, model.limits.upper)
+        if gaps:  # allowed (a servo may travel less than the model), but worth knowing
+            warnings.warn(f"{uri}: the servos' pulse limits do not cover the model's joint range; "
+                          + "; ".join(gaps), RuntimeWarning, stacklevel=2)
         self.home = self._home(uri, model)
         self.firmware: p.HelloReply | None = None
         self.firmware_counters: dict[str, int] = {}
@@ -132,6 +137,13 @@ class ArduinoPlanarBackend(Backend):
             raise UriError(f"{uri}: q0 must be {model.dof} finite comma-separated angles in rad")
         model.limits.check_position(q0, "q0")
         return q0
+
+    def check_setpoints(self, q: Array) -> None:
+        """Raise :class:`~robohal.errors.LimitViolation` if any of the joint setpoints ``q``
+        ((N, 2) or (2,), rad) needs a pulse outside a servo's limits: lets a planner refuse a
+        whole path before it starts (``robohal draw`` and ``jog`` call it)."""
+        for row in np.atleast_2d(q):
+            self.calibration.to_pulses(row)
 
     # Lifecycle -----------------------------------------------------------------------------
 
