@@ -168,3 +168,17 @@ def test_reach_within_limits_matches_what_the_inverse_finds(model) -> None:
     drawing.plan_drawing(model, drawing.circle(centre, largest * 0.95), period=PERIOD)
     with pytest.raises(UnreachableError):
         drawing.plan_drawing(model, drawing.circle(centre, largest * 1.05), period=PERIOD)
+
+
+def test_check_refuses_a_branch_and_auto_takes_the_other(model) -> None:
+    from robohal.errors import LimitViolation
+
+    def no_negative_elbow(joints) -> None:
+        if (joints[..., 1] < 0).any():
+            raise LimitViolation("elbow below zero", joint=1, quantity="position")
+
+    segments = drawing.circle((0.35, 0.05), 0.08)
+    plan = drawing.plan_drawing(model, segments, period=PERIOD, elbow="auto", check=no_negative_elbow)
+    assert plan.elbow == "down"
+    with pytest.raises(UnreachableError, match="refuses"):
+        drawing.plan_drawing(model, segments, period=PERIOD, elbow="up", check=no_negative_elbow)
