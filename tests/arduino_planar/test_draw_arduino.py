@@ -49,3 +49,13 @@ def test_draw_refused_by_the_servo_pulse_limits_before_moving() -> None:
                                            "--elbow", "down"])
     assert result.exit_code == 2, result.output
     assert "refuses" in result.output and "1400" in result.output and "drawn:" not in result.output
+
+
+@pytest.mark.parametrize(("limit", "branch"), [("s1_min_us=1400", "elbow up"), ("s2_min_us=1200", "elbow down")])
+def test_auto_elbow_picks_the_branch_the_servos_allow(limit: str, branch: str) -> None:
+    # servo 1 above -18 deg rules out elbow down here; servo 2 above -53 deg rules out elbow up
+    with pytest.warns(RuntimeWarning):
+        result = CliRunner().invoke(main, ["draw", f"{EMULATOR}&{limit}", "circle", "--center", "0.15", "-0.04",
+                                           "--radius", "0.01", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert branch in result.output

@@ -197,16 +197,19 @@ def joints_for(model: Kinematics, points: Array, elbow: str) -> Array:
 
 def plan_drawing(model: Kinematics, segments: Sequence[Segment], *, period: float,
                  speed: float = DEFAULT_SPEED, acceleration: float = DEFAULT_ACCELERATION,
-                 jerk: float = DEFAULT_JERK, elbow: str = "auto", start: ArrayLike | None = None) -> DrawPlan:
+                 jerk: float = DEFAULT_JERK, elbow: str = "auto", start: ArrayLike | None = None,
+                 check: Callable[[Array], None] | None = None) -> DrawPlan:
     """Plan and check a drawing (nothing moves). ``elbow`` is ``up``, ``down`` or ``auto`` (the
-    branch that reaches the whole shape, nearest to ``start`` joints when both do). The path is
-    slowed down, if needed, until every joint stays within its velocity and acceleration limits."""
+    branch that reaches the whole shape, nearest to ``start`` joints when both do). ``check``
+    (joints (N, dof) -> None or LimitViolation, e.g. a backend's ``check_setpoints``) refuses a
+    branch for limits beyond the model's. The path is slowed down, if needed, until every joint
+    stays within its velocity and acceleration limits."""
     if elbow not in ELBOWS:
         raise InvalidArgument(f"elbow must be one of {', '.join(ELBOWS)}, got {elbow!r}")
     limits = model.limits
     for _ in range(SLOWDOWN_ATTEMPTS):
         points = sample_path(segments, period, speed, acceleration, jerk)
-        joints, chosen = _choose_branch(model, points, elbow, start)
+        joints, chosen = _choose_branch(model, points, elbow, start, check)
         dq = np.diff(joints, axis=0) / period
         ddq = np.diff(joints, n=2, axis=0) / period**2
         over_v = float((np.abs(dq) / limits.velocity).max(initial=0.0))
@@ -220,14 +223,25 @@ def plan_drawing(model: Kinematics, segments: Sequence[Segment], *, period: floa
                            " move it away from the workspace rims")
 
 
-def _choose_branch(model: Kinematics, points: Array, elbow: str, start: ArrayLike | None) -> tuple[Array, str]:
+def _branch_joints(model: Kinematics, points: Array, branch: str, check: Callable[[Array], None] | None) -> Array:
+    joints = joints_for(model, points, branch)
+    if check is not None:
+        try:
+            check(joints)
+        except LimitViolation as exc:
+            raise UnreachableError(f"the elbow-{branch} path needs setpoints the robot refuses: {exc}") from None
+    return joints
+
+
+def _choose_branch(model: Kinematics, points: Array, elbow: str, start: ArrayLike | None,
+                   check: Callable[[Array], None] | None) -> tuple[Array, str]:
     if elbow != "auto":
-        return joints_for(model, points, elbow), elbow
+        return _branch_joints(model, points, elbow, check), elbow
     found: dict[str, Array] = {}
     errors = []
     for branch in ("up", "down"):
         try:
-            found[branch] = joints_for(model, points, branch)
+            found[branch] = _branch_joints(model, points, branch, check)
         except UnreachableError as exc:
             errors.append(f"elbow {branch}: {exc}")
     if not found:

@@ -22,7 +22,7 @@ from typing import TextIO
 
 import numpy as np
 
-from .drawing import check_with_backend, line, plan_drawing, reach_within_limits
+from .drawing import line, plan_drawing, reach_within_limits
 from .errors import HardwareFault, RobohalError
 from .motion import JointTrajectory, Robot
 
@@ -98,8 +98,8 @@ class JogSession:
     def _move(self, delta: np.ndarray) -> None:
         start = self.xy
         plan = plan_drawing(self.robot.model, line(start, start + delta), period=self.robot.backend.period,
-                            speed=self.speed, elbow=self.elbow, start=self.robot.backend.commanded)
-        check_with_backend(self.robot, plan)
+                            speed=self.speed, elbow=self.elbow, start=self.robot.backend.commanded,
+                            check=getattr(self.robot.backend, "check_setpoints", None))
         self.robot.run(JointTrajectory(plan.joints[1:]))
         self.message = "moved"
 
