@@ -205,12 +205,7 @@ class EgmBackend(Backend):
                 except OSError:
                     self.counters["receive_errors"] += 1
                     break
-                arrival = _arrival_time(ancillary)
-                arrivals.append((datagram, arrival, address))
-                if len(arrivals) == 1 and time.time() - arrival < 0.5 * self.period:
-                    # the oldest waiting datagram is fresh, so no backlog is waiting behind it
-                    # (at most a straggler, read on the next pass): spare the extra system call
-                    break
+                arrivals.append((datagram, _arrival_time(ancillary), address))
             if len(arrivals) > 1:
                 self.counters["datagrams_drained"] += len(arrivals) - 1
             for datagram, arrival, address in arrivals:
