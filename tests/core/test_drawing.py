@@ -182,3 +182,17 @@ def test_check_refuses_a_branch_and_auto_takes_the_other(model) -> None:
     assert plan.elbow == "down"
     with pytest.raises(UnreachableError, match="refuses"):
         drawing.plan_drawing(model, segments, period=PERIOD, elbow="up", check=no_negative_elbow)
+
+
+def test_render_pad_marks_base_pen_and_reach(model) -> None:
+    from robohal.jog import render_pad
+
+    xy = model.forward([0.5, 0.8])[:2, 3]
+    rows = 13
+    pad = render_pad(model, xy, rows=rows)
+    assert len(pad) == rows and all(len(row) == 2 * rows + 1 for row in pad)
+    assert pad[rows // 2][rows] == "+"  # the base in the middle
+    (pen_row,) = [r for r, row in enumerate(pad) if "@" in row]
+    outer = drawing.reach_within_limits(model)[1]
+    assert abs((rows - 1) / 2 - pen_row) == pytest.approx(xy[1] / outer * (rows - 1) / 2, abs=1)
+    assert pad[0][0] == " " and pad[rows // 2][-1] != " "  # corner out of reach; the +x rim is in

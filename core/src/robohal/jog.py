@@ -8,7 +8,8 @@ starts: a step out of reach is refused with the reason, and the arm stays put. T
 line shows the pen position, its distance from the base against the reach, the joints and
 (where the backend reports them) the servo pulse widths.
 
-When stdin is not a terminal the keys are read from it as text (``printf 'ddwq' | robohal jog
+In a terminal a top view of the workspace (:func:`render_pad`) shows where the pen is and where
+it can go. When stdin is not a terminal the keys are read from it as text (``printf 'ddwq' | robohal jog
 URI``), one status line per key: that is how the jog is scripted and tested.
 """
 
@@ -127,6 +128,24 @@ class JogSession:
                 f"  | {self.message}")
 
 
+def render_pad(model, xy, rows: int = 13) -> list[str]:
+    """A top view of the arm's workspace as text: ``.`` where the pen can go (within the joint
+    limits), ``+`` the base, ``@`` the pen at ``xy``; +y is up. Columns are half as wide as rows
+    are tall, as terminal cells are."""
+    outer = reach_within_limits(model)[1]
+    cols = 2 * rows + 1
+    xs = np.linspace(-outer, outer, cols)
+    ys = np.linspace(outer, -outer, rows)
+    grid_x, grid_y = np.meshgrid(xs, ys)
+    poses = np.broadcast_to(np.eye(4), (grid_x.size, 4, 4)).copy()
+    poses[:, 0, 3], poses[:, 1, 3] = grid_x.ravel(), grid_y.ravel()
+    reachable = np.isfinite(model.inverse_batch(poses)).all(axis=-1).any(axis=-1).reshape(rows, cols)
+    cells = np.where(reachable, ".", " ").astype("<U1")
+    cells[int(np.argmin(np.abs(ys))), int(np.argmin(np.abs(xs)))] = "+"
+    cells[int(np.argmin(np.abs(ys - xy[1]))), int(np.argmin(np.abs(xs - xy[0])))] = "@"
+    return ["".join(row) for row in cells]
+
+
 def run_jog(robot: Robot, stdin: TextIO | None = None, out: Callable[[str], None] | None = None, **options) -> int:
     """Run a jog session on ``robot``: a terminal UI when stdin is a TTY, else keys read as text."""
     stdin = stdin or sys.stdin
@@ -134,10 +153,11 @@ def run_jog(robot: Robot, stdin: TextIO | None = None, out: Callable[[str], None
     interactive = stdin.isatty()
     if out is None:
         def out(text: str) -> None:
-            sys.stdout.write(("\r\x1b[K" + text) if interactive else text + "\n")
+            if interactive:  # redraw the pad and the status line in place
+                pad = render_pad(robot.model, session.xy)
+                text = "\x1b[H\x1b[J" + "\n".join([*pad, "arrows/wasd move, +/- step, e elbow, 0 centre, q quit", text])
+            sys.stdout.write(text + "\n")
             sys.stdout.flush()
-    if interactive:
-        sys.stdout.write("arrows/wasd move, +/- step, e elbow, 0 centre, q quit\n")
     out(session.status())
     chars = _terminal_chars(stdin) if interactive else iter(lambda: stdin.read(1), "")
     try:
@@ -147,8 +167,6 @@ def run_jog(robot: Robot, stdin: TextIO | None = None, out: Callable[[str], None
             out(session.status())
     except KeyboardInterrupt:
         pass
-    if interactive:
-        sys.stdout.write("\n")
     return 0
 
 
