@@ -18,7 +18,11 @@ def main() -> int:
     for script in scripts:
         print(f"== {script.stem}")
         sys.stdout.flush()
-        runpy.run_path(str(script), run_name="__main__")
+        try:
+            runpy.run_path(str(script), run_name="__main__")
+        except SystemExit as exit_:  # a script's own exit must not end the others
+            if exit_.code not in (None, 0):
+                print(f"{script.name} exited with {exit_.code}")
     return 0
 
 
