@@ -47,6 +47,7 @@ MAILBOX_POLL = 0.00005
 REST_VELOCITY = 1e-9
 REST_ACCELERATION = 1e-6
 CHECKS = ("position", "velocity", "acceleration", "jerk")
+MAX_FAILURES = 10  # loop iterations in a row that raise before the link counts as lost
 
 # libfranka's RobotMode -> robohal's
 MODES = {0: RobotMode.STOPPED, 1: RobotMode.IDLE, 2: RobotMode.MOVING, 3: RobotMode.MOVING,
@@ -147,6 +148,7 @@ class ControlLoop:
         self.stream_refused = False
         self.closing = False
         self.lost = False
+        self.failures = 0  # loop iterations in a row that raised
         self.state: Any = None
 
     # Pipe ------------------------------------------------------------------------------
@@ -180,6 +182,13 @@ class ControlLoop:
                 break  # the parent went away
             except Exception as exc:
                 self.fail(exc)
+                self.failures += 1
+                if self.failures > MAX_FAILURES and not self.lost:  # never spin on an error
+                    self.lost = True
+                    self.event("lost", pack_error(ConnectionLost(
+                        f"franka: the control loop keeps failing ({type(exc).__name__}: {exc}); reconnect")))
+            else:
+                self.failures = 0
         self.shutdown()
 
     def connect(self) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import os
 import time
+import weakref
 
 import numpy as np
 
@@ -192,7 +193,7 @@ class Robot:
         self.robot = SimulatedRobot(model, max_missed=max_missed)
         self._record = wire.new_state()
         self._clock_start = time.monotonic()
-        self._control: _ActiveControl | None = None
+        self._control: weakref.ref[_ActiveControl] | None = None
         self._last_read = 0
         self.skipped = 0  # robot ticks skipped because this process was not running
         self.stalled = False  # test hook: the state stream stops (reads time out like UDP)
@@ -225,7 +226,8 @@ class Robot:
         return RobotState(self.robot.fill(self._record)), event
 
     def _check_idle(self) -> None:
-        if self._control is not None and self._control.active:
+        control = self._control() if self._control is not None else None
+        if control is not None and control.active:
             raise InvalidOperationException(
                 "libfranka robot: Cannot perform this operation while another control or read operation is running.")
 
@@ -240,8 +242,9 @@ class Robot:
         if status is not MoveStatus.MOTION_STARTED:
             reason = "command rejected due to activated safety function!" if self.robot.errors else "command not possible!"
             raise CommandException(f"libfranka: Move command rejected: {reason}")
-        self._control = _ActiveControl(self, generator)
-        return self._control
+        control = _ActiveControl(self, generator)
+        self._control = weakref.ref(control)  # like libfranka's: dropping the control ends the motion
+        return control
 
     def start_joint_position_control(self, control_type: ControllerMode) -> _ActiveControl:
         return self._start(MoveController(int(control_type)), MoveGenerator.JOINT_POSITION)
@@ -274,8 +277,9 @@ class Robot:
     def stop(self) -> None:
         self._advance()
         self.robot.stop_motion()
-        if self._control is not None:
-            self._control.active = False
+        control = self._control() if self._control is not None else None
+        if control is not None:
+            control.active = False
 
 
 class _ActiveControl:
@@ -286,6 +290,11 @@ class _ActiveControl:
         self._generator = generator
         self.active = True
         self._last_time: int | None = None
+
+    def __del__(self) -> None:
+        if self.active:  # an unfinished control stops the motion as it goes (libfranka sends StopMove)
+            self.active = False
+            self._robot.robot.stop_motion()
 
     def readOnce(self) -> tuple[RobotState, Duration]:
         if not self.active:
