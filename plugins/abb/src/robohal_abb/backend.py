@@ -53,6 +53,8 @@ REORDER_WINDOW = 8
 TIMING_WINDOW = 1000
 #: the timing figures in each state are refreshed after this many replies
 TIMING_REFRESH = 250
+#: a robot message older than this many periods is not answered any more
+STALE_AFTER_PERIODS = 2
 #: s the hold thread rests while the control loop streams
 HOLD_THREAD_REST = 0.025
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", None)
@@ -272,11 +274,17 @@ class EgmBackend(Backend):
             self._newest = _Received(message, arrival, time.monotonic(), address, self._count, self._session,
                                      None if new_session else previous.message)
 
+    def _stale(self, received: _Received) -> bool:
+        """Too old to answer: a newer message is due, and a late answer could even reach the
+        controller after it restarted the session (a target from the old session)."""
+        return time.monotonic() - received.arrival_monotonic > STALE_AFTER_PERIODS * self.period
+
     def _maybe_hold(self) -> None:
         """Between motions, answer the newest message with the held target."""
         with self._lock:
             newest = self._newest
-            if newest is None or newest.replied or self._target is None or self._streaming():
+            if (newest is None or newest.replied or self._target is None or self._streaming()
+                    or self._stale(newest)):
                 return
             self._reply(newest, self._target)
             self.counters["hold_replies"] += 1
@@ -351,17 +359,19 @@ class EgmBackend(Backend):
             self._raise_thread_error()
             self._check_session()
             self._last_send = time.monotonic()  # from now on the control loop answers, not the hold thread
-            newest = self._newest
-        while newest is None or newest.replied:
-            # answered already (by the hold thread, at the hand-over): answer the next message
-            newest = self._wait_newer(newest.index if newest is not None else 0)
+        while True:
+            with self._lock:
+                newest = self._newest
+                if newest is not None and not newest.replied and not self._stale(newest):
+                    self._reply(newest, q)
+                    self._target = q
+                    self._last_send = time.monotonic()
+                    self._consumed = max(self._consumed, newest.index)
+                    break
+            # answered already (by the hold thread, at the hand-over) or too old: answer the next one
+            self._wait_newer(newest.index if newest is not None else 0)
             with self._lock:
                 self._check_session()
-        with self._lock:
-            self._reply(newest, q)
-            self._target = q
-            self._last_send = time.monotonic()
-            self._consumed = max(self._consumed, newest.index)
         if self._replies % TIMING_REFRESH == 0:  # after the reply: off the robot's critical path
             self._timing = self.timing()
 
