@@ -41,6 +41,8 @@ NULLSPACE_DAMPING = 1e-5
 # Targets moving faster than this (m/s, rad/s) are jumps: no feed-forward is taken from them.
 MAX_TARGET_SPEED = 5.0
 MAX_TARGET_TURN_RATE = 20.0
+# An iteration that removes less than half the residual means the box decides this cycle.
+STALLED = 0.5
 #: braking is planned with this fraction of the (already reduced) acceleration limit
 BRAKING = 0.9
 
@@ -397,7 +399,9 @@ class DifferentialIk:
             else:
                 frame, jac = self._frame(q), None
             error = self._error(goal, frame)
-            residual = math.sqrt(sum(e * e for e in error))
+            before, residual = residual, math.sqrt(sum(e * e for e in error))
+            if residual > STALLED * before:  # the box holds the joints back: more steps would not help
+                break
         self.last_residual = residual
         self._cache = (q, frame, jac)
         self._last_goal = goal
