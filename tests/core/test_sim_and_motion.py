@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import threading
 
 import numpy as np
@@ -111,6 +112,8 @@ def test_a_fault_raises_hardware_fault_then_recover_holds_where_it_is(robot):
     with pytest.raises(HardwareFault) as fault:
         robot.backend.cycle()
     assert fault.value.names == ("simulated_overcurrent",)
+    assert robot.state.faults == ("simulated_overcurrent",)  # the state can still be read
+    assert pickle.loads(pickle.dumps(robot.state)).faults == ("simulated_overcurrent",)
     with pytest.raises(HardwareFault):
         robot.move_joints([0.0, 0.0])  # refused until recovered
     state = robot.recover()

@@ -109,18 +109,19 @@ class Backend(ABC):
 
     # State and control -----------------------------------------------------------
 
-    def _check_usable(self) -> None:
+    def _check_usable(self, *, allow_fault: bool = False) -> None:
         pending, self._pending = self._pending, None
         if pending is not None:
             raise pending
         if not self._connected:
             raise ConnectionLost(f"{self.uri.scheme}: not connected (call connect())")
-        if self._fault is not None:
+        if self._fault is not None and not allow_fault:
             raise self._fault
 
     def read(self) -> RobotState:
-        """The latest state (without waiting for a new cycle where possible)."""
-        self._check_usable()
+        """The latest state (without waiting for a new cycle where possible). It
+        works in a fault too, so the fault can be inspected; commands do not."""
+        self._check_usable(allow_fault=True)
         state = self._read_now()
         if state is not None:
             self._state = state

@@ -52,6 +52,9 @@ class RobotState:
         object.__setattr__(self, "faults", tuple(self.faults))
         object.__setattr__(self, "info", MappingProxyType(dict(self.info)))
 
+    def __reduce__(self):  # picklable (a mappingproxy is not): states cross process boundaries
+        return (RobotState, (self.time, self.q, self.dq, self.mode, self.faults, self.q_commanded, dict(self.info)))
+
     @property
     def dof(self) -> int:
         return int(self.q.shape[0])
