@@ -148,6 +148,8 @@ class Backend(ABC):
     def _cycle(self, setpoint: ArrayLike | None) -> RobotState:
         q = self.guard.last if setpoint is None else self.guard.check(setpoint)
         assert q is not None
+        if self.model.coupled_limits and setpoint is not None:
+            self.model.check_joints(q, "setpoint")
         self._send(q)
         self.guard.commit(q)
         self.counters["commands_sent"] += 1

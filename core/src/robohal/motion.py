@@ -134,7 +134,7 @@ class PointToPoint:
     def plan(self, start: Array, model: Kinematics, period: float) -> Array:
         if self.target.shape != (model.dof,):
             raise InvalidArgument(f"target must have {model.dof} joints, got shape {self.target.shape}")
-        model.limits.check_position(self.target, "target")
+        model.check_joints(self.target, "target")
         limits = model.limits.scaled(self.speed)
         delta = self.target - start
         # 0.98: headroom so finite differences stay inside the limits after round-off
@@ -301,7 +301,7 @@ class Robot:
         target = spatial.as_finite(q, "target joints")
         if target.shape != (self.model.dof,):
             raise InvalidArgument(f"target must have {self.model.dof} joints, got shape {target.shape}")
-        self.model.limits.check_position(target, "target")
+        self.model.check_joints(target, "target")
         result = self.backend.run(PointToPoint(target, speed), wait=wait)
         if result is not None:
             result.target = target
@@ -328,7 +328,7 @@ class Robot:
             raise InvalidArgument("follow() needs waypoints (k, dof) and k times")
         if np.any(np.diff(np.concatenate([[0.0], times])) <= 0):
             raise InvalidArgument("waypoint times must rise from 0")
-        self.model.limits.check_position(points, "waypoint")
+        self.model.check_joints(points, "waypoint")
         period = self.backend.period
         segments = []
         start = self.backend.commanded

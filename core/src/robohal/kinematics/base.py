@@ -182,6 +182,14 @@ class Kinematics(ABC):
             poses = poses[None]
         return numeric_batch(self, poses.reshape(-1, 4, 4))
 
+    #: True when joints are also coupled by limits beyond their own ranges (a parallelogram linkage)
+    coupled_limits: bool = False
+
+    def check_joints(self, q: ArrayLike, what: str = "joints") -> None:
+        """Raise :class:`~robohal.errors.LimitViolation` unless ``q`` (..., dof) lies in
+        the model's admissible joint set: each joint's range and any coupled limits."""
+        self.limits.check_position(q, what)
+
     def singularity(self, q: ArrayLike, threshold: float = 1e-4) -> Any:
         """Whether ``q`` is (near) singular: the smallest singular value of the
         Jacobian under ``threshold``. Models with a closed form say which kind."""

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import spatial
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, LimitViolation
 from .base import Array, Kinematics, Solutions, pose_rows
 from .limits import JointLimits
 from .opw import fit_limits_batch
@@ -39,6 +39,13 @@ class _Wrapper(Kinematics):
     @property
     def constraints(self):  # type: ignore[override]
         return self.robot.constraints
+
+    @property
+    def coupled_limits(self) -> bool:  # type: ignore[override]
+        return self.robot.coupled_limits
+
+    def check_joints(self, q: ArrayLike, what: str = "joints") -> None:
+        self.robot.check_joints(self._inner(np.asarray(q, dtype=np.float64)), what)
 
     @property
     def periodic(self) -> tuple[bool, ...]:
@@ -168,6 +175,29 @@ class Parallelogram(_Wrapper):
     @property
     def limits(self) -> JointLimits:  # type: ignore[override]
         return self._limits
+
+    @property
+    def coupled_limits(self) -> bool:  # type: ignore[override]
+        return True  # the wrapped model's range of the coupled joint applies to a difference of ours
+
+    def check_joints(self, q: ArrayLike, what: str = "joints") -> None:
+        """The controller joints' own ranges, then the linkage's: the inner
+        (geometric) coupled joint, ``q[coupled] - scaling * q[driven]``, within
+        the wrapped model's range."""
+        self._limits.check_position(q, what)
+        try:
+            self.robot.check_joints(self._inner(np.asarray(q, dtype=np.float64)), what)
+        except LimitViolation as exc:
+            if exc.joint != self.coupled:
+                raise
+            c, d = self.coupled + 1, self.driven + 1
+            raise LimitViolation(
+                f"{what}: the linkage's angle, joint {c} - {self.scaling:g} x joint {d} ="
+                f" {np.degrees(exc.value):.3f} deg, is outside"
+                f" [{np.degrees(self.robot.limits.lower[self.coupled]):.3f},"
+                f" {np.degrees(self.robot.limits.upper[self.coupled]):.3f}] deg",
+                joint=self.coupled, quantity="position", value=exc.value, limit=exc.limit,
+            ) from None
 
     @property
     def periodic(self) -> tuple[bool, ...]:

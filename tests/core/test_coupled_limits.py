@@ -1,0 +1,43 @@
+"""Coupled joint limits (a parallelogram linkage) are checked before any wire."""
+
+import numpy as np
+import pytest
+import robohal
+from robohal import ModelSpec, hookimpl
+from robohal.errors import LimitViolation
+from robohal.kinematics import JointLimits, Parallelogram, PlanarTwoLink
+from robohal.plugins import registry_with
+
+
+def linked_arm() -> Parallelogram:
+    inner = PlanarTwoLink(0.3, 0.2, JointLimits(np.radians([-170, -90]), np.radians([170, 90]), 2.0, 20.0, 400.0))
+    outer = JointLimits(np.radians([-170, -170]), np.radians([170, 170]), 2.0, 20.0, 400.0)
+    return Parallelogram(inner, scaling=1.0, driven=0, coupled=1, limits=outer)
+
+
+class Plugin:
+    @hookimpl
+    def robohal_models(self):
+        return [ModelSpec("test.linked", factory=linked_arm, dof=2)]
+
+
+def test_model_refuses_joints_whose_linkage_angle_is_out_of_range():
+    model = linked_arm()
+    assert model.coupled_limits
+    model.check_joints(np.radians([40.0, 120.0]))  # linkage angle 80 deg: fine
+    with pytest.raises(LimitViolation, match="linkage") as refused:
+        model.check_joints(np.radians([0.0, 100.0]))  # each joint in its box, linkage at 100 deg
+    assert refused.value.joint == 1
+
+
+def test_backend_refuses_the_setpoint_before_sending_it():
+    registry = registry_with(("linked", Plugin()), ("builtin", __import__("robohal.builtin").builtin))
+    q0 = ",".join(str(v) for v in np.radians([0.0, 89.9998]))
+    with robohal.connect(f"sim://?model=test.linked&realtime=0&q0={q0}", registry=registry) as robot:
+        sent = robot.backend.counters["commands_sent"]
+        with pytest.raises(LimitViolation, match="linkage"):
+            robot.backend.cycle(np.radians([0.0, 90.0003]))
+        with pytest.raises(LimitViolation, match="linkage"):
+            robot.move_joints(np.radians([0.0, 100.0]))
+        assert robot.backend.counters["commands_sent"] == sent
+        assert robot.move_joints(np.radians([20.0, 100.0]), speed=0.5).completed  # linkage at 80 deg
