@@ -22,6 +22,17 @@ def resolve_model_name(uri: RobotUri, spec: BackendSpec) -> str:
     raise UriError(f"{uri}: which robot is it? add ?model=NAME (see `robohal models`)")
 
 
+def start_simulator_if_asked(uri: RobotUri, spec: BackendSpec) -> tuple[RobotUri, Any]:
+    """For the reserved ``sim`` host, start the backend's bundled simulator and
+    return its concrete URI and the running simulator; else ``(uri, None)``."""
+    if not uri.wants_simulator:
+        return uri, None
+    if spec.simulator is None:
+        raise UriError(f"{uri}: backend {spec.scheme!r} has no bundled simulator (host 'sim' is reserved for it)")
+    simulator = spec.simulator.start(uri)
+    return simulator.uri, simulator
+
+
 def open_robot(uri: str | RobotUri, *, registry: Registry | None = None, connect: bool = True, **model_options: Any) -> Robot:
     registry = registry or default_registry()
     parsed = parse_uri(uri) if isinstance(uri, str) else uri
@@ -29,14 +40,7 @@ def open_robot(uri: str | RobotUri, *, registry: Registry | None = None, connect
     model_name = resolve_model_name(parsed, spec)
     model = registry.get_model(model_name, **model_options)
     parsed = parsed.with_params(model=model_name)
-    simulator = None
-    if parsed.wants_simulator:
-        if spec.simulator is None:
-            raise UriError(f"{parsed}: backend {spec.scheme!r} has no bundled simulator (host 'sim' is reserved for it)")
-        simulator = spec.simulator.start(parsed)
-        target = simulator.uri
-    else:
-        target = parsed
+    target, simulator = start_simulator_if_asked(parsed, spec)
     try:
         backend = spec.factory(target, model)
         if getattr(backend, "model", None) is not model:

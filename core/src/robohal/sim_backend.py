@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .backend import Backend
-from .errors import ConnectionLost, UriError
+from .errors import ConnectionLost
 from .kinematics import Kinematics
 from .state import Array, RobotMode, RobotState
 from .uri import RobotUri
@@ -44,16 +44,10 @@ class SimBackend(Backend):
 
     @staticmethod
     def _initial_joints(uri: RobotUri, model: Kinematics) -> Array:
-        raw = uri.params.get("q0")
-        if raw is None:
+        q0 = uri.get_vector("q0", model.dof)  # rad
+        if q0 is None:
             return model.limits.clip(np.zeros(model.dof))
-        try:
-            q0 = np.array([float(v) for v in raw.split(",")])
-        except ValueError:
-            raise UriError(f"{uri}: q0 must be {model.dof} comma-separated numbers (rad)") from None
-        if q0.shape != (model.dof,) or not np.isfinite(q0).all():
-            raise UriError(f"{uri}: q0 must be {model.dof} finite comma-separated numbers (rad)")
-        model.limits.check_position(q0, "q0")
+        model.check_joints(q0, "q0")
         return q0
 
     # The simulated robot ----------------------------------------------------------

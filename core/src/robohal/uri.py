@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
+import numpy as np
+
 from .errors import UriError
 
 SIMULATOR_HOST = "sim"
@@ -81,6 +83,19 @@ class RobotUri:
         if minimum is not None and value < minimum:
             raise UriError(f"{self}: parameter {key}={raw!r} must be >= {minimum}")
         return value
+
+    def get_vector(self, key: str, length: int) -> np.ndarray | None:
+        """A comma-separated list of ``length`` finite numbers (``q0=0.1,0.2``), or None when absent."""
+        raw = self.params.get(key)
+        if raw is None:
+            return None
+        try:
+            values = np.array([float(v) for v in raw.split(",")])
+        except ValueError:
+            raise UriError(f"{self}: {key} must be {length} comma-separated numbers") from None
+        if values.shape != (length,) or not np.isfinite(values).all():
+            raise UriError(f"{self}: {key} must be {length} finite comma-separated numbers")
+        return values
 
     def get_bool(self, key: str, default: bool) -> bool:
         raw = self.params.get(key)

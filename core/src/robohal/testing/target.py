@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..connection import open_robot, resolve_model_name
+from ..connection import open_robot, resolve_model_name, start_simulator_if_asked
 from ..motion import Robot
 from ..plugins import Registry, default_registry
 from ..records import BackendSpec
@@ -32,12 +32,7 @@ class HilTarget:
         parsed = parse_uri(requested)
         spec = registry.backend_spec(parsed.scheme)
         parsed = parsed.with_params(model=resolve_model_name(parsed, spec))
-        simulator = None
-        if parsed.wants_simulator:
-            if spec.simulator is None:
-                raise ValueError(f"{requested}: backend {spec.scheme!r} has no bundled simulator")
-            simulator = spec.simulator.start(parsed)
-            parsed = simulator.uri
+        parsed, simulator = start_simulator_if_asked(parsed, spec)
         return cls(requested=requested, uri=parsed, spec=spec, simulator=simulator, registry=registry)
 
     @property

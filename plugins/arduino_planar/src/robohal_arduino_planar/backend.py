@@ -126,16 +126,10 @@ class ArduinoPlanarBackend(Backend):
 
     @staticmethod
     def _home(uri: RobotUri, model: Kinematics) -> Array:
-        raw = uri.params.get("q0")
-        if raw is None:
+        q0 = uri.get_vector("q0", model.dof)  # rad
+        if q0 is None:
             return model.limits.clip(np.zeros(model.dof))
-        try:
-            q0 = np.array([float(v) for v in raw.split(",")])
-        except ValueError:
-            raise UriError(f"{uri}: q0 must be {model.dof} comma-separated angles in rad") from None
-        if q0.shape != (model.dof,) or not np.isfinite(q0).all():
-            raise UriError(f"{uri}: q0 must be {model.dof} finite comma-separated angles in rad")
-        model.limits.check_position(q0, "q0")
+        model.check_joints(q0, "q0")
         return q0
 
     def check_setpoints(self, q: Array) -> None:
