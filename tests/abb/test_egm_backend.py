@@ -229,3 +229,82 @@ def test_move_linear_and_the_cartesian_layer(egm_sim) -> None:
 def test_only_six_axis_models() -> None:
     with pytest.raises(robohal.UriError, match="6 axes"):
         robohal.connect("abb-egm://127.0.0.1:6510?model=generic.planar2")
+
+
+def test_a_stale_robot_message_is_never_answered() -> None:
+    """A message older than two periods gets no reply (neither from the control loop nor the hold
+    thread): the answer goes to the next one. Here the robot is a bare socket we drive by hand."""
+    import threading
+
+    from robohal_abb import wire
+
+    model = robohal.get_model("abb.irb1410")
+    q = np.zeros(6)
+    pose = model.forward(q)
+    fake = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    fake.bind(("127.0.0.1", 0))
+    port = free_port()
+    seqno = iter(range(10**6))
+
+    def send() -> None:
+        fake.sendto(wire.encode_robot(seqno=next(seqno), tm=0, time=time.time(), q=q, q_planned=q, pose=pose,
+                                      pose_planned=pose), ("127.0.0.1", port))
+
+    connected: list = []
+    opener = threading.Thread(target=lambda: connected.append(
+        robohal.connect(f"abb-egm://127.0.0.1:{port}?model=abb.irb1410&robot=127.0.0.1&timeout=10")))
+    opener.start()
+    try:
+        while opener.is_alive():
+            send()
+            time.sleep(0.004)
+        robot = connected[0]
+        fake.settimeout(10.0)
+
+        def drain() -> int:
+            fake.setblocking(False)
+            count = 0
+            while True:
+                try:
+                    fake.recv(65536)
+                    count += 1
+                except BlockingIOError:
+                    fake.settimeout(10.0)
+                    return count
+
+        def cycle_in_background() -> tuple[threading.Thread, list]:
+            done: list = []
+            def run() -> None:
+                try:
+                    done.append(robot.backend.cycle())
+                except BaseException as exc:
+                    done.append(exc)
+                    raise
+
+            thread = threading.Thread(target=run)
+            thread.start()
+            time.sleep(0.05)  # it has claimed the link and waits for a fresh message
+            return thread, done
+
+        time.sleep(0.05)
+        drain()  # the hold thread's answers so far
+        cycler, done = cycle_in_background()
+        send()  # answered by the control loop
+        wire.decode_sensor(fake.recv(65536), 6)
+        send()  # the state this cycle returns: it stays unanswered
+        cycler.join(10.0)
+        assert done and not isinstance(done[0], BaseException), done
+        time.sleep(0.15)  # now it is stale; the hold thread has woken up meanwhile
+        assert drain() == 0, "nobody answers a stale robot message"
+        cycler, done = cycle_in_background()
+        assert drain() == 0 and cycler.is_alive(), "the control loop waits for a fresh message"
+        send()
+        reply = wire.decode_sensor(fake.recv(65536), 6)
+        assert np.allclose(reply.q, q)
+        send()
+        cycler.join(10.0)
+        assert done and not isinstance(done[0], BaseException), done
+        robot.close()
+    finally:
+        opener.join(10.0)
+        fake.close()

@@ -123,7 +123,8 @@ class EgmBackend(Backend):
         self._session = 0
         self._restart_pending = False
         self._target: Array | None = None  # the last target sent (or the measured position to hold)
-        self._last_send = 0.0  # monotonic time of the control loop's last reply (or its claim)
+        self._last_send = 0.0  # monotonic time of the control loop's last reply
+        self._sending = False  # the control loop is in _send (waiting for a message to answer)
         self._sensor_seqno = 0
         self._encoder = wire.SensorEncoder()
         self._started = time.monotonic()
@@ -216,7 +217,8 @@ class EgmBackend(Backend):
             self._reader.release()
 
     def _streaming(self) -> bool:
-        return time.monotonic() - self._last_send < 2.5 * self.period
+        """The control loop answers: it is sending now, or sent within the last cycles."""
+        return self._sending or time.monotonic() - self._last_send < 2.5 * self.period
 
     def _hold_loop(self) -> None:
         """Between motions: read the socket and answer every new message with the held target.
@@ -358,20 +360,23 @@ class EgmBackend(Backend):
         with self._lock:
             self._raise_thread_error()
             self._check_session()
-            self._last_send = time.monotonic()  # from now on the control loop answers, not the hold thread
-        while True:
-            with self._lock:
-                newest = self._newest
-                if newest is not None and not newest.replied and not self._stale(newest):
-                    self._reply(newest, q)
-                    self._target = q
-                    self._last_send = time.monotonic()
-                    self._consumed = max(self._consumed, newest.index)
-                    break
-            # answered already (by the hold thread, at the hand-over) or too old: answer the next one
-            self._wait_newer(newest.index if newest is not None else 0)
-            with self._lock:
-                self._check_session()
+            self._sending = True  # from now on the control loop answers, not the hold thread
+        try:
+            while True:
+                with self._lock:
+                    newest = self._newest
+                    if newest is not None and not newest.replied and not self._stale(newest):
+                        self._reply(newest, q)
+                        self._target = q
+                        self._last_send = time.monotonic()
+                        self._consumed = max(self._consumed, newest.index)
+                        break
+                # answered already (by the hold thread, at the hand-over) or too old: answer the next one
+                self._wait_newer(newest.index if newest is not None else 0)
+                with self._lock:
+                    self._check_session()
+        finally:
+            self._sending = False
         if self._replies % TIMING_REFRESH == 0:  # after the reply: off the robot's critical path
             self._timing = self.timing()
 
