@@ -67,9 +67,17 @@ def drive_ours(port: int, seconds: float) -> dict:
             "drained": stats.get("datagrams_drained", 0)}
 
 
-def drive_peer(port: int, seconds: float) -> dict:
+def drive_peer(port: int, seconds: float, checked: bool = False) -> dict:
+    """abb-robot-client's loop; with ``checked`` every target also passes robohal's core
+    SetpointGuard (radians), the safety work our backend does on each cycle."""
     from abb_robot_client.egm import EGM
 
+    guard = None
+    if checked:
+        import robohal
+        from robohal.guard import SetpointGuard
+
+        guard = SetpointGuard(robohal.get_model(MODEL).limits, 0.004, ("position", "velocity", "acceleration"))
     egm = EGM(port=port)
     ages = []
     q0 = None
@@ -85,9 +93,15 @@ def drive_peer(port: int, seconds: float) -> dict:
         ages.append(time.time() - (feedback_time.sec + feedback_time.usec * 1e-6))
         if q0 is None:
             q0 = np.array(state.joint_angles)
+            if guard is not None:
+                guard.reset(np.radians(q0))
         t = cycles * 0.004
         q = q0.copy()
         q[0] += 5.0 * (1 - math.cos(2 * math.pi * 0.2 * t))
+        if guard is not None:
+            checked_q = guard.check(np.radians(q))
+            guard.commit(checked_q)
+            q = np.degrees(checked_q)
         egm.send_to_robot(q)
         cycles += 1
     egm.socket.close()
@@ -137,7 +151,7 @@ def _median(runs: list[dict], *path: str) -> float:
     return float(np.median(values))
 
 
-def report(label: str, ours: list[dict], peer: list[dict]) -> None:
+def report(label: str, ours: list[dict], peer: list[dict], checked: list[dict]) -> None:
     def row(name: str, *path: str, ratio: bool = True) -> None:
         a, b = _median(ours, *path), _median(peer, *path)
         shown = f"{a / b:8.2f}" if ratio and b else f"{'-':>8}"
@@ -153,6 +167,9 @@ def report(label: str, ours: list[dict], peer: list[dict]) -> None:
     row("state age at the control loop p99 (ms)", "sensor", "ages", "p99_ms")
     row("state age growth, last - first quarter (ms)", "sensor", "age_trend_ms", ratio=False)
     row("robot messages answered (share)", "sensor", "replied", ratio=False)
+    print(f"  for scale, the peer's loop with robohal's limit check added: round trip p50"
+          f" {_median(checked, 'controller', 'round_trip', 'p50_ms'):.3f} ms, p99"
+          f" {_median(checked, 'controller', 'round_trip', 'p99_ms'):.3f} ms")
     print(f"  ours only: reply latency (datagram in -> reply out) p50 {_median(ours, 'sensor', 'reply_latency_p50_ms'):.3f}"
           f" ms, p99 {_median(ours, 'sensor', 'reply_latency_p99_ms'):.3f} ms; stale datagrams skipped per run"
           f" {_median(ours, 'sensor', 'drained'):.0f} (a late loop answers the newest message, not a backlog)")
@@ -162,11 +179,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0, help="per run")
     parser.add_argument("--rounds", type=int, default=3, help="runs per peer and load, interleaved")
-    parser.add_argument("--driver", choices=["ours", "peer"])
+    parser.add_argument("--driver", choices=["ours", "peer", "peer-checked"])
     parser.add_argument("--port", type=int)
     args = parser.parse_args()
     if args.driver:
-        result = (drive_ours if args.driver == "ours" else drive_peer)(args.port, args.seconds)
+        if args.driver == "ours":
+            result = drive_ours(args.port, args.seconds)
+        else:
+            result = drive_peer(args.port, args.seconds, checked=args.driver == "peer-checked")
         print(json.dumps(result))
         return
     try:
@@ -176,16 +196,17 @@ def main() -> None:
         return
     for load in ("quiet", "busy"):
         hog = busy_process() if load == "busy" else None
-        runs: dict[str, list[dict]] = {"ours": [], "peer": []}
+        runs: dict[str, list[dict]] = {"ours": [], "peer": [], "peer-checked": []}
         try:
             for _ in range(args.rounds):
-                for driver in ("ours", "peer"):
+                for driver in runs:
                     runs[driver].append(run_one(driver, args.seconds))
         finally:
             if hog is not None:
                 hog.kill()
                 hog.wait()
-        report("as the machine is" if hog is None else "with a busy second process", runs["ours"], runs["peer"])
+        report("as the machine is" if hog is None else "with a busy second process", runs["ours"], runs["peer"],
+               runs["peer-checked"])
 
 
 if __name__ == "__main__":

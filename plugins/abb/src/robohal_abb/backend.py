@@ -351,10 +351,12 @@ class EgmBackend(Backend):
         sock = self._sock
         if sock is None:
             raise ConnectionLost("abb-egm: not connected")
+        # stamped before sendto: on loopback the receiver may run inside the call
+        latency = time.time() - received.arrival
         sock.sendto(datagram, received.address)
         received.replied = True
         self._replies += 1
-        self._latencies.append(time.time() - received.arrival)
+        self._latencies.append(latency)
 
     def _send(self, q: Array) -> None:
         with self._lock:

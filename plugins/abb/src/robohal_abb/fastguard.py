@@ -45,7 +45,11 @@ class FastSetpointGuard(SetpointGuard):
 
     def commit(self, q: Array) -> None:
         super().commit(q)
-        self._recent = [h.tolist() for h in self._history[-3:]]
+        recent = self._recent
+        if len(recent) == 3 and len(self._history) >= 3:
+            self._recent = [recent[1], recent[2], self._history[-1].tolist()]
+        else:
+            self._recent = [h.tolist() for h in self._history[-3:]]
 
     def check(self, setpoint: ArrayLike) -> Array:
         try:
