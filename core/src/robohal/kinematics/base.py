@@ -273,20 +273,25 @@ class Kinematics(ABC):
     def _fit_row(row: list[float], previous: list[float] | None, lower: tuple, upper: tuple,
                  periodic: tuple) -> list[float] | None:
         """One solution moved by whole turns next to ``previous`` (or into the limits); None if it cannot fit."""
-        out = []
-        for x, lo, hi, ref, turns in zip(row, lower, upper, previous or row, periodic, strict=False):
+        out = list(row)
+        if previous is not None:
+            # Next to ``previous`` where a whole turn keeps the joint inside its limits.
+            for i, gap in enumerate(map(sub, previous, row)):
+                if (gap > math.pi or gap < -math.pi) and periodic[i]:
+                    moved = row[i] + TWO_PI * round(gap / TWO_PI)
+                    if lower[i] <= moved <= upper[i]:
+                        out[i] = moved
+        if all(map(le, lower, out)) and all(map(le, out, upper)):
+            return out  # the common case: every joint inside its limits
+        for i, (x, lo, hi, turns) in enumerate(zip(out, lower, upper, periodic, strict=False)):
             if turns:
-                if previous is not None and not -math.pi <= ref - x <= math.pi:
-                    moved = x + TWO_PI * round((ref - x) / TWO_PI)
-                    if lo <= moved <= hi:
-                        x = moved
                 if not lo <= x <= hi:
-                    x = _turn_into(x, lo, hi, ref)
+                    x = _turn_into(x, lo, hi, x if previous is None else previous[i])
                     if x is None:
                         return None
+                    out[i] = x
             elif not (lo - LIMIT_TOLERANCE <= x <= hi + LIMIT_TOLERANCE):
                 return None
-            out.append(x)
         return out
 
     def __repr__(self) -> str:

@@ -104,6 +104,7 @@ class OPW(Kinematics):
         self._k = math.hypot(self.a2, self.c3)
         self._psi = math.atan2(self.a2, self.c3)
         self._offsets = np.array(self.offsets)
+        self._constants = (self.a1, self.a2, self.b, self.c1, self.c2, self.c3, self.c4, self._k, self._psi)
         self._signs = np.array(self.signs)
 
     def __repr__(self) -> str:
@@ -329,31 +330,29 @@ class OPW(Kinematics):
         r00, r01, r02, px = m[0]
         r10, r11, r12, py = m[1]
         r20, r21, r22, pz = m[2]
-        a1, b, c2, k, psi = self.a1, self.b, self.c2, self._k, self._psi
-        s, o = self.signs, self.offsets
-        if previous is not None:
-            ref = [s[i] * previous[i] - o[i] for i in range(6)]
-        else:
-            centre = self._bounds()[2]
-            ref = [s[i] * centre[i] - o[i] for i in range(6)]
+        a1, a2, b, c1, c2, c3, c4, k, psi = self._constants
+        s0, s1, s2, s3, s4, s5 = self.signs
+        o0, o1, o2, o3, o4, o5 = self.offsets
         # Wrist centre.
-        cx = px - self.c4 * r02
-        cy = py - self.c4 * r12
-        cz = pz - self.c4 * r22
+        cx = px - c4 * r02
+        cy = py - c4 * r12
+        cz = pz - c4 * r22
         rho2 = cx * cx + cy * cy - b * b
         if rho2 < -1e-12:
             return [], (f"the wrist centre is {math.hypot(cx, cy):.4f} m from the joint-1 axis, closer than the"
                         f" offset b = {b:.4f} m"), False
         r = math.sqrt(max(rho2, 0.0))
         near_degenerate = r < NEAR_DEGENERATE
-        phi = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else ref[0]  # on the J1 axis J1 is free
-        v = cz - self.c1
+        # On the J1 axis J1 is free: it stays at the reference (previous, else the limits' centre).
+        phi = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else self._reference(previous, 0)
+        v = cz - c1
         kk = c2 * c2 + k * k
+        two_c2k = 2.0 * c2 * k
         rows: list[list[float]] = []
         worst = None
         for xp in (r, -r):
             u = xp - a1
-            d = (u * u + v * v - kk) / (2.0 * c2 * k)
+            d = (u * u + v * v - kk) / two_c2k
             if abs(d) > 1.0 + RIM_SLACK:
                 distance = math.hypot(u, v)
                 worst = worst or (f"the wrist centre is {distance:.4f} m from joint 2; the arm reaches"
@@ -365,75 +364,82 @@ class OPW(Kinematics):
             h_x = cs1 * r00 + sn1 * r10
             h_y = cs1 * r01 + sn1 * r11
             h_z = cs1 * r02 + sn1 * r12
+            m12 = cs1 * r12 - sn1 * r02
             along = math.atan2(u, v)
             root = math.sqrt(1.0 - d * d)
             if root < NEAR_DEGENERATE:
                 near_degenerate = True
+            q1 = PI - (PI - s0 * (t1 + o0)) % TWO_PI
             for sin_elbow in ((root, -root) if root > 0 else (0.0,)):
                 t3 = math.atan2(sin_elbow, d) - psi
                 t2 = along - math.atan2(k * sin_elbow, c2 + k * d)
                 t23 = t2 + t3
                 s23, c23 = math.sin(t23), math.cos(t23)
                 # Wrist centre check (the arm part of the forward kinematics).
-                xw = a1 + c2 * math.sin(t2) + self.a2 * c23 + self.c3 * s23
-                zw = self.c1 + c2 * math.cos(t2) - self.a2 * s23 + self.c3 * c23
+                xw = a1 + c2 * math.sin(t2) + a2 * c23 + c3 * s23
+                zw = c1 + c2 * math.cos(t2) - a2 * s23 + c3 * c23
                 if (abs(cs1 * xw - sn1 * b - cx) > VERIFY_POSITION or abs(sn1 * xw + cs1 * b - cy) > VERIFY_POSITION
                         or abs(zw - cz) > VERIFY_POSITION):
                     continue
                 # M = R0_3^T R: its third column and third row give the wrist angles.
                 m02 = c23 * h_z - s23 * r22
-                m12 = cs1 * r12 - sn1 * r02
                 m22 = s23 * h_z + c23 * r22
                 sin5 = math.sqrt(m02 * m02 + m12 * m12)
                 t5 = math.atan2(sin5, m22)
                 if sin5 < NEAR_DEGENERATE:
                     near_degenerate = True
-                if sin5 < WRIST_DEGENERATE:
-                    t4 = ref[3]
+                flip = sin5 >= WRIST_DEGENERATE
+                if flip:
+                    t4 = math.atan2(m12, m02)
+                    t6 = j6 if j6 is not None else math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
+                else:
+                    t4 = self._reference(previous, 3)
                     if j6 is not None:
-                        wrists = [(t4, t5, j6)]
+                        t6 = j6
                     else:
                         m00 = c23 * h_x - s23 * r20
                         m10 = cs1 * r10 - sn1 * r00
                         if m22 > 0:  # J5 = 0: only t4 + t6 is fixed
-                            wrists = [(t4, t5, math.atan2(m10, m00) - t4)]
+                            t6 = math.atan2(m10, m00) - t4
                         else:  # J5 = pi: only t4 - t6 is fixed
-                            wrists = [(t4, t5, t4 - math.atan2(-m10, -m00))]
-                else:
-                    t4 = math.atan2(m12, m02)
-                    if j6 is not None:
-                        t6 = j6
-                        t6f = j6
-                    else:
-                        t6 = math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
-                        t6f = t6 + PI
-                    wrists = [(t4, t5, t6), (t4 + PI, -t5, t6f)]
-                for t4, t5, t6 in wrists:
-                    # Verify the rotation: R0_3 R3_6 against the target's x (unless 5-DOF) and z axes.
-                    sn4, cs4 = math.sin(t4), math.cos(t4)
-                    sn5, cs5 = math.sin(t5), math.cos(t5)
-                    e02, e12 = cs4 * sn5, sn4 * sn5
-                    u2 = c23 * e02 + s23 * cs5
-                    if (abs(cs1 * u2 - sn1 * e12 - r02) > VERIFY_ROTATION or abs(sn1 * u2 + cs1 * e12 - r12) > VERIFY_ROTATION
-                            or abs(c23 * cs5 - s23 * e02 - r22) > VERIFY_ROTATION):
+                            t6 = t4 - math.atan2(-m10, -m00)
+                # Verify the rotation: R0_3 R3_6 against the target's z (and, unless 5-DOF, x) axis.
+                # The flipped wrist (t4 + pi, -t5, t6 + pi) is the same rotation with the signs of
+                # sin/cos t4, sin t5 and sin/cos t6 negated: every product below is the same
+                # number, so this one check verifies both wrists.
+                sn4, cs4 = math.sin(t4), math.cos(t4)
+                sn5, cs5 = math.sin(t5), math.cos(t5)
+                e02, e12 = cs4 * sn5, sn4 * sn5
+                u2 = c23 * e02 + s23 * cs5
+                if (abs(cs1 * u2 - sn1 * e12 - r02) > VERIFY_ROTATION or abs(sn1 * u2 + cs1 * e12 - r12) > VERIFY_ROTATION
+                        or abs(c23 * cs5 - s23 * e02 - r22) > VERIFY_ROTATION):
+                    continue
+                if j6 is None:
+                    sn6, cs6 = math.sin(t6), math.cos(t6)
+                    e00 = cs4 * cs5 * cs6 - sn4 * sn6
+                    e10 = sn4 * cs5 * cs6 + cs4 * sn6
+                    e20 = -sn5 * cs6
+                    u0 = c23 * e00 + s23 * e20
+                    if (abs(cs1 * u0 - sn1 * e10 - r00) > VERIFY_ROTATION or abs(sn1 * u0 + cs1 * e10 - r10) > VERIFY_ROTATION
+                            or abs(c23 * e20 - s23 * e00 - r20) > VERIFY_ROTATION):
                         continue
-                    if j6 is None:
-                        sn6, cs6 = math.sin(t6), math.cos(t6)
-                        c4c5 = cs4 * cs5
-                        e00 = c4c5 * cs6 - sn4 * sn6
-                        e10 = sn4 * cs5 * cs6 + cs4 * sn6
-                        e20 = -sn5 * cs6
-                        u0 = c23 * e00 + s23 * e20
-                        if (abs(cs1 * u0 - sn1 * e10 - r00) > VERIFY_ROTATION or abs(sn1 * u0 + cs1 * e10 - r10) > VERIFY_ROTATION
-                                or abs(c23 * e20 - s23 * e00 - r20) > VERIFY_ROTATION):
-                            continue
-                    # Joints from model angles, each into (-pi, pi] (inline: this is the hot path).
-                    rows.append([PI - (PI - s[0] * (t1 + o[0])) % TWO_PI, PI - (PI - s[1] * (t2 + o[1])) % TWO_PI,
-                                 PI - (PI - s[2] * (t3 + o[2])) % TWO_PI, PI - (PI - s[3] * (t4 + o[3])) % TWO_PI,
-                                 PI - (PI - s[4] * (t5 + o[4])) % TWO_PI, PI - (PI - s[5] * (t6 + o[5])) % TWO_PI])
+                # Joints from model angles, each into (-pi, pi] (inline: this is the hot path).
+                q2 = PI - (PI - s1 * (t2 + o1)) % TWO_PI
+                q3 = PI - (PI - s2 * (t3 + o2)) % TWO_PI
+                rows.append([q1, q2, q3, PI - (PI - s3 * (t4 + o3)) % TWO_PI, PI - (PI - s4 * (t5 + o4)) % TWO_PI,
+                             PI - (PI - s5 * (t6 + o5)) % TWO_PI])
+                if flip:
+                    t6f = t6 if j6 is not None else t6 + PI
+                    rows.append([q1, q2, q3, PI - (PI - s3 * (t4 + PI + o3)) % TWO_PI, PI - (PI - s4 * (o4 - t5)) % TWO_PI,
+                                 PI - (PI - s5 * (t6f + o5)) % TWO_PI])
         if not rows:
             return [], worst or "no configuration reproduces the pose (numerically degenerate target)", False
         return rows, None, near_degenerate
+
+    def _reference(self, previous: list[float] | None, i: int) -> float:
+        """Model angle ``i`` of ``previous`` (else of the limits' centre): the choice a singular pose leaves open."""
+        joint = previous[i] if previous is not None else self._bounds()[2][i]
+        return self.signs[i] * joint - self.offsets[i]
 
     def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
         return self._solve(pose.tolist(), None if previous is None else list(previous))[:2]
