@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from itertools import compress
 from operator import le, sub
 from typing import Any
 
@@ -230,20 +231,27 @@ class Kinematics(ABC):
         lower = tuple(max(float(x), -big) for x in self.limits.lower)
         upper = tuple(min(float(x), big) for x in self.limits.upper)
         centre = tuple(0.5 * (lo + hi) if abs(lo) < big and abs(hi) < big else 0.0 for lo, hi in zip(lower, upper, strict=False))
-        value = (lower, upper, centre, self.periodic)
+        # Joints whose limits hold all of [-pi, pi]: a normalised angle needs no check there.
+        narrow = tuple(i for i, (lo, hi) in enumerate(zip(lower, upper, strict=True)) if lo > -math.pi or hi < math.pi)
+        value = (lower, upper, centre, self.periodic, narrow)
         self.__dict__["_bounds_cache"] = (self.limits, value)
         return value
 
     def _finish(self, rows: Any, previous: list[float] | None, reason: str | None = None,
-                may_repeat: bool = True) -> Solutions:
+                may_repeat: bool = True, normalised: bool = False) -> Solutions:
         """Move angles by whole turns (next to ``previous``, else into the limits),
         keep those inside the limits, drop duplicates (unless the solver knows there
-        are none: ``may_repeat=False``), sort."""
-        lower, upper, centre, periodic = self._bounds()
+        are none: ``may_repeat=False``), sort. ``normalised``: every angle is
+        already within [-pi, pi] (then only joints with narrower limits are checked)."""
+        lower, upper, centre, periodic, narrow = self._bounds()
         if isinstance(rows, np.ndarray):
             rows = rows.tolist()
-        kept: list[list[float]] = []
         admissible = None if type(self)._admissible is Kinematics._admissible else self._admissible
+        if (normalised and previous is None and not may_repeat and admissible is None and rows
+                and _columns_inside(rows, narrow, lower, upper)):
+            # Fast path: nothing to move, nothing outside, no repeats.
+            return self._sorted(list(rows), centre)
+        kept: list[list[float]] = []
         for row in rows:
             # Fast path (C-level loops): nothing to move and inside the limits.
             if ((previous is None or max(map(abs, map(sub, previous, row))) <= math.pi)
@@ -262,9 +270,12 @@ class Kinematics(ABC):
             if rows:
                 reason = "every solution lies outside the joint limits"
             return no_solution(self.dof, reason or "no solution")
+        return self._sorted(kept, centre if previous is None else previous, previous)
+
+    def _sorted(self, kept: list[list[float]], ref: Any, previous: list[float] | None = None) -> Solutions:
+        """Kept rows (constraint-filtered, if any) sorted by summed distance to ``ref``."""
         if self.constraints is not None:
             return self.constraints.sort(self.constraints.filter(np.array(kept)), previous)
-        ref = centre if previous is None else previous
         if len(kept) > 1:
             kept.sort(key=lambda r: sum(map(abs, map(sub, r, ref))))
         return Solutions(kept)
@@ -275,10 +286,12 @@ class Kinematics(ABC):
         """One solution moved by whole turns next to ``previous`` (or into the limits); None if it cannot fit."""
         out = list(row)
         if previous is not None:
-            # Next to ``previous`` where a whole turn keeps the joint inside its limits.
-            for i, gap in enumerate(map(sub, previous, row)):
-                if (gap > math.pi or gap < -math.pi) and periodic[i]:
-                    moved = row[i] + TWO_PI * round(gap / TWO_PI)
+            # Next to ``previous`` where a whole turn keeps the joint inside its limits; only
+            # the joints more than half a turn away are visited (picked at C speed).
+            gaps = list(map(sub, previous, row))
+            for i in compress(range(len(gaps)), map(math.pi.__lt__, map(abs, gaps))):
+                if periodic[i]:
+                    moved = row[i] + TWO_PI * round(gaps[i] / TWO_PI)
                     if lower[i] <= moved <= upper[i]:
                         out[i] = moved
         if all(map(le, lower, out)) and all(map(le, out, upper)):
@@ -296,6 +309,18 @@ class Kinematics(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} dof={self.dof}>"
+
+
+def _columns_inside(rows: list[list[float]], joints: tuple, lower: tuple, upper: tuple) -> bool:
+    """Whether every row lies within the limits on ``joints`` (one min and max per joint)."""
+    if not joints:
+        return True
+    columns = list(zip(*rows, strict=True))
+    for i in joints:
+        column = columns[i]
+        if min(column) < lower[i] or max(column) > upper[i]:
+            return False
+    return True
 
 
 def _repeats(row: list[float], kept: list[list[float]]) -> bool:

@@ -446,7 +446,7 @@ class OPW(Kinematics):
 
     def inverse(self, pose: ArrayLike) -> Solutions:
         rows, reason, may_repeat = self._solve(pose_rows(pose), None)
-        return self._finish(rows, None, reason, may_repeat)
+        return self._finish(rows, None, reason, may_repeat, normalised=True)
 
     def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
         """Solutions nearest ``previous``; at the J5 = 0 (pi) singularity J4 stays at
@@ -473,7 +473,7 @@ class OPW(Kinematics):
         if not math.isfinite(j6):
             raise InvalidArgument("j6 must be finite")
         rows, reason, may_repeat = self._solve(pose_rows(pose), None, j6=self.signs[5] * j6 - self.offsets[5])
-        return self._finish(rows, None, reason, may_repeat)
+        return self._finish(rows, None, reason, may_repeat, normalised=True)
 
     def inverse_continuing_5dof(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
         """:meth:`inverse_5dof` with J6 taken from ``previous``, sorted by distance to it."""
