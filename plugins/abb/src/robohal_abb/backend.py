@@ -43,7 +43,6 @@ from robohal.state import Array
 from robohal.uri import RobotUri
 
 from . import wire
-from .fastguard import FastSetpointGuard
 
 DEFAULT_HOST = "0.0.0.0"
 DEFAULT_TIMEOUT = 2.0  # s
@@ -98,7 +97,6 @@ class EgmBackend(Backend):
             raise UriError(f"{uri}: abb-egm streams the 6 axes of an ABB arm; the model has {model.dof} joints")
         sample_ms = uri.get_float("sample_rate", 4.0, minimum=4.0)
         super().__init__(uri, model, sample_ms / 1000.0)
-        self.guard = FastSetpointGuard(model.limits, self.period, self.checks)  # same verdicts, sooner
         self.host = uri.host or DEFAULT_HOST
         self.port = uri.port if uri.port is not None else wire.DEFAULT_PORT
         self.timeout = uri.get_float("timeout", DEFAULT_TIMEOUT, minimum=0.01)

@@ -1,25 +1,27 @@
-"""The EGM backend's quicker guard must give exactly the core guard's verdicts."""
+"""The guard's hot path must give exactly the thorough check's verdicts."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-import robohal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from robohal import InvalidArgument, LimitViolation
 from robohal.guard import SetpointGuard
-from robohal_abb.fastguard import FastSetpointGuard
+from robohal.kinematics import JointLimits
 
-MODEL = robohal.get_model("abb.irb1410")
+LIMITS = JointLimits.from_degrees(
+    lower=[-170, -70, -135, -150, -115, -300], upper=[170, 70, 140, 150, 115, 300],
+    velocity=[120, 120, 120, 280, 280, 280],
+)
 PERIOD = 0.004
 CHECK_SETS = [("position", "velocity"), ("position", "velocity", "acceleration"),
               ("position", "velocity", "acceleration", "jerk"), ("velocity",)]
 
 
-def verdict(guard: SetpointGuard, setpoint) -> tuple:
+def verdict(check, setpoint) -> tuple:
     try:
-        return ("ok", np.asarray(guard.check(setpoint)).tolist())
+        return ("ok", np.asarray(check(setpoint)).tolist())
     except LimitViolation as refused:
         return ("refused", refused.joint, refused.quantity, str(refused))
     except InvalidArgument as bad:
@@ -36,39 +38,42 @@ odd_values = st.sampled_from([np.nan, np.inf, -np.inf, 10.0, -10.0])
        moves=st.lists(st.lists(steps, min_size=6, max_size=6), min_size=1, max_size=5),
        scale=st.sampled_from([1e-6, 1e-4, 1e-3, 1e-2, 1.0]),
        odd=st.none() | st.tuples(st.integers(0, 5), odd_values))
-def test_same_verdicts_as_the_core_guard(checks, start, moves, scale, odd) -> None:
-    core = SetpointGuard(MODEL.limits, PERIOD, checks)
-    fast = FastSetpointGuard(MODEL.limits, PERIOD, checks)
+def test_hot_path_agrees_with_the_thorough_check(checks, start, moves, scale, odd) -> None:
+    guard = SetpointGuard(LIMITS, PERIOD, checks)
     q = np.array(start)
-    core.reset(q)
-    fast.reset(q)
+    guard.reset(q)
     for k, move in enumerate(moves):
         setpoint = q + scale * np.array(move)
         if odd is not None and k == len(moves) - 1:
             setpoint[odd[0]] = odd[1]
-        expected, got = verdict(core, setpoint), verdict(fast, setpoint)
+        expected, got = verdict(guard.check_thoroughly, setpoint), verdict(guard.check, setpoint)
         assert got == expected
         if expected[0] != "ok":
             return
         q = np.array(expected[1])
-        core.commit(q)
-        fast.commit(q)
+        guard.commit(q)
 
 
-@pytest.mark.parametrize("bad", [[0.0] * 5, "x", [[0.0] * 6], None])
-def test_malformed_setpoints_get_the_core_errors(bad) -> None:
-    core, fast = SetpointGuard(MODEL.limits, PERIOD), FastSetpointGuard(MODEL.limits, PERIOD)
-    core.reset(np.zeros(6))
-    fast.reset(np.zeros(6))
-    assert verdict(fast, bad) == verdict(core, bad)
+@pytest.mark.parametrize("bad", [[0.0] * 5, "x", [[0.0] * 6], None, np.zeros(5), np.zeros((1, 6))])
+def test_malformed_setpoints_get_the_thorough_errors(bad) -> None:
+    guard = SetpointGuard(LIMITS, PERIOD)
+    guard.reset(np.zeros(6))
+    assert verdict(guard.check, bad) == verdict(guard.check_thoroughly, bad)
 
 
-def test_a_setpoint_exactly_at_the_velocity_limit() -> None:
-    """The fast path is a hair stricter; the core decides the borderline and the answer matches."""
+def test_at_the_velocity_limit_the_thorough_check_decides() -> None:
     for factor in (1.0, 1.0 + 5e-7, 1.0 + 2e-6):
-        core, fast = SetpointGuard(MODEL.limits, PERIOD), FastSetpointGuard(MODEL.limits, PERIOD)
-        core.reset(np.zeros(6))
-        fast.reset(np.zeros(6))
+        guard = SetpointGuard(LIMITS, PERIOD)
+        guard.reset(np.zeros(6))
         q = np.zeros(6)
-        q[3] = MODEL.limits.velocity[3] * PERIOD * factor
-        assert verdict(fast, q) == verdict(core, q)
+        q[3] = LIMITS.velocity[3] * PERIOD * factor
+        assert verdict(guard.check, q) == verdict(guard.check_thoroughly, q)
+
+
+def test_the_hot_path_returns_a_copy() -> None:
+    guard = SetpointGuard(LIMITS, PERIOD)
+    guard.reset(np.zeros(6))
+    setpoint = np.full(6, 1e-5)
+    checked = guard.check(setpoint)
+    setpoint[0] = 5.0
+    assert checked[0] == 1e-5
