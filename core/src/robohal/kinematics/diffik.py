@@ -111,11 +111,13 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
     # The kink: where the fastest velocity reached turns positive.
     kink = -v / t if v > 0.0 else jerk * (-t + math.sqrt(t * t - 2.0 * v / jerk))
     if a_to <= kink or base + t2 * kink >= bound:  # the linear part decides
-        return min(a_to, max(a_from, (bound - base) / t2))
+        s = (bound - base) / t2
+        s = s if s > a_from else a_from  # max and min as expressions: this runs ~20 times a cycle
+        return s if s < a_to else a_to
     f1 = _travel(base + t2 * a_to, v + t * a_to, a_to, t, jerk, braking)
     if f1 <= bound:
         return a_to
-    s = max(a_from, kink)
+    s = kink if kink > a_from else a_from
     fs = _travel(base + t2 * s, v + t * s, s, t, jerk, braking)
     if fs >= bound:
         return a_from
@@ -146,11 +148,21 @@ def _box_accel(h3: list[float], h2: list[float], h1: list[float], period: float,
         hi = a + jt if a + jt < acc else acc
         brake_down, brake_up = lo, hi  # hardest braking of each direction this cycle
         # Velocity: after releasing the acceleration at the jerk limit, |v| stays within the limit.
-        hi = min(hi, -jt + math.sqrt(jt * jt + 2.0 * jrk * max(vel - v, 0.0)), (vel - v) / t)
-        lo = max(lo, jt - math.sqrt(jt * jt + 2.0 * jrk * max(vel + v, 0.0)), (-vel - v) / t)
+        # (min and max written as comparisons: this loop runs every cycle for every joint)
+        room_up, room_down = vel - v, vel + v
+        cap = -jt + math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_up < 0.0 else room_up))
+        hi = cap if cap < hi else hi
+        cap = room_up / t
+        hi = cap if cap < hi else hi
+        cap = jt - math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_down < 0.0 else room_down))
+        lo = cap if cap > lo else lo
+        cap = (-vel - v) / t
+        lo = cap if cap > lo else lo
         base = x1 + t * v
-        hi = min(hi, (high - base) / t2)
-        lo = max(lo, (low - base) / t2)
+        cap = (high - base) / t2
+        hi = cap if cap < hi else hi
+        cap = (low - base) / t2
+        lo = cap if cap > lo else lo
         # Position: the state after this cycle can still stop before either limit.
         braking = BRAKING * acc
         hi = _limit_side(base, v, brake_down, hi, high, t, jrk, braking)
@@ -275,8 +287,7 @@ class DifferentialIk:
         # A model that only positions a point (a planar arm) is steered by x and y alone.
         self._weights = [1.0, 1.0, 0.0, 0.0, 0.0, 0.0] if model.position_only else [1.0, 1.0, 1.0, rw, rw, rw]
         self._weight_column = np.array(self._weights)[:, None]
-        self._eye = np.eye(6) * options.damping ** 2
-        self._eye_null = np.eye(6) * NULLSPACE_DAMPING ** 2
+        self._eyes = np.stack([np.eye(6) * options.damping ** 2, np.eye(6) * NULLSPACE_DAMPING ** 2])
         self._systems = np.zeros((2, 6, 6))
         self._step_caps = (model.limits.velocity * SAFETY * self.period).tolist()
         self._last_goal: list | None = None
@@ -299,9 +310,6 @@ class DifferentialIk:
         self._cache = None
         self._last_goal = None
         self._ready = True
-
-    def _frame(self, q: list[float]) -> tuple:
-        return self.model.frame_and_jacobian_lists(q, False)[0]
 
     def _frame_and_jacobian(self, q: list[float], with_jacobian: bool = True) -> tuple[tuple, list]:
         return self.model.frame_and_jacobian_lists(q, with_jacobian)
@@ -366,13 +374,9 @@ class DifferentialIk:
             if gain is None:
                 # One factorisation per cycle: the joints move ~1 mrad in a cycle, so the
                 # Jacobian of its start serves every iteration.
-                jw = np.array(jac)
-                jw *= self._weight_column
-                gram = jw @ jw.T
-                systems = self._systems
-                systems[0] = gram + self._eye
-                systems[1] = gram + self._eye_null
-                inverses = np.linalg.inv(systems)
+                jw = np.multiply(jac, self._weight_column)
+                # Both systems (damped, and barely damped for the nullspace) in one call each.
+                inverses = np.linalg.inv(np.add(jw @ jw.T, self._eyes, out=self._systems))
                 gain = jw.T @ inverses[0]  # the damped pseudo-inverse (dof, 6)
                 # Joint motion that follows the target's own motion, capped at the speed limits.
                 follow = [min(max(f, -cap), cap) for f, cap in
@@ -393,11 +397,9 @@ class DifferentialIk:
                 lo, hi = _approach(box, [x + d for x, d in zip(q, delta, strict=True)], follow, self.period,
                                    limits[3], limits[4])
             q = [min(max(x + d, low), high) for x, d, low, high in zip(q, delta, lo, hi, strict=True)]
-            last = iteration == options.iterations - 1
-            if last:
-                frame, jac = self._frame_and_jacobian(q, True)
-            else:
-                frame, jac = self._frame(q), None
+            # Frame and Jacobian in one pass: whichever iteration ends the cycle, the next
+            # cycle starts here and reuses both.
+            frame, jac = self._frame_and_jacobian(q, True)
             error = self._error(goal, frame)
             before, residual = residual, math.sqrt(sum(e * e for e in error))
             if residual > STALLED * before:  # the box holds the joints back: more steps would not help
