@@ -374,20 +374,22 @@ class DifferentialIk:
             if gain is None:
                 # One factorisation per cycle: the joints move ~1 mrad in a cycle, so the
                 # Jacobian of its start serves every iteration.
-                jw = np.multiply(jac, self._weight_column)
+                jw = np.array(jac)
+                jw *= self._weight_column
                 # Both systems (damped, and barely damped for the nullspace) in one call each.
                 inverses = np.linalg.inv(np.add(jw @ jw.T, self._eyes, out=self._systems))
                 gain = jw.T @ inverses[0]  # the damped pseudo-inverse (dof, 6)
                 # Joint motion that follows the target's own motion, capped at the speed limits.
                 follow = [min(max(f, -cap), cap) for f, cap in
-                          zip((gain @ motion).tolist(), self._step_caps, strict=True)]
-            delta = (gain @ error).tolist()
+                          zip((gain @ np.array(motion)).tolist(), self._step_caps, strict=True)]
+            delta = (gain @ np.array(error)).tolist()  # (lists convert faster by np.array than inside @)
             if iteration == 0:
                 if offset is not None:
                     # The posture offset projected into the task's nullspace (barely damped
                     # projector: a damped one would leak the pull into the task), scaled (not
                     # clipped, so it stays in the nullspace) by the gain and to the rate cap.
-                    null = (np.array(offset) - jw.T @ (inverses[1] @ (jw @ offset))).tolist()
+                    offset_array = np.array(offset)
+                    null = (offset_array - jw.T @ (inverses[1] @ (jw @ offset_array))).tolist()
                     largest = max(abs(n) for n in null)
                     scale = min(options.nullspace_gain * self.period, MAX_POSTURE_RATE * self.period / max(largest, 1e-300))
                     delta = [d + scale * n for d, n in zip(delta, null, strict=True)]
