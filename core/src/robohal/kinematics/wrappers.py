@@ -184,6 +184,12 @@ class Parallelogram(_Wrapper):
         """The controller joints' own ranges, then the linkage's: the inner
         (geometric) coupled joint, ``q[coupled] - scaling * q[driven]``, within
         the wrapped model's range."""
+        if type(q) is np.ndarray and q.shape == (self.dof,) and not self.robot.coupled_limits:
+            values = q.tolist()
+            if self._limits.contains_values(values):
+                values[self.coupled] -= self.scaling * values[self.driven]
+                if self.robot.limits.contains_values(values):
+                    return  # the usual case, answered in plain floats on every control cycle
         self._limits.check_position(q, what)
         try:
             self.robot.check_joints(self._inner(np.asarray(q, dtype=np.float64)), what)
