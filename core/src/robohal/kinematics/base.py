@@ -252,10 +252,11 @@ class Kinematics(ABC):
             # Fast path: nothing to move, nothing outside, no repeats.
             return self._sorted(list(rows), centre)
         kept: list[list[float]] = []
+        inside = normalised and not narrow  # every normalised row is inside the limits
         for row in rows:
             # Fast path (C-level loops): nothing to move and inside the limits.
             if ((previous is None or max(map(abs, map(sub, previous, row))) <= math.pi)
-                    and all(map(le, lower, row)) and all(map(le, row, upper))):
+                    and (inside or (all(map(le, lower, row)) and all(map(le, row, upper))))):
                 out = row if type(row) is list else list(row)
             else:
                 out = self._fit_row(row, previous, lower, upper, periodic)

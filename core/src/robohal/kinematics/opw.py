@@ -341,7 +341,7 @@ class OPW(Kinematics):
         if rho2 < -1e-12:
             return [], (f"the wrist centre is {math.hypot(cx, cy):.4f} m from the joint-1 axis, closer than the"
                         f" offset b = {b:.4f} m"), False
-        r = math.sqrt(max(rho2, 0.0))
+        r = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
         near_degenerate = r < NEAR_DEGENERATE
         # On the J1 axis J1 is free: it stays at the reference (previous, else the limits' centre).
         phi = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else self._reference(previous, 0)
@@ -349,16 +349,15 @@ class OPW(Kinematics):
         kk = c2 * c2 + k * k
         two_c2k = 2.0 * c2 * k
         rows: list[list[float]] = []
-        worst = None
+        out_of_reach = None  # (u, v) of the first shoulder branch out of reach: the reason if none is found
         for xp in (r, -r):
             u = xp - a1
             d = (u * u + v * v - kk) / two_c2k
             if abs(d) > 1.0 + RIM_SLACK:
-                distance = math.hypot(u, v)
-                worst = worst or (f"the wrist centre is {distance:.4f} m from joint 2; the arm reaches"
-                                  f" {abs(c2 - k):.4f} to {c2 + k:.4f} m")
+                out_of_reach = out_of_reach or (u, v)
                 continue
-            d = min(1.0, max(-1.0, d))
+            d = d if d > -1.0 else -1.0
+            d = d if d < 1.0 else 1.0
             t1 = phi - math.atan2(b, xp)
             sn1, cs1 = math.sin(t1), math.cos(t1)
             h_x = cs1 * r00 + sn1 * r10
@@ -433,7 +432,10 @@ class OPW(Kinematics):
                     rows.append([q1, q2, q3, PI - (PI - s3 * (t4 + PI + o3)) % TWO_PI, PI - (PI - s4 * (o4 - t5)) % TWO_PI,
                                  PI - (PI - s5 * (t6f + o5)) % TWO_PI])
         if not rows:
-            return [], worst or "no configuration reproduces the pose (numerically degenerate target)", False
+            if out_of_reach is not None:
+                return [], (f"the wrist centre is {math.hypot(*out_of_reach):.4f} m from joint 2; the arm reaches"
+                            f" {abs(c2 - k):.4f} to {c2 + k:.4f} m"), False
+            return [], "no configuration reproduces the pose (numerically degenerate target)", False
         return rows, None, near_degenerate
 
     def _reference(self, previous: list[float] | None, i: int) -> float:
@@ -453,14 +455,17 @@ class OPW(Kinematics):
         ``previous`` and J6 keeps J4 + J6 (J4 - J6) as the pose demands."""
         prev = self._previous_list(previous)
         rows, reason, may_repeat = self._solve(pose_rows(pose), prev)
-        return self._finish(rows, prev, reason, may_repeat)
+        return self._finish(rows, prev, reason, may_repeat, normalised=True)
 
     def _previous_list(self, previous: ArrayLike) -> list[float]:
-        values = previous.tolist() if type(previous) is np.ndarray else previous
-        try:
-            values = [float(x) for x in values]
-        except (TypeError, ValueError):
-            raise InvalidArgument(f"previous joints must be {self.dof} numbers, got {previous!r:.80}") from None
+        if type(previous) is np.ndarray and previous.dtype == np.float64 and previous.ndim == 1:
+            values = previous.tolist()  # already Python floats
+        else:
+            values = previous.tolist() if type(previous) is np.ndarray else previous
+            try:
+                values = [float(x) for x in values]
+            except (TypeError, ValueError):
+                raise InvalidArgument(f"previous joints must be {self.dof} numbers, got {previous!r:.80}") from None
         if len(values) != self.dof:
             raise InvalidArgument(f"previous joints must have {self.dof} values, got {len(values)}")
         if not all(map(math.isfinite, values)):
@@ -479,7 +484,7 @@ class OPW(Kinematics):
         """:meth:`inverse_5dof` with J6 taken from ``previous``, sorted by distance to it."""
         prev = self._previous_list(previous)
         rows, reason, may_repeat = self._solve(pose_rows(pose), prev, j6=self.signs[5] * prev[5] - self.offsets[5])
-        return self._finish(rows, prev, reason, may_repeat)
+        return self._finish(rows, prev, reason, may_repeat, normalised=True)
 
     # Inverse kinematics: many poses ------------------------------------------------------------
 
