@@ -114,7 +114,12 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
         s = (bound - base) / t2
         s = s if s > a_from else a_from  # max and min as expressions: this runs ~20 times a cycle
         return s if s < a_to else a_to
-    f1 = _travel(base + t2 * a_to, v + t * a_to, a_to, t, jerk, braking)
+    # _travel at a_to, written out: this is the usual exit (the bound is far away).
+    release = a_to if a_to > 0.0 else 0.0
+    peak = v + t * a_to + release * release / (2.0 * jerk)
+    f1 = base + t2 * a_to
+    if peak > 0.0:
+        f1 = f1 + peak * (release / jerk + braking / jerk + t) + peak * peak / (2.0 * braking)
     if f1 <= bound:
         return a_to
     s = kink if kink > a_from else a_from
