@@ -172,10 +172,11 @@ class DHChain(Kinematics):
         px, py, pz = b[0][3], b[1][3], b[2][3]
         modified = self.modified
         axes = []
-        for i in range(self.dof):
-            theta = q[i] + self.offsets[i]
+        # (zip over the per-joint constants: no attribute or index lookups in the loop)
+        for qi, offset, kind, a, d, ca, sa in zip(q, self.offsets, self._kind, self.a, self.d, self._ca, self._sa,
+                                                  strict=False):
+            theta = qi + offset
             ct, st = math.cos(theta), math.sin(theta)
-            kind, a, d = self._kind[i], self.a[i], self.d[i]
             if modified:
                 # R = R Rx(alpha): y1 = ca y + sa z, z = ca z - sa y (alpha 0 or +-90 deg: no products).
                 if kind == 0:
@@ -185,7 +186,6 @@ class DHChain(Kinematics):
                 elif kind == -1:
                     y1, z = (-z[0], -z[1], -z[2]), y
                 else:
-                    ca, sa = self._ca[i], self._sa[i]
                     y1, z = ((ca * y[0] + sa * z[0], ca * y[1] + sa * z[1], ca * y[2] + sa * z[2]),
                              (ca * z[0] - sa * y[0], ca * z[1] - sa * y[1], ca * z[2] - sa * y[2]))
                 # p += a x + d z (x is unchanged by Rx), then R = R Rz(theta); the joint axis is z.
@@ -209,7 +209,6 @@ class DHChain(Kinematics):
                 py += a * x1[1] + d * z[1]
                 pz += a * x1[2] + d * z[2]
                 x = x1
-                ca, sa = self._ca[i], self._sa[i]
                 y, z = ((ca * y1[0] + sa * z[0], ca * y1[1] + sa * z[1], ca * y1[2] + sa * z[2]),
                         (ca * z[0] - sa * y1[0], ca * z[1] - sa * y1[1], ca * z[2] - sa * y1[2]))
         f = self._flange_rows
@@ -223,15 +222,16 @@ class DHChain(Kinematics):
                          f[0][j] * x[1] + f[1][j] * y[1] + f[2][j] * z[1],
                          f[0][j] * x[2] + f[1][j] * y[2] + f[2][j] * z[2]))
         if jac is not None:
+            j0, j1, j2, j3, j4, j5 = jac
             for i, (axis, ox, oy, oz) in enumerate(axes):
                 wx, wy, wz = axis
                 rx, ry, rz = px - ox, py - oy, pz - oz
-                jac[0][i] = wy * rz - wz * ry
-                jac[1][i] = wz * rx - wx * rz
-                jac[2][i] = wx * ry - wy * rx
-                jac[3][i] = wx
-                jac[4][i] = wy
-                jac[5][i] = wz
+                j0[i] = wy * rz - wz * ry
+                j1[i] = wz * rx - wx * rz
+                j2[i] = wx * ry - wy * rx
+                j3[i] = wx
+                j4[i] = wy
+                j5[i] = wz
         return cols[0], cols[1], cols[2], (px, py, pz)
 
     def pose_and_jacobian(self, q: ArrayLike) -> tuple[Array, Array]:
