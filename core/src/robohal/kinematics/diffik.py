@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import mul
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -362,7 +363,7 @@ class DifferentialIk:
         offset = None
         if self._posture is not None and options.nullspace_gain > 0.0:
             offset = [p - x for p, x in zip(self._posture, q, strict=False)]
-            if max(abs(x) for x in offset) < 1e-12:
+            if max(map(abs, offset)) < 1e-12:
                 offset = None
         motion = self._target_motion(goal)
         cached = self._cache
@@ -371,7 +372,7 @@ class DifferentialIk:
         else:
             frame, jac = self._frame_and_jacobian(q, True)
         error = self._error(goal, frame)
-        residual = math.sqrt(sum(e * e for e in error))
+        residual = math.sqrt(sum(map(mul, error, error)))
         gain = None
         for iteration in range(options.iterations):
             if residual < options.tolerance and (offset is None or iteration > 0):
@@ -395,7 +396,7 @@ class DifferentialIk:
                     # clipped, so it stays in the nullspace) by the gain and to the rate cap.
                     offset_array = np.array(offset)
                     null = (offset_array - jw.T @ (inverses[1] @ (jw @ offset_array))).tolist()
-                    largest = max(abs(n) for n in null)
+                    largest = max(map(abs, null))
                     scale = min(options.nullspace_gain * self.period, MAX_POSTURE_RATE * self.period / max(largest, 1e-300))
                     delta = [d + scale * n for d, n in zip(delta, null, strict=True)]
                     # The pull moves the goal every cycle: follow it like a moving target.
@@ -403,12 +404,17 @@ class DifferentialIk:
                 # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
                 lo, hi = _approach(box, [x + d for x, d in zip(q, delta, strict=True)], follow, self.period,
                                    limits[3], limits[4])
-            q = [min(max(x + d, low), high) for x, d, low, high in zip(q, delta, lo, hi, strict=True)]
+            clipped = []
+            for x, d, low, high in zip(q, delta, lo, hi, strict=True):  # min(max(x + d, low), high), as comparisons
+                x = x + d
+                x = low if low > x else x
+                clipped.append(high if high < x else x)
+            q = clipped
             # Frame and Jacobian in one pass: whichever iteration ends the cycle, the next
             # cycle starts here and reuses both.
             frame, jac = self._frame_and_jacobian(q, True)
             error = self._error(goal, frame)
-            before, residual = residual, math.sqrt(sum(e * e for e in error))
+            before, residual = residual, math.sqrt(sum(map(mul, error, error)))
             if residual > STALLED * before:  # the box holds the joints back: more steps would not help
                 break
         self.last_residual = residual
