@@ -420,7 +420,6 @@ class DifferentialIk:
         self.last_residual = residual
         self._cache = (q, frame, jac)
         self._last_goal = goal
-        h[0] = h[1]
-        h[1] = h[2]
+        h[:2] = h[1:]  # (one copy: numpy copes with the overlap)
         h[2] = q
-        return h[2].copy()
+        return np.array(q)
