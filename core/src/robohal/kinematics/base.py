@@ -259,7 +259,7 @@ class Kinematics(ABC):
                     and (inside or (all(map(le, lower, row)) and all(map(le, row, upper))))):
                 out = row if type(row) is list else list(row)
             else:
-                out = self._fit_row(row, previous, lower, upper, periodic)
+                out = self._fit_row(row, previous, lower, upper, periodic, inside)
                 if out is None:
                     continue
             if admissible is not None and not admissible(out):
@@ -283,8 +283,9 @@ class Kinematics(ABC):
 
     @staticmethod
     def _fit_row(row: list[float], previous: list[float] | None, lower: tuple, upper: tuple,
-                 periodic: tuple) -> list[float] | None:
-        """One solution moved by whole turns next to ``previous`` (or into the limits); None if it cannot fit."""
+                 periodic: tuple, inside: bool = False) -> list[float] | None:
+        """One solution moved by whole turns next to ``previous`` (or into the limits); None if it cannot fit.
+        ``inside``: the row is known to lie within the limits (moves next to ``previous`` keep it there)."""
         out = list(row)
         if previous is not None:
             # Next to ``previous`` where a whole turn keeps the joint inside its limits; only
@@ -295,7 +296,7 @@ class Kinematics(ABC):
                     moved = row[i] + TWO_PI * round(gaps[i] / TWO_PI)
                     if lower[i] <= moved <= upper[i]:
                         out[i] = moved
-        if all(map(le, lower, out)) and all(map(le, out, upper)):
+        if inside or (all(map(le, lower, out)) and all(map(le, out, upper))):
             return out  # the common case: every joint inside its limits
         for i, (x, lo, hi, turns) in enumerate(zip(out, lower, upper, periodic, strict=False)):
             if turns:
