@@ -315,10 +315,10 @@ class FrankaBackend(Backend):
     def _read_now(self) -> RobotState | None:
         return self._snapshot_state() if self._shared is not None else None
 
-    def _check_usable(self) -> None:
+    def _check_usable(self, *, allow_fault: bool = False) -> None:
         if self._lost is not None and self._connected:
             raise self._lost
-        super()._check_usable()
+        super()._check_usable(allow_fault=allow_fault)
         if self._stream_error is not None:
             raise self._stream_error
 
