@@ -53,6 +53,11 @@ class Backend(ABC):
     period: float
     #: which setpoint checks the hardware needs (see :mod:`robohal.guard`)
     checks: Iterable[str] = ("position", "velocity")
+    #: True for robots that send their state and take one setpoint in reply to each
+    #: message (EGM): a cycle waits for the message first and answers it at once
+    #: with the setpoint already checked, so nothing else sits on the robot's
+    #: critical path; the setpoint was computed from the previous message.
+    answers_each_message: bool = False
 
     def __init__(self, uri: RobotUri, model: Kinematics, period: float) -> None:
         self.uri = uri
@@ -150,10 +155,15 @@ class Backend(ABC):
         assert q is not None
         if self.model.coupled_limits and setpoint is not None:
             self.model.check_joints(q, "setpoint")
-        self._send(q)
-        self.guard.commit(q)
-        self.counters["commands_sent"] += 1
-        state = self._receive(timeout=None)
+        if self.answers_each_message:
+            state = self._answer_next(q)
+            self.guard.commit(q)
+            self.counters["commands_sent"] += 1
+        else:
+            self._send(q)
+            self.guard.commit(q)
+            self.counters["commands_sent"] += 1
+            state = self._receive(timeout=None)
         self.counters["cycles"] += 1
         self._state = state
         if state.mode is RobotMode.FAULT:
@@ -276,6 +286,14 @@ class Backend(ABC):
     def _receive(self, timeout: float | None) -> RobotState:
         """Wait for the next cycle's state. Raise :class:`ConnectionLost` when the
         robot stays silent past the backend's timeout."""
+
+    def _answer_next(self, q: Array) -> RobotState:
+        """For robots that take one setpoint per message (``answers_each_message``):
+        wait for the next message, answer it with ``q``, return its state. Override to
+        answer before building the state, off the robot's critical path."""
+        state = self._receive(timeout=None)
+        self._send(q)
+        return state
 
     def _read_now(self) -> RobotState | None:
         """The freshest state without waiting a cycle, if the wire allows (else None:

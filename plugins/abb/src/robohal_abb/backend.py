@@ -30,6 +30,7 @@ from __future__ import annotations
 import select
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import deque
@@ -56,7 +57,9 @@ TIMING_REFRESH = 250
 STALE_AFTER_PERIODS = 2
 #: s the hold thread rests while the control loop streams
 HOLD_THREAD_REST = 0.025
-_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", None)
+# Python names the option only on some builds; Linux's value is 35 (SO_TIMESTAMPNS_OLD,
+# a 64-bit timespec on 64-bit systems)
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
 
 
 class SessionRestarted(ConnectionLost):
@@ -89,6 +92,8 @@ class _Received:
 
 class EgmBackend(Backend):
     """ABB EGM, sensor side (see the module docstring)."""
+
+    answers_each_message = True  # reply to each robot message right after decoding it
 
     checks = ("position", "velocity", "acceleration")
 
@@ -277,7 +282,9 @@ class EgmBackend(Backend):
     def _stale(self, received: _Received) -> bool:
         """Too old to answer: a newer message is due, and a late answer could even reach the
         controller after it restarted the session (a target from the old session)."""
-        return time.monotonic() - received.arrival_monotonic > STALE_AFTER_PERIODS * self.period
+        # the kernel's arrival stamp, not when we read it: a datagram that waited in the
+        # socket buffer is as old as it is
+        return time.time() - received.arrival > STALE_AFTER_PERIODS * self.period
 
     def _maybe_hold(self) -> None:
         """Between motions, answer the newest message with the held target."""
@@ -379,6 +386,32 @@ class EgmBackend(Backend):
             self._sending = False
         if self._replies % TIMING_REFRESH == 0:  # after the reply: off the robot's critical path
             self._timing = self.timing()
+
+    def _answer_next(self, q: Array) -> RobotState:
+        """Wait for the next robot message and answer it with ``q`` at once; the state
+        is built after the reply, off the robot's critical path."""
+        self._sending = True  # the hold thread stands down, or it could answer first with the old target
+        try:
+            received = self._wait_newer(self._consumed)
+            answered = False
+            with self._lock:
+                self._check_session()
+                newest = self._newest
+                if newest is not None and not newest.replied and not self._stale(newest):
+                    self._reply(newest, q)
+                    self._target = q
+                    self._last_send = time.monotonic()
+                    received, answered = newest, True
+            if not answered:  # answered already or too old: the next message gets the answer
+                self._send(q)
+                received = self._newest
+            with self._lock:
+                self._consumed = max(self._consumed, received.index)
+        finally:
+            self._sending = False
+        if self._replies % TIMING_REFRESH == 0:
+            self._timing = self.timing()
+        return self._state_of(received)
 
     def _receive(self, timeout: float | None) -> RobotState:
         received = self._wait_newer(self._consumed, timeout)
