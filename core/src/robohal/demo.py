@@ -26,6 +26,7 @@ from . import spatial
 from .connection import open_robot
 from .motion import MotionResult, Robot
 from .plugins import default_registry
+from .trajectory import DoubleS
 
 
 @dataclass
@@ -112,11 +113,16 @@ def franka_path(run: DemoRun) -> None:
     with open_robot(run.uri) as robot:
         run.model = robot.model
         start = robot.model.forward(robot.backend.commanded)
-        offsets = np.array([[0.0, 0.0, 0.0], [0.10, 0.0, 0.0], [0.10, 0.15, 0.0], [0.0, 0.15, -0.10], [0.0, 0.0, 0.0]])
-        poses = np.repeat(start[None], len(offsets), axis=0)
+        # a 6 cm circle in a tilted plane, timed by a jerk-limited profile: the path is
+        # smooth, so the tracking error shows the IK, not corners the limits must round
+        profile = DoubleS(0.4, 0.4, 1.0)  # of the turn fraction: about 4 s
+        times = np.linspace(0.0, profile.duration, 401)
+        turn = 2 * np.pi * profile.sample(times)[0]
+        radius = 0.06
+        offsets = radius * np.stack([np.cos(turn) - 1.0, np.sin(turn), 0.5 * np.sin(turn)], -1)
+        poses = np.repeat(start[None], len(times), axis=0)
         poses[:, :3, 3] += offsets
-        times = np.array([0.0, 1.0, 2.0, 3.2, 4.4]) + 0.5
-        result = robot.run(CartesianPath(poses, times))
+        result = robot.run(CartesianPath(poses, times + 0.2))
         run.results.append(result)
         run.ideal = poses[:, :3, 3]
         run.info.update(robot.state.info)
@@ -137,7 +143,7 @@ def _planar_uri() -> tuple[str, str]:
 TASKS: list[tuple[str, str, Callable[[], tuple[str, str]], Callable[[DemoRun], None]]] = [
     ("planar servo arm", "arduino-planar", _planar_uri, planar_arm),
     ("ABB IRB 1410", "abb-egm", lambda: ("abb-egm://sim?model=abb.irb1410", "a straight line over EGM through IK"), abb_line),
-    ("Franka FR3", "franka", lambda: ("franka://sim?model=franka.fr3", "a Cartesian path, differential IK at 1 kHz"), franka_path),
+    ("Franka FR3", "franka", lambda: ("franka://sim?model=franka.fr3", "a Cartesian circle, differential IK at 1 kHz"), franka_path),
 ]
 
 
