@@ -117,13 +117,8 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
         return a_to
     t = period
     t2 = t * t
-    # The kink: where the fastest velocity reached turns positive.
-    kink = -v / t if v > 0.0 else jerk * (-t + math.sqrt(t * t - 2.0 * v / jerk))
-    if a_to <= kink or base + t2 * kink >= bound:  # the linear part decides
-        s = (bound - base) / t2
-        s = s if s > a_from else a_from  # max and min as expressions: this runs ~20 times a cycle
-        return s if s < a_to else a_to
-    # _travel at a_to, written out: this is the usual exit (the bound is far away).
+    # _travel at a_to, written out: this is the usual exit (the bound is far away). It
+    # holds on the linear part too, where the travel is at least base + t2 * a_to.
     release = a_to if a_to > 0.0 else 0.0
     peak = v + t * a_to + release * release / (2.0 * jerk)
     f1 = base + t2 * a_to
@@ -131,6 +126,12 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
         f1 = f1 + peak * (release / jerk + braking / jerk + t) + peak * peak / (2.0 * braking)
     if f1 <= bound:
         return a_to
+    # The kink: where the fastest velocity reached turns positive.
+    kink = -v / t if v > 0.0 else jerk * (-t + math.sqrt(t * t - 2.0 * v / jerk))
+    if a_to <= kink or base + t2 * kink >= bound:  # the linear part decides
+        s = (bound - base) / t2
+        s = s if s > a_from else a_from  # max and min as expressions: this runs ~20 times a cycle
+        return s if s < a_to else a_to
     s = kink if kink > a_from else a_from
     fs = _travel(base + t2 * s, v + t * s, s, t, jerk, braking)
     if fs >= bound:
@@ -147,73 +148,75 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
     return s
 
 
-def _joint_box(x3: float, x2: float, x1: float, t: float, low: float, high: float, vel: float, acc: float,
-               jrk: float) -> tuple[float, float, float, float]:
-    """One joint's (base, v, lowest, highest next acceleration) from its last three
-    goals: the next goal is ``base + t**2 * acceleration``."""
-    t2 = t * t
-    v = (x1 - x2) / t
-    a = (x1 - 2.0 * x2 + x3) / t2
-    jt = jrk * t
-    lo = a - jt if a - jt > -acc else -acc
-    hi = a + jt if a + jt < acc else acc
-    brake_down, brake_up = lo, hi  # hardest braking of each direction this cycle
-    # Velocity: after releasing the acceleration at the jerk limit, |v| stays within the limit.
-    # (min and max written as comparisons: this runs every cycle for every joint)
-    room_up, room_down = vel - v, vel + v
-    cap = -jt + math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_up < 0.0 else room_up))
-    hi = cap if cap < hi else hi
-    cap = room_up / t
-    hi = cap if cap < hi else hi
-    cap = jt - math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_down < 0.0 else room_down))
-    lo = cap if cap > lo else lo
-    cap = (-vel - v) / t
-    lo = cap if cap > lo else lo
-    base = x1 + t * v
-    cap = (high - base) / t2
-    hi = cap if cap < hi else hi
-    cap = (low - base) / t2
-    lo = cap if cap > lo else lo
-    # Position: the state after this cycle can still stop before either limit.
-    braking = BRAKING * acc
-    hi = _limit_side(base, v, brake_down, hi, high, t, jrk, braking)
-    lo = -_limit_side(-base, -v, -brake_up, -lo, -low, t, jrk, braking)
-    if lo > hi:  # cannot happen from a history this box produced; stay jerk-feasible
-        lo = hi = min(max(0.5 * (lo + hi), brake_down), brake_up)
-    return base, v, lo, hi
+def _joint_constants(limits: tuple[list[float], ...], period: float) -> list[tuple[float, ...]]:
+    """Per joint (lower, upper, velocity, acceleration, jerk, jerk * period, braking
+    deceleration) from :func:`_limit_lists`: what :func:`_box` needs, computed once."""
+    return [(low, high, vel, acc, jrk, jrk * period, BRAKING * acc) for low, high, vel, acc, jrk in zip(*limits, strict=True)]
 
 
-def _box_lists(h3: list[float], h2: list[float], h1: list[float], period: float, lower: list[float],
-               upper: list[float], vmax: list[float], amax: list[float], jmax: list[float]) -> tuple[list, list]:
-    t2 = period * period
-    out_lo, out_hi = [], []
-    for x3, x2, x1, low, high, vel, acc, jrk in zip(h3, h2, h1, lower, upper, vmax, amax, jmax, strict=False):
-        base, _, lo, hi = _joint_box(x3, x2, x1, period, low, high, vel, acc, jrk)
-        out_lo.append(base + t2 * lo)
-        out_hi.append(base + t2 * hi)
-    return out_lo, out_hi
+def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joints: list[tuple[float, ...]],
+         goal: list[float] | None = None, follow: list[float] | None = None) -> tuple[list, list]:
+    """The lowest and highest next goal of each joint (see :func:`cycle_box`), from the
+    last three goals and :func:`_joint_constants`.
 
-
-def _approach_box(h3: list[float], h2: list[float], h1: list[float], goal: list[float], follow: list[float],
-                  period: float, lower: list[float], upper: list[float], vmax: list[float], amax: list[float],
-                  jmax: list[float]) -> tuple[list, list]:
-    """The cycle's box narrowed so that each joint, relative to a goal moving
-    ``follow`` (rad per cycle), can still stop at its goal: no overshoot from
-    rushing at it, and no braking-distance lag behind a goal that keeps moving.
-    Never narrower than the hardest braking."""
+    With a ``goal`` (moving ``follow`` rad per cycle), the box is narrowed so that each
+    joint, relative to the moving goal, can still stop at it: no overshoot from rushing
+    at it, and no braking-distance lag behind a goal that keeps moving. Never narrower
+    than the hardest braking. (One pass over the joints: this runs every cycle.)
+    """
     t = period
     t2 = t * t
     out_lo, out_hi = [], []
-    for x3, x2, x1, g, f, low, high, vel, acc, jrk in zip(h3, h2, h1, goal, follow, lower, upper, vmax, amax, jmax,
-                                                         strict=False):
-        base, v, lo, hi = _joint_box(x3, x2, x1, t, low, high, vel, acc, jrk)
-        braking = BRAKING * acc
-        # In the frame moving with the goal: position base - f, velocity v - f / period.
-        rel_base, rel_v = base - f, v - f / t
-        if g >= rel_base + t2 * lo:
-            hi = _limit_side(rel_base, rel_v, lo, hi, g, t, jrk, braking)
-        if g <= rel_base + t2 * hi:
-            lo = -_limit_side(-rel_base, -rel_v, -hi, -lo, -g, t, jrk, braking)
+    goals = [None] * len(joints) if goal is None else zip(goal, follow, strict=True)  # type: ignore[arg-type]
+    for x3, x2, x1, (low, high, vel, acc, jrk, jt, braking), g_f in zip(h3, h2, h1, joints, goals, strict=False):
+        v = (x1 - x2) / t
+        a = (x1 - 2.0 * x2 + x3) / t2
+        lo = a - jt if a - jt > -acc else -acc
+        hi = a + jt if a + jt < acc else acc
+        brake_down, brake_up = lo, hi  # hardest braking of each direction this cycle
+        # Velocity: after releasing the acceleration at the jerk limit, |v| stays within the limit.
+        # (min and max written as comparisons: this runs every cycle for every joint)
+        room_up, room_down = vel - v, vel + v
+        cap = -jt + math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_up < 0.0 else room_up))
+        hi = cap if cap < hi else hi
+        cap = room_up / t
+        hi = cap if cap < hi else hi
+        cap = jt - math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_down < 0.0 else room_down))
+        lo = cap if cap > lo else lo
+        cap = (-vel - v) / t
+        lo = cap if cap > lo else lo
+        base = x1 + t * v
+        cap = (high - base) / t2
+        hi = cap if cap < hi else hi
+        cap = (low - base) / t2
+        lo = cap if cap > lo else lo
+        # Position: the state after this cycle can still stop before either limit. Usually the
+        # limit is far: the travel at the box's edge (_travel, written out) shows it without a call.
+        release = hi if hi > 0.0 else 0.0
+        peak = v + t * hi + release * release / (2.0 * jrk)
+        reach = base + t2 * hi
+        if peak > 0.0:
+            reach = reach + peak * (release / jrk + braking / jrk + t) + peak * peak / (2.0 * braking)
+        if reach > high:
+            hi = _limit_side(base, v, brake_down, hi, high, t, jrk, braking)
+        nbase, nv, nlo = -base, -v, -lo  # the lower limit is the upper one of the mirrored joint
+        release = nlo if nlo > 0.0 else 0.0
+        peak = nv + t * nlo + release * release / (2.0 * jrk)
+        reach = nbase + t2 * nlo
+        if peak > 0.0:
+            reach = reach + peak * (release / jrk + braking / jrk + t) + peak * peak / (2.0 * braking)
+        if reach > -low:
+            lo = -_limit_side(nbase, nv, -brake_up, nlo, -low, t, jrk, braking)
+        if lo > hi:  # cannot happen from a history this box produced; stay jerk-feasible
+            lo = hi = min(max(0.5 * (lo + hi), brake_down), brake_up)
+        if g_f is not None:
+            g, f = g_f
+            # In the frame moving with the goal: position base - f, velocity v - f / period.
+            rel_base, rel_v = base - f, v - f / t
+            if g >= rel_base + t2 * lo:
+                hi = _limit_side(rel_base, rel_v, lo, hi, g, t, jrk, braking)
+            if g <= rel_base + t2 * hi:
+                lo = -_limit_side(-rel_base, -rel_v, -hi, -lo, -g, t, jrk, braking)
         out_lo.append(base + t2 * lo)
         out_hi.append(base + t2 * hi)
     return out_lo, out_hi
@@ -241,7 +244,7 @@ def cycle_box(limits: JointLimits, period: float, history: ArrayLike) -> tuple[A
         raise InvalidArgument("history contains NaN or inf")
     if not (isinstance(period, (int, float)) and math.isfinite(period) and period > 0):
         raise InvalidArgument("period must be positive")
-    lo, hi = _box_lists(*history.tolist(), float(period), *_limit_lists(limits))
+    lo, hi = _box(*history.tolist(), float(period), _joint_constants(_limit_lists(limits), float(period)))
     return np.array(lo), np.array(hi)
 
 
@@ -295,7 +298,7 @@ class DifferentialIk:
         self.options = options
         self.period = float(period)
         self.dof = model.dof
-        self._limits = _limit_lists(model.limits)
+        self._joints = _joint_constants(_limit_lists(model.limits), self.period)
         self._posture = None if posture is None else self._check(posture, "posture")
         self._posture_from_reset = posture is None
         self.history = np.zeros((3, self.dof))
@@ -365,7 +368,6 @@ class DifferentialIk:
         options = self.options
         h = self.history
         h3, h2, h1 = h.tolist()
-        limits = self._limits
         q = h1
         # Toward the posture: its full offset now, the rate-limited share after projection.
         offset = None
@@ -411,8 +413,8 @@ class DifferentialIk:
                     # The pull moves the goal every cycle: follow it like a moving target.
                     follow = [f + scale * n for f, n in zip(follow, null, strict=True)]
                 # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
-                lo, hi = _approach_box(h3, h2, h1, [x + d for x, d in zip(q, delta, strict=True)], follow,
-                                       self.period, *limits)
+                lo, hi = _box(h3, h2, h1, self.period, self._joints, [x + d for x, d in zip(q, delta, strict=True)],
+                              follow)
             clipped = []
             for x, d, low, high in zip(q, delta, lo, hi, strict=True):  # min(max(x + d, low), high), as comparisons
                 x = x + d
