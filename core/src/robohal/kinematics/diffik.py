@@ -132,19 +132,24 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
         s = (bound - base) / t2
         s = s if s > a_from else a_from  # max and min as expressions: this runs ~20 times a cycle
         return s if s < a_to else a_to
+    # Up to 4 secants from below toward the root, each still safe.
     s = kink if kink > a_from else a_from
-    fs = _travel(base + t2 * s, v + t * s, s, t, jerk, braking)
-    if fs >= bound:
-        return a_from
-    for _ in range(4):  # secants from below toward the root, each still safe
+    step = 0.0
+    for attempt in range(5):
+        # _travel at s, written out (this loop runs ~15 times a cycle).
+        release = s if s > 0.0 else 0.0
+        peak = v + t * s + release * release / (2.0 * jerk)
+        fs = base + t2 * s
+        if peak > 0.0:
+            fs = fs + peak * (release / jerk + braking / jerk + t) + peak * peak / (2.0 * braking)
+        if fs >= bound:  # the start cannot brake in time, or round-off at the root: the last safe point
+            return a_from if attempt == 0 else s - step
+        if attempt == 4:
+            break
         step = (bound - fs) * (a_to - s) / (f1 - fs)
         if step <= 1e-12 * (1.0 + abs(s)):
             break
         s += step
-        fs = _travel(base + t2 * s, v + t * s, s, t, jerk, braking)
-        if fs >= bound:  # round-off at the root: step back to the last safe point
-            s -= step
-            break
     return s
 
 
