@@ -75,6 +75,7 @@ class DHChain(Kinematics):
                       if abs(x + math.pi / 2) < 1e-15 else 2 for x in self.alpha]
         self._base_rows = self.base.tolist()
         self._flange_rows = self.flange.tolist()
+        self._flange_turns = bool((self.flange[:3, :3] != np.eye(3)).any())
 
     def __repr__(self) -> str:
         kind = "modified" if self.modified else "classic"
@@ -216,11 +217,14 @@ class DHChain(Kinematics):
         px += fx * x[0] + fy * y[0] + fz * z[0]
         py += fx * x[1] + fy * y[1] + fz * z[1]
         pz += fx * x[2] + fy * y[2] + fz * z[2]
-        cols = []
-        for j in range(3):
-            cols.append((f[0][j] * x[0] + f[1][j] * y[0] + f[2][j] * z[0],
-                         f[0][j] * x[1] + f[1][j] * y[1] + f[2][j] * z[1],
-                         f[0][j] * x[2] + f[1][j] * y[2] + f[2][j] * z[2]))
+        if self._flange_turns:
+            cols = []
+            for j in range(3):
+                cols.append((f[0][j] * x[0] + f[1][j] * y[0] + f[2][j] * z[0],
+                             f[0][j] * x[1] + f[1][j] * y[1] + f[2][j] * z[1],
+                             f[0][j] * x[2] + f[1][j] * y[2] + f[2][j] * z[2]))
+        else:  # a flange that only shifts (the usual case) leaves the axes as they are
+            cols = [x, y, z]
         if jac is not None:
             j0, j1, j2, j3, j4, j5 = jac
             for i, (axis, ox, oy, oz) in enumerate(axes):

@@ -417,12 +417,12 @@ class DifferentialIk:
                     delta = [d + scale * n for d, n in zip(delta, null, strict=True)]
                     # The pull moves the goal every cycle: follow it like a moving target.
                     follow = [f + scale * n for f, n in zip(follow, null, strict=True)]
+            moved = [x + d for x, d in zip(q, delta, strict=True)]
+            if iteration == 0:
                 # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
-                lo, hi = _box(h3, h2, h1, self.period, self._joints, [x + d for x, d in zip(q, delta, strict=True)],
-                              follow)
+                lo, hi = _box(h3, h2, h1, self.period, self._joints, moved, follow)
             clipped = []
-            for x, d, low, high in zip(q, delta, lo, hi, strict=True):  # min(max(x + d, low), high), as comparisons
-                x = x + d
+            for x, low, high in zip(moved, lo, hi, strict=True):  # min(max(x, low), high), as comparisons
                 x = low if low > x else x
                 clipped.append(high if high < x else x)
             q = clipped
