@@ -122,6 +122,24 @@ def test_cycles_reach_a_pose_within_the_guard():
     assert ik.last_residual < 1e-3
 
 
+def test_every_goal_lies_in_the_cycle_box_of_its_history():
+    # The cycle narrows the box toward its goal; it must never widen it, near the limits included.
+    model = fr3()
+    ik = DifferentialIk(model)
+    start = READY.copy()
+    start[3] = model.limits.upper[3] - 0.05  # the elbow close to its upper limit
+    ik.reset(start)
+    rng = np.random.default_rng(5)
+    targets = [model.forward(start + rng.normal(0.0, 0.5, 7)) for _ in range(8)]
+    clipped = 0
+    for i in range(1600):
+        lower, upper = cycle_box(model.limits, ik.period, ik.history)
+        q = ik.step(targets[i // 200])
+        assert np.all(q >= lower - 1e-12) and np.all(q <= upper + 1e-12)
+        clipped += int(np.any(np.isclose(q, lower, rtol=0, atol=1e-12) | np.isclose(q, upper, rtol=0, atol=1e-12)))
+    assert clipped > 100  # the box decided many of these cycles
+
+
 def test_posture_pull_is_rate_limited_and_stays_in_the_nullspace():
     model = fr3()
     null = np.linalg.svd(model.jacobian(READY))[2][-1]  # the arm's self-motion direction
