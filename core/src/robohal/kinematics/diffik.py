@@ -92,16 +92,14 @@ class IkOptions:
 # The cycle's joint box ----------------------------------------------------------------------
 
 
-def _travel(position: float, velocity: float, acceleration: float, period: float, jerk: float, braking: float) -> float:
-    """Upper bound of the furthest position (in the + direction) reached when the
-    joint, at this state after a cycle, brakes: release any positive acceleration
-    at the jerk limit, ramp to ``-braking``, hold until at rest; one extra cycle
-    of travel covers the sampling."""
-    release = acceleration if acceleration > 0.0 else 0.0
-    peak = velocity + release * release / (2.0 * jerk)  # the fastest the joint will go
-    if peak <= 0.0:
-        return position
-    return position + peak * (release / jerk + braking / jerk + period) + peak * peak / (2.0 * braking)
+# The travel of a joint at (position, velocity, acceleration) after a cycle: an upper bound
+# of the furthest position (in the + direction) it reaches when it brakes: release any
+# positive acceleration at the jerk limit, ramp to -braking, hold until at rest; one extra
+# cycle of travel covers the sampling. With release = max(acceleration, 0) and the fastest
+# it will go, peak = velocity + release**2 / (2 jerk):
+#     position                                                                  if peak <= 0,
+#     position + peak (release / jerk + braking / jerk + period) + peak**2 / (2 braking)  else.
+# It is written out where it is needed (the box evaluates it ~40 times a cycle).
 
 
 def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float, period: float, jerk: float,
@@ -117,7 +115,7 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
         return a_to
     t = period
     t2 = t * t
-    # _travel at a_to, written out: this is the usual exit (the bound is far away). It
+    # The travel at a_to: this is the usual exit (the bound is far away). It
     # holds on the linear part too, where the travel is at least base + t2 * a_to.
     release = a_to if a_to > 0.0 else 0.0
     peak = v + t * a_to + release * release / (2.0 * jerk)
@@ -136,7 +134,7 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
     s = kink if kink > a_from else a_from
     step = 0.0
     for attempt in range(5):
-        # _travel at s, written out (this loop runs ~15 times a cycle).
+        # The travel at s.
         release = s if s > 0.0 else 0.0
         peak = v + t * s + release * release / (2.0 * jerk)
         fs = base + t2 * s
@@ -196,7 +194,7 @@ def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joint
         cap = (low - base) / t2
         lo = cap if cap > lo else lo
         # Position: the state after this cycle can still stop before either limit. Usually the
-        # limit is far: the travel at the box's edge (_travel, written out) shows it without a call.
+        # limit is far: the travel at the box's edge shows it without a call.
         release = hi if hi > 0.0 else 0.0
         peak = v + t * hi + release * release / (2.0 * jrk)
         reach = base + t2 * hi
