@@ -171,37 +171,44 @@ class DHChain(Kinematics):
         y = (b[0][1], b[1][1], b[2][1])
         z = (b[0][2], b[1][2], b[2][2])
         px, py, pz = b[0][3], b[1][3], b[2][3]
-        modified = self.modified
         axes = []
         # (zip over the per-joint constants: no attribute or index lookups in the loop)
-        for qi, offset, kind, a, d, ca, sa in zip(q, self.offsets, self._kind, self.a, self.d, self._ca, self._sa,
-                                                  strict=False):
-            theta = qi + offset
-            ct, st = math.cos(theta), math.sin(theta)
-            if modified:
-                # R = R Rx(alpha): y1 = ca y + sa z, z = ca z - sa y (alpha 0 or +-90 deg: no products).
+        joints = zip(q, self.offsets, self._kind, self.a, self.d, self._ca, self._sa, strict=False)
+        if self.modified:
+            # The rotation's columns and the position as plain floats: no tuple indexing per joint.
+            x0, x1, x2 = x
+            y0, y1, y2 = y
+            z0, z1, z2 = z
+            for qi, offset, kind, a, d, ca, sa in joints:
+                theta = qi + offset
+                ct, st = math.cos(theta), math.sin(theta)
+                # R = R Rx(alpha): u = ca y + sa z, z = ca z - sa y (alpha 0 or +-90 deg: no products).
                 if kind == 0:
-                    y1 = y
+                    u0, u1, u2 = y0, y1, y2
                 elif kind == 1:
-                    y1, z = z, (-y[0], -y[1], -y[2])
+                    u0, u1, u2, z0, z1, z2 = z0, z1, z2, -y0, -y1, -y2
                 elif kind == -1:
-                    y1, z = (-z[0], -z[1], -z[2]), y
+                    u0, u1, u2, z0, z1, z2 = -z0, -z1, -z2, y0, y1, y2
                 else:
-                    y1, z = ((ca * y[0] + sa * z[0], ca * y[1] + sa * z[1], ca * y[2] + sa * z[2]),
-                             (ca * z[0] - sa * y[0], ca * z[1] - sa * y[1], ca * z[2] - sa * y[2]))
+                    u0, u1, u2, z0, z1, z2 = (ca * y0 + sa * z0, ca * y1 + sa * z1, ca * y2 + sa * z2,
+                                              ca * z0 - sa * y0, ca * z1 - sa * y1, ca * z2 - sa * y2)
                 # p += a x + d z (x is unchanged by Rx), then R = R Rz(theta); the joint axis is z.
                 if a:
-                    px += a * x[0]
-                    py += a * x[1]
-                    pz += a * x[2]
+                    px += a * x0
+                    py += a * x1
+                    pz += a * x2
                 if d:
-                    px += d * z[0]
-                    py += d * z[1]
-                    pz += d * z[2]
-                x, y = ((ct * x[0] + st * y1[0], ct * x[1] + st * y1[1], ct * x[2] + st * y1[2]),
-                        (ct * y1[0] - st * x[0], ct * y1[1] - st * x[1], ct * y1[2] - st * x[2]))
-                axes.append((z, px, py, pz))
-            else:
+                    px += d * z0
+                    py += d * z1
+                    pz += d * z2
+                x0, x1, x2, y0, y1, y2 = (ct * x0 + st * u0, ct * x1 + st * u1, ct * x2 + st * u2,
+                                          ct * u0 - st * x0, ct * u1 - st * x1, ct * u2 - st * x2)
+                axes.append(((z0, z1, z2), px, py, pz))
+            x, y, z = (x0, x1, x2), (y0, y1, y2), (z0, z1, z2)
+        else:
+            for qi, offset, kind, a, d, ca, sa in joints:  # noqa: B007 (kind only serves the modified loop)
+                theta = qi + offset
+                ct, st = math.cos(theta), math.sin(theta)
                 # The joint turns about the current z; p += R (a ct, a st, d); R = R Rz(theta) Rx(alpha).
                 axes.append((z, px, py, pz))
                 x1 = (ct * x[0] + st * y[0], ct * x[1] + st * y[1], ct * x[2] + st * y[2])
