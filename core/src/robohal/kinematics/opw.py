@@ -133,6 +133,11 @@ class OPW(Kinematics):
         sn4, cs4 = math.sin(t4), math.cos(t4)
         sn5, cs5 = math.sin(t5), math.cos(t5)
         sn6, cs6 = math.sin(t6), math.cos(t6)
+        return self._pose_entries(sn1, cs1, sn2, cs2, s23, c23, sn4, cs4, sn5, cs5, sn6, cs6)
+
+    def _pose_entries(self, sn1, cs1, sn2, cs2, s23, c23, sn4, cs4, sn5, cs5, sn6, cs6) -> list:
+        """Flange pose entries (R row-major, then p) from the joints' sines and cosines:
+        floats for one configuration, arrays for a batch (the same arithmetic)."""
         # R3_6 = Rz(t4) Ry(t5) Rz(t6)
         c4c5 = cs4 * cs5
         s4c5 = sn4 * cs5
@@ -211,33 +216,7 @@ class OPW(Kinematics):
         sn4, cs4 = np.sin(t4), np.cos(t4)
         sn5, cs5 = np.sin(t5), np.cos(t5)
         sn6, cs6 = np.sin(t6), np.cos(t6)
-        c4c5 = cs4 * cs5
-        s4c5 = sn4 * cs5
-        e00 = c4c5 * cs6 - sn4 * sn6
-        e01 = -c4c5 * sn6 - sn4 * cs6
-        e02 = cs4 * sn5
-        e10 = s4c5 * cs6 + cs4 * sn6
-        e11 = cs4 * cs6 - s4c5 * sn6
-        e12 = sn4 * sn5
-        e20 = -sn5 * cs6
-        e21 = sn5 * sn6
-        u0 = c23 * e00 + s23 * e20
-        u1 = c23 * e01 + s23 * e21
-        u2 = c23 * e02 + s23 * cs5
-        r02 = cs1 * u2 - sn1 * e12
-        r12 = sn1 * u2 + cs1 * e12
-        r22 = c23 * cs5 - s23 * e02
-        xw = self.a1 + self.c2 * sn2 + self.a2 * c23 + self.c3 * s23
-        zw = self.c1 + self.c2 * cs2 - self.a2 * s23 + self.c3 * c23
-        c4 = self.c4
-        return [
-            cs1 * u0 - sn1 * e10, cs1 * u1 - sn1 * e11, r02,
-            sn1 * u0 + cs1 * e10, sn1 * u1 + cs1 * e11, r12,
-            c23 * e20 - s23 * e00, c23 * e21 - s23 * e01, r22,
-            cs1 * xw - sn1 * self.b + c4 * r02,
-            sn1 * xw + cs1 * self.b + c4 * r12,
-            zw + c4 * r22,
-        ]
+        return self._pose_entries(sn1, cs1, sn2, cs2, s23, c23, sn4, cs4, sn5, cs5, sn6, cs6)
 
     def forward(self, q: ArrayLike) -> Array:
         """Flange pose (4, 4) for joints (6,); (..., 4, 4) for (..., 6)."""
