@@ -181,28 +181,22 @@ class Registry:
         return f"plugin {plugin!r}" + (f" (distribution {dist})" if dist else "")
 
     def _collect(self) -> None:
-        for plugin, record in self._call_each("robohal_models"):
-            if not isinstance(record, ModelSpec):
-                raise PluginError(f"{self._describe(plugin)} returned {record!r} from robohal_models(), not a ModelSpec")
+        self._gather("robohal_models", ModelSpec, self._models, "name", "model")
+        self._gather("robohal_backends", BackendSpec, self._backends, "scheme", "URI scheme")
+
+    def _gather(self, hook: str, kind: type, into: dict, key: str, what: str) -> None:
+        """Records of one hook, stamped with their plugin; a key claimed twice names both plugins."""
+        for plugin, record in self._call_each(hook):
+            if not isinstance(record, kind):
+                raise PluginError(f"{self._describe(plugin)} returned {record!r} from {hook}(), not a {kind.__name__}")
             record = dataclasses.replace(record, plugin=plugin)
-            if record.name in self._models:
-                other = self._models[record.name].plugin
+            name = getattr(record, key)
+            if name in into:
                 raise PluginConflictError(
-                    f"model {record.name!r} is claimed by both {self._describe(other)}"
+                    f"{what} {name!r} is claimed by both {self._describe(into[name].plugin)}"
                     f" and {self._describe(plugin)}"
                 )
-            self._models[record.name] = record
-        for plugin, record in self._call_each("robohal_backends"):
-            if not isinstance(record, BackendSpec):
-                raise PluginError(f"{self._describe(plugin)} returned {record!r} from robohal_backends(), not a BackendSpec")
-            record = dataclasses.replace(record, plugin=plugin)
-            if record.scheme in self._backends:
-                other = self._backends[record.scheme].plugin
-                raise PluginConflictError(
-                    f"URI scheme {record.scheme!r} is claimed by both {self._describe(other)}"
-                    f" and {self._describe(plugin)}"
-                )
-            self._backends[record.scheme] = record
+            into[name] = record
 
     # Queries --------------------------------------------------------------------
 
