@@ -122,6 +122,24 @@ def test_cycles_reach_a_pose_within_the_guard():
     assert ik.last_residual < 1e-3
 
 
+def test_a_target_reached_while_moving_brakes_inside_the_box(options=IkOptions(nullspace_gain=0.0)):
+    # A target the moving arm already sits on (residual under the tolerance) must not
+    # freeze the joints in one cycle: the goal stays in the box and the guard accepts it.
+    model = fr3()
+    ik = DifferentialIk(model, options)
+    ik.reset(READY)
+    guard = SetpointGuard(model.limits, ik.period, ALL_CHECKS)
+    guard.reset(READY)
+    target = model.forward(READY)
+    target[:3, 3] += [0.1, 0.0, 0.0]
+    for _ in range(300):
+        guard.commit(guard.check(ik.step(target)))
+    assert np.abs(ik.history[2] - ik.history[1]).max() > 1e-4  # moving fast
+    for _ in range(200):
+        guard.commit(guard.check(ik.step(model.forward(ik.history[2]))))
+    assert np.abs(ik.history[2] - ik.history[1]).max() < 1e-9  # braked to rest
+
+
 def test_every_goal_lies_in_the_cycle_box_of_its_history():
     # The cycle narrows the box toward its goal; it must never widen it, near the limits included.
     model = fr3()

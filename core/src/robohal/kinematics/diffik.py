@@ -362,9 +362,10 @@ class DifferentialIk:
         w = self._weights
         return [w[0] * dx, w[1] * dy, w[2] * dz, w[3] * rx, w[4] * ry, w[5] * rz]
 
-    def step(self, target: ArrayLike) -> Array:
+    def step(self, target: ArrayLike, *, posture_pull: bool = True) -> Array:
         """One cycle toward the (4, 4) ``target``: the next joint goal (inside the
-        cycle's box); the history advances."""
+        cycle's box); the history advances. ``posture_pull=False`` leaves the
+        nullspace alone this cycle (to come to rest on a pose)."""
         if not self._ready:
             raise InvalidArgument("call reset(q) with the current joints before step()")
         goal = pose_rows(target, "target pose")
@@ -374,7 +375,7 @@ class DifferentialIk:
         q = h1
         # Toward the posture: its full offset now, the rate-limited share after projection.
         offset = None
-        if self._posture is not None and options.nullspace_gain > 0.0:
+        if posture_pull and self._posture is not None and options.nullspace_gain > 0.0:
             offset = [p - x for p, x in zip(self._posture, q, strict=False)]
             if max(map(abs, offset)) < 1e-12:
                 offset = None
@@ -387,34 +388,40 @@ class DifferentialIk:
         residual = math.sqrt(sum(map(mul, error, error)))
         gain = None
         for iteration in range(options.iterations):
-            if residual < options.tolerance and (offset is None or iteration > 0):
+            on_target = residual < options.tolerance
+            if on_target and iteration > 0:
                 break
-            if gain is None:
-                # One factorisation per cycle: the joints move ~1 mrad in a cycle, so the
-                # Jacobian of its start serves every iteration.
-                jw = np.array(jac)
-                jw *= self._weight_column
-                # Both systems (damped, and barely damped for the nullspace) in one call each; both
-                # damped, so never singular.
-                inverses = _inverses(np.add(jw @ jw.T, self._eyes, out=self._systems))
-                gain = jw.T @ inverses[0]  # the damped pseudo-inverse (dof, 6)
-            delta = (gain @ np.array(error)).tolist()  # (lists convert faster by np.array than inside @)
-            if iteration == 0:
-                # Joint motion that follows the target's own motion, capped at the speed limits.
-                follow = []
-                for f, cap in zip((gain @ np.array(self._target_motion(goal))).tolist(), self._step_caps, strict=True):
-                    follow.append(-cap if f < -cap else cap if f > cap else f)
-                if offset is not None:
-                    # The posture offset projected into the task's nullspace (barely damped
-                    # projector: a damped one would leak the pull into the task), scaled (not
-                    # clipped, so it stays in the nullspace) by the gain and to the rate cap.
-                    offset_array = np.array(offset)
-                    null = (offset_array - jw.T @ (inverses[1] @ (jw @ offset_array))).tolist()
-                    largest = max(map(abs, null))
-                    scale = min(options.nullspace_gain * self.period, MAX_POSTURE_RATE * self.period / max(largest, 1e-300))
-                    delta = [d + scale * n for d, n in zip(delta, null, strict=True)]
-                    # The pull moves the goal every cycle: follow it like a moving target.
-                    follow = [f + scale * n for f, n in zip(follow, null, strict=True)]
+            if on_target and offset is None:
+                # Nothing to correct: hold here, braking inside the box if the joints still move.
+                delta = follow = [0.0] * self.dof
+            else:
+                if gain is None:
+                    # One factorisation per cycle: the joints move ~1 mrad in a cycle, so the
+                    # Jacobian of its start serves every iteration.
+                    jw = np.array(jac)
+                    jw *= self._weight_column
+                    # Both systems (damped, and barely damped for the nullspace) in one call each;
+                    # both damped, so never singular.
+                    inverses = _inverses(np.add(jw @ jw.T, self._eyes, out=self._systems))
+                    gain = jw.T @ inverses[0]  # the damped pseudo-inverse (dof, 6)
+                if iteration > 0:
+                    delta = (gain @ np.array(error)).tolist()  # (lists convert faster by np.array than inside @)
+                else:
+                    # The step toward the target, and the joint motion that follows the target's
+                    # own motion (capped at the speed limits), in one product.
+                    delta, motion = (np.array([error, self._target_motion(goal)]) @ gain.T).tolist()
+                    follow = [-cap if f < -cap else cap if f > cap else f for f, cap in zip(motion, self._step_caps, strict=True)]
+                    if offset is not None:
+                        # The posture offset projected into the task's nullspace (barely damped
+                        # projector: a damped one would leak the pull into the task), scaled (not
+                        # clipped, so it stays in the nullspace) by the gain and to the rate cap.
+                        offset_array = np.array(offset)
+                        null = (offset_array - jw.T @ (inverses[1] @ (jw @ offset_array))).tolist()
+                        largest = max(map(abs, null))
+                        scale = min(options.nullspace_gain * self.period, MAX_POSTURE_RATE * self.period / max(largest, 1e-300))
+                        delta = [d + scale * n for d, n in zip(delta, null, strict=True)]
+                        # The pull moves the goal every cycle: follow it like a moving target.
+                        follow = [f + scale * n for f, n in zip(follow, null, strict=True)]
             moved = [x + d for x, d in zip(q, delta, strict=True)]
             if iteration == 0:
                 # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
@@ -423,6 +430,8 @@ class DifferentialIk:
             for x, low, high in zip(moved, lo, hi, strict=True):  # min(max(x, low), high), as comparisons
                 x = low if low > x else x
                 clipped.append(high if high < x else x)
+            if clipped == q:  # at rest on the target: the frame and Jacobian stay valid
+                break
             q = clipped
             # Frame and Jacobian in one pass: whichever iteration ends the cycle, the next
             # cycle starts here and reuses both.
