@@ -87,6 +87,25 @@ def test_joint_moves_and_pose_cycles_mix(arm):
     assert np.abs(arm.backend.commanded - robot_q).max() < 1e-6
 
 
+def test_a_closed_loop_path_ends_at_rest_although_the_posture_is_not_reached():
+    # A full circle leaves the arm on its start pose in another configuration of its
+    # self-motion: the posture pull would keep the joints moving, yet the motion must
+    # end at rest (Franka refuses to finish a motion while the robot still moves).
+    with robohal.connect(SIM) as robot:
+        start_q = robot.backend.commanded
+        start = robot.model.forward(start_q)
+        times = np.linspace(0.05, 1.5, 120)
+        turn = 2 * np.pi * times / times[-1]
+        poses = np.repeat(start[None], len(times), axis=0)
+        poses[:, :3, 3] += 0.05 * np.stack([np.cos(turn) - 1.0, np.sin(turn), 0.5 * np.sin(turn)], -1)
+        path = CartesianPath(poses, times)
+        result = robot.run(path)
+    assert result.completed and path.summary()["settled"]
+    assert np.abs(result.commanded[-1] - start_q).max() > 1e-3  # the self-motion is still there
+    assert np.abs(np.diff(result.commanded[-3:], axis=0)).max() < 1e-8
+    within_limits(result.commanded, robot.model, start_q)
+
+
 def test_path_forms_and_bad_input():
     pose = np.eye(4)
     path = CartesianPath([pose, pose], [0.5, 1.0])

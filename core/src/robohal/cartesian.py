@@ -169,7 +169,8 @@ class CartesianPath:
             self._settle_left -= 1
             target = self._knot_poses[-1]
             on_path = False
-        q = ik.step(target)
+        # Once on the end pose, the joints come to rest: no more self-motion toward the posture.
+        q = ik.step(target, posture_pull=on_path)
         self._max_residual = max(self._max_residual, ik.last_residual) if on_path else self._max_residual
         if on_path and (self._k % ERROR_EVERY == 0 or self._k == self._cycles):
             position, rotation = spatial.distance(target, self._model.forward(q))

@@ -214,8 +214,9 @@ def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joint
             lo = hi = min(max(0.5 * (lo + hi), brake_down), brake_up)
         if g_f is not None:
             g, f = g_f
-            # In the frame moving with the goal: position base - f, velocity v - f / period.
-            rel_base, rel_v = base - f, v - f / t
+            # In the frame moving with the goal (which is at g when this cycle ends) the joint
+            # keeps its position and moves at v - f / period: it may not pass g from there.
+            rel_base, rel_v = base, v - f / t
             if g >= rel_base + t2 * lo:
                 hi = _limit_side(rel_base, rel_v, lo, hi, g, t, jrk, braking)
             if g <= rel_base + t2 * hi:
