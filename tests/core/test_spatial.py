@@ -62,6 +62,17 @@ def test_interpolation_ends_on_both_poses_and_moves_straight():
     assert np.allclose(angles, angles[0])
 
 
+def test_interpolation_broadcasts_over_pose_pairs():
+    rng = np.random.default_rng(3)
+    a = spatial.pose_from_xyz_rpy(rng.uniform(-1, 1, (6, 3)), rng.uniform(-3, 3, (6, 3)))
+    b = spatial.pose_from_xyz_rpy(rng.uniform(-1, 1, (6, 3)), rng.uniform(-3, 3, (6, 3)))
+    s = rng.uniform(0, 1, 6)
+    batched = spatial.interpolate(a, b, s)
+    assert batched.shape == (6, 4, 4)
+    for i in range(6):
+        assert np.allclose(batched[i], spatial.interpolate(a[i], b[i], s[i]), atol=1e-12)
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_input_is_refused(bad):
     with pytest.raises(InvalidArgument, match="NaN or inf"):

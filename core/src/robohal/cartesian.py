@@ -146,12 +146,8 @@ class CartesianPath:
             return spatial.interpolate(self._knot_poses[0], self._knot_poses[1], s)
         times = self._knot_times
         segment = np.clip(np.searchsorted(times, t, side="right"), 1, len(times) - 1)
-        out = np.empty((len(t), 4, 4))
-        for i in np.unique(segment):
-            mask = segment == i
-            t0, t1 = times[i - 1], times[i]
-            out[mask] = spatial.interpolate(self._knot_poses[i - 1], self._knot_poses[i], (t[mask] - t0) / (t1 - t0))
-        return out
+        t0, t1 = times[segment - 1], times[segment]
+        return spatial.interpolate(self._knot_poses[segment - 1], self._knot_poses[segment], (t - t0) / (t1 - t0))
 
     def step(self, state: RobotState) -> Array | None:
         ik = self._ik

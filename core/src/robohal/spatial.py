@@ -216,12 +216,15 @@ def distance(a: ArrayLike, b: ArrayLike) -> tuple[Array, Array]:
 
 def interpolate(a: ArrayLike, b: ArrayLike, s: Any) -> Array:
     """Poses along the straight line from ``a`` to ``b`` (position linear,
-    orientation along the shortest rotation) at path parameters ``s`` in [0, 1]."""
+    orientation along the shortest rotation) at path parameters ``s`` in [0, 1].
+    ``a``, ``b`` (..., 4, 4) and ``s`` (...) broadcast: one call serves a whole
+    piecewise path."""
     a = as_pose(a, "start pose")
     b = as_pose(b, "end pose")
     s = np.asarray(s, dtype=np.float64)
-    delta = matrix_to_rotvec(np.swapaxes(a[:3, :3], -1, -2) @ b[:3, :3])
-    out = identity(s.shape)
-    out[..., :3, :3] = a[:3, :3] @ rotvec_to_matrix(s[..., None] * delta)
-    out[..., :3, 3] = a[:3, 3] + s[..., None] * (b[:3, 3] - a[:3, 3])
+    ra, pa = a[..., :3, :3], a[..., :3, 3]
+    delta = matrix_to_rotvec(np.swapaxes(ra, -1, -2) @ b[..., :3, :3])
+    out = identity(np.broadcast_shapes(a.shape[:-2], b.shape[:-2], s.shape))
+    out[..., :3, :3] = ra @ rotvec_to_matrix(s[..., None] * delta)
+    out[..., :3, 3] = pa + s[..., None] * (b[..., :3, 3] - pa)
     return out
