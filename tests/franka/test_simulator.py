@@ -100,3 +100,12 @@ def test_panda_limits_apply(start_simulator, raw_client):
     out = raw_client("read", simulator.host)
     assert np.allclose(out["q"], READY_Q, atol=1e-6)
     assert ReferenceArm("franka.panda").limits.upper[6] < ReferenceArm("franka.fr3").limits.upper[6]
+
+
+def test_a_late_tick_slips_the_clock_instead_of_shortening_the_next_cycle():
+    from robohal_franka.simulator import MIN_TICK_GAP, next_tick_after
+
+    assert next_tick_after(10.0, 10.00005) == pytest.approx(10.001)  # on time: the schedule holds
+    # 0.6 ms late: the client still gets nearly a full cycle to answer this state
+    assert next_tick_after(10.0, 10.0006) == pytest.approx(10.0006 + MIN_TICK_GAP)
+    assert MIN_TICK_GAP >= 0.0008

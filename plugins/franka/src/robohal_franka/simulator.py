@@ -33,10 +33,18 @@ from .simulated_robot import DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot
 from .urdf import urdf_text
 from .wire import Command, MoveStatus
 
-# s: when the simulator itself falls this far behind (descheduled on a busy machine), it skips the
-# missed cycles instead of sending a burst of states the client could not answer in time; the real
-# robot never stalls, so its stalls must not count against the client.
-LATE_RESYNC = 0.0015
+# s: a state comes at least this long after the one before. When the simulator itself runs late
+# (descheduled on a busy machine), its clock slips instead of catching up with states the client
+# could not answer in time: the real robot never runs late, so its lateness must not count against
+# the client. Ticks later than LATE_TICK are counted in the stats.
+MIN_TICK_GAP = 0.9 * PERIOD
+LATE_TICK = 0.0005
+
+
+def next_tick_after(scheduled: float, now: float) -> float:
+    """When the tick due at ``scheduled`` (monotonic s) ran at ``now``, the next one:
+    one period on, or :data:`MIN_TICK_GAP` after ``now`` when this tick ran late."""
+    return max(scheduled + PERIOD, now + MIN_TICK_GAP)
 
 
 SIMULATOR_PRIORITY = 70  # FIFO: the robot's clock must not wait for other processes (below the client's 99)
@@ -115,10 +123,9 @@ class FciSimulator:
             now = time.monotonic()
             if now >= next_tick:
                 self._tick(now)
-                next_tick += PERIOD
-                if now - next_tick > LATE_RESYNC:
-                    self.stats["late_ticks"] += int((now - next_tick) / PERIOD)
-                    next_tick = now + PERIOD
+                if now - next_tick > LATE_TICK:
+                    self.stats["late_ticks"] += 1
+                next_tick = next_tick_after(next_tick, now)
         self.close()
 
     def close(self) -> None:
