@@ -152,9 +152,21 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
 
 
 def _joint_constants(limits: tuple[list[float], ...], period: float) -> list[tuple[float, ...]]:
-    """Per joint (lower, upper, velocity, acceleration, jerk, jerk * period, braking
-    deceleration) from :func:`_limit_lists`: what :func:`_box` needs, computed once."""
-    return [(low, high, vel, acc, jrk, jrk * period, BRAKING * acc) for low, high, vel, acc, jrk in zip(*limits, strict=True)]
+    """Per joint what :func:`_box` needs, computed once from :func:`_limit_lists`:
+    (lower, upper, velocity, acceleration, jerk, jerk * period, braking deceleration,
+    velocity room, position room). With more velocity room than its own, a joint's
+    acceleration is not capped by the velocity limit this cycle; further than its
+    position room from a limit, a joint moving within its speed limit can always
+    brake before it."""
+    t = period
+    joints = []
+    for low, high, vel, acc, jrk in zip(*limits, strict=True):
+        jt, braking = jrk * t, BRAKING * acc
+        velocity_room = max(acc * (acc + 2.0 * jt) / (2.0 * jrk), acc * t)
+        peak = vel + t * acc + acc * acc / (2.0 * jrk)  # the fastest a joint within its limits gets
+        position_room = t * t * acc + peak * (acc / jrk + braking / jrk + t) + peak * peak / (2.0 * braking)
+        joints.append((low, high, vel, acc, jrk, jt, braking, velocity_room, position_room * (1.0 + 1e-9)))
+    return joints
 
 
 def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joints: list[tuple[float, ...]],
@@ -164,14 +176,17 @@ def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joint
 
     With a ``goal`` (moving ``follow`` rad per cycle), the box is narrowed so that each
     joint, relative to the moving goal, can still stop at it: no overshoot from rushing
-    at it, and no braking-distance lag behind a goal that keeps moving. Never narrower
-    than the hardest braking. (One pass over the joints: this runs every cycle.)
+    at it, and no braking-distance lag behind a goal that keeps moving. Only the side
+    the joint would pass the goal on is narrowed: the goal, clipped to the box, lands
+    there (the other side cannot bind). Never narrower than the hardest braking.
+    (One pass over the joints, usual cases first: this runs every cycle.)
     """
     t = period
     t2 = t * t
     out_lo, out_hi = [], []
     goals = [None] * len(joints) if goal is None else zip(goal, follow, strict=True)  # type: ignore[arg-type]
-    for x3, x2, x1, (low, high, vel, acc, jrk, jt, braking), g_f in zip(h3, h2, h1, joints, goals, strict=False):
+    for x3, x2, x1, (low, high, vel, acc, jrk, jt, braking, velocity_room, position_room), g_f in zip(
+            h3, h2, h1, joints, goals, strict=False):
         v = (x1 - x2) / t
         a = (x1 - 2.0 * x2 + x3) / t2
         lo = a - jt if a - jt > -acc else -acc
@@ -180,47 +195,55 @@ def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joint
         # Velocity: after releasing the acceleration at the jerk limit, |v| stays within the limit.
         # (min and max written as comparisons: this runs every cycle for every joint)
         room_up, room_down = vel - v, vel + v
-        cap = -jt + math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_up < 0.0 else room_up))
-        hi = cap if cap < hi else hi
-        cap = room_up / t
-        hi = cap if cap < hi else hi
-        cap = jt - math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_down < 0.0 else room_down))
-        lo = cap if cap > lo else lo
-        cap = (-vel - v) / t
-        lo = cap if cap > lo else lo
+        if room_up < velocity_room:
+            cap = -jt + math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_up < 0.0 else room_up))
+            hi = cap if cap < hi else hi
+            cap = room_up / t
+            hi = cap if cap < hi else hi
+        if room_down < velocity_room:
+            cap = jt - math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_down < 0.0 else room_down))
+            lo = cap if cap > lo else lo
+            cap = (-vel - v) / t
+            lo = cap if cap > lo else lo
         base = x1 + t * v
-        cap = (high - base) / t2
-        hi = cap if cap < hi else hi
-        cap = (low - base) / t2
-        lo = cap if cap > lo else lo
-        # Position: the state after this cycle can still stop before either limit. Usually the
-        # limit is far: the travel at the box's edge shows it without a call.
-        release = hi if hi > 0.0 else 0.0
-        peak = v + t * hi + release * release / (2.0 * jrk)
-        reach = base + t2 * hi
-        if peak > 0.0:
-            reach = reach + peak * (release / jrk + braking / jrk + t) + peak * peak / (2.0 * braking)
-        if reach > high:
-            hi = _limit_side(base, v, brake_down, hi, high, t, jrk, braking)
-        nbase, nv, nlo = -base, -v, -lo  # the lower limit is the upper one of the mirrored joint
-        release = nlo if nlo > 0.0 else 0.0
-        peak = nv + t * nlo + release * release / (2.0 * jrk)
-        reach = nbase + t2 * nlo
-        if peak > 0.0:
-            reach = reach + peak * (release / jrk + braking / jrk + t) + peak * peak / (2.0 * braking)
-        if reach > -low:
-            lo = -_limit_side(nbase, nv, -brake_up, nlo, -low, t, jrk, braking)
-        if lo > hi:  # cannot happen from a history this box produced; stay jerk-feasible
-            lo = hi = min(max(0.5 * (lo + hi), brake_down), brake_up)
+        if not (high - base > position_room and base - low > position_room and -vel <= v <= vel):
+            cap = (high - base) / t2
+            hi = cap if cap < hi else hi
+            cap = (low - base) / t2
+            lo = cap if cap > lo else lo
+            # Position: the state after this cycle can still stop before either limit. The
+            # travel at the box's edge usually shows the limit is far enough without a call.
+            release = hi if hi > 0.0 else 0.0
+            peak = v + t * hi + release * release / (2.0 * jrk)
+            reach = base + t2 * hi
+            if peak > 0.0:
+                reach = reach + peak * (release / jrk + braking / jrk + t) + peak * peak / (2.0 * braking)
+            if reach > high:
+                hi = _limit_side(base, v, brake_down, hi, high, t, jrk, braking)
+            nbase, nv, nlo = -base, -v, -lo  # the lower limit is the upper one of the mirrored joint
+            release = nlo if nlo > 0.0 else 0.0
+            peak = nv + t * nlo + release * release / (2.0 * jrk)
+            reach = nbase + t2 * nlo
+            if peak > 0.0:
+                reach = reach + peak * (release / jrk + braking / jrk + t) + peak * peak / (2.0 * braking)
+            if reach > -low:
+                lo = -_limit_side(nbase, nv, -brake_up, nlo, -low, t, jrk, braking)
+            if lo > hi:  # cannot happen from a history this box produced; stay jerk-feasible
+                lo = hi = min(max(0.5 * (lo + hi), brake_down), brake_up)
         if g_f is not None:
             g, f = g_f
             # In the frame moving with the goal (which is at g when this cycle ends) the joint
             # keeps its position and moves at v - f / period: it may not pass g from there.
-            rel_base, rel_v = base, v - f / t
-            if g >= rel_base + t2 * lo:
-                hi = _limit_side(rel_base, rel_v, lo, hi, g, t, jrk, braking)
-            if g <= rel_base + t2 * hi:
-                lo = -_limit_side(-rel_base, -rel_v, -hi, -lo, -g, t, jrk, braking)
+            # A joint landing on g would pass it on the side its velocity points to, once its
+            # acceleration is released: only that side needs narrowing.
+            rel_v = v - f / t
+            s = (g - base) / t2
+            w = rel_v + t * s
+            release = s * s / (2.0 * jrk)
+            if w + (release if s > 0.0 else 0.0) > 0.0 and g >= base + t2 * lo:
+                hi = _limit_side(base, rel_v, lo, hi, g, t, jrk, braking)
+            if w - (release if s < 0.0 else 0.0) < 0.0 and g <= base + t2 * hi:
+                lo = -_limit_side(-base, -rel_v, -hi, -lo, -g, t, jrk, braking)
         out_lo.append(base + t2 * lo)
         out_hi.append(base + t2 * hi)
     return out_lo, out_hi
@@ -428,9 +451,15 @@ class DifferentialIk:
                 # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
                 lo, hi = _box(h3, h2, h1, self.period, self._joints, moved, follow)
             clipped = []
+            free = False  # whether any joint reached its own goal inside the box
             for x, low, high in zip(moved, lo, hi, strict=True):  # min(max(x, low), high), as comparisons
-                x = low if low > x else x
-                clipped.append(high if high < x else x)
+                if x < low:
+                    x = low
+                elif x > high:
+                    x = high
+                else:
+                    free = True
+                clipped.append(x)
             if clipped == q:  # at rest on the target: the frame and Jacobian stay valid
                 break
             q = clipped
@@ -439,7 +468,9 @@ class DifferentialIk:
             frame, jac = self._frame_and_jacobian(q, True)
             error = self._error(goal, frame)
             before, residual = residual, math.sqrt(sum(map(mul, error, error)))
-            if residual > STALLED * before:  # the box holds the joints back: more steps would not help
+            # The box decides this cycle (every joint held at its edge, or little progress):
+            # more steps would not help.
+            if not free or residual > STALLED * before:
                 break
         self.last_residual = residual
         self._cache = (q, frame, jac)
