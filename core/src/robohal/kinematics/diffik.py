@@ -99,7 +99,20 @@ class IkOptions:
 # it will go, peak = velocity + release**2 / (2 jerk):
 #     position                                                                  if peak <= 0,
 #     position + peak (release / jerk + braking / jerk + period) + peak**2 / (2 braking)  else.
-# It is written out where it is needed (the box evaluates it ~40 times a cycle).
+# The box writes it out inline where it runs every cycle.
+
+
+def _travel_and_slope(base: float, v: float, s: float, t: float, jerk: float, braking: float) -> tuple[float, float]:
+    """The travel bound at acceleration ``s`` (see above) and its derivative in ``s``."""
+    release = s if s > 0.0 else 0.0
+    peak = v + t * s + release * release / (2.0 * jerk)
+    if peak <= 0.0:
+        return base + t * t * s, t * t
+    lever = release / jerk + braking / jerk + t
+    peak_slope = t + release / jerk
+    travel = base + t * t * s + peak * lever + peak * peak / (2.0 * braking)
+    slope = t * t + peak_slope * lever + (peak / jerk if s > 0.0 else 0.0) + peak * peak_slope / braking
+    return travel, slope
 
 
 def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float, period: float, jerk: float,
@@ -108,8 +121,9 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
     (``a_from`` itself when even that one cannot).
 
     The travel bound is linear in the acceleration ``s`` until the joint would move
-    toward the bound at all (the kink ``s_k``), convex and increasing after it, so
-    secants from a safe point below the root stay on the safe side.
+    toward the bound at all (the kink ``s_k``), convex and increasing after it. There
+    the root is bracketed: Newton steps from the unsafe side stay unsafe, secants of
+    the bracket stay safe, and the safe end is returned once the two meet.
     """
     if a_to <= a_from:
         return a_to
@@ -130,25 +144,30 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
         s = (bound - base) / t2
         s = s if s > a_from else a_from  # max and min as expressions: this runs ~20 times a cycle
         return s if s < a_to else a_to
-    # Up to 4 secants from below toward the root, each still safe.
-    s = kink if kink > a_from else a_from
-    step = 0.0
-    for attempt in range(5):
-        # The travel at s.
-        release = s if s > 0.0 else 0.0
-        peak = v + t * s + release * release / (2.0 * jerk)
-        fs = base + t2 * s
-        if peak > 0.0:
-            fs = fs + peak * (release / jerk + braking / jerk + t) + peak * peak / (2.0 * braking)
-        if fs >= bound:  # the start cannot brake in time, or round-off at the root: the last safe point
-            return a_from if attempt == 0 else s - step
-        if attempt == 4:
+    low = kink if kink > a_from else a_from
+    f_low, slope_low = _travel_and_slope(base, v, low, t, jerk, braking)
+    if f_low >= bound:  # even the start of the convex part cannot brake in time
+        return a_from
+    # Newton from the unsafe side, starting at the root of the travel without its release
+    # terms (exact when that root is not positive; beyond the true root otherwise, as
+    # releasing only adds travel). Convexity keeps every step on the unsafe side, and
+    # the root lies at most (travel - bound) / slope_low below any of them.
+    high = a_to
+    lever = braking / jerk + t
+    disc = (t + lever) ** 2 - 2.0 * (base - t * v - bound) / braking
+    if disc >= 0.0:
+        s = (braking * (math.sqrt(disc) - t - lever) - v) / t
+        high = s if low < s < high else high
+    for _ in range(8):
+        f_high, slope = _travel_and_slope(base, v, high, t, jerk, braking)
+        if f_high <= bound:
+            return high
+        back = (f_high - bound) / slope_low
+        if back <= 1e-6 * (1.0 + abs(high)):  # close enough: step back to the safe side
             break
-        step = (bound - fs) * (a_to - s) / (f1 - fs)
-        if step <= 1e-12 * (1.0 + abs(s)):
-            break
-        s += step
-    return s
+        high -= (f_high - bound) / slope
+    s = high - back
+    return s if s > low else low
 
 
 def _joint_constants(limits: tuple[list[float], ...], period: float) -> list[tuple[float, ...]]:
