@@ -264,7 +264,7 @@ class CartesianBackend:
         v, a = self.backend.guard.derivatives()
         dt = self.backend.period
         self._ik.reset(commanded)
-        self._ik.history[:] = [commanded - 2 * v * dt + a * dt**2, commanded - v * dt, commanded]
+        self._ik.history = [commanded - 2 * v * dt + a * dt**2, commanded - v * dt, commanded]
         self._in_sync = True
 
     def cycle(self, pose: ArrayLike) -> RobotState:

@@ -347,7 +347,7 @@ class DifferentialIk:
         self._joints = _joint_constants(_limit_lists(model.limits), self.period)
         self._posture = None if posture is None else self._check(posture, "posture")
         self._posture_from_reset = posture is None
-        self.history = np.zeros((3, self.dof))
+        self._history = [[0.0] * self.dof] * 3  # the last three goals, newest last, as lists
         self.last_residual = math.inf
         self._ready = False
         rw = options.rotation_weight
@@ -360,6 +360,19 @@ class DifferentialIk:
         self._last_goal: list | None = None
         self._cache: tuple | None = None  # (q, frame, Jacobian) where the last cycle ended
 
+    @property
+    def history(self) -> Array:
+        """The last three joint goals, (3, dof), newest last."""
+        return np.array(self._history)
+
+    @history.setter
+    def history(self, goals: ArrayLike) -> None:
+        """Continue from these three goals (e.g. a backend's last setpoints) instead of rest."""
+        array = np.asarray(goals, dtype=np.float64)
+        if array.shape != (3, self.dof) or not np.isfinite(array).all():
+            raise InvalidArgument(f"history must be (3, {self.dof}) finite joint values")
+        self._history = array.tolist()
+
     def _check(self, q: ArrayLike, name: str) -> list[float]:
         array = np.asarray(q, dtype=np.float64)
         if array.shape != (self.dof,) or not np.isfinite(array).all():
@@ -370,7 +383,7 @@ class DifferentialIk:
         """Start at rest at ``q`` (the history becomes q, q, q)."""
         values = self._check(q, "joints")
         self.model.limits.check_position(np.array(values), "reset joints")
-        self.history = np.array([values, values, values])
+        self._history = [values, values, values]
         if self._posture_from_reset:
             self._posture = values
         self.last_residual = math.inf
@@ -413,8 +426,7 @@ class DifferentialIk:
             raise InvalidArgument("call reset(q) with the current joints before step()")
         goal = pose_rows(target, "target pose")
         options = self.options
-        h = self.history
-        h3, h2, h1 = h.tolist()
+        h3, h2, h1 = self._history
         q = h1
         # Toward the posture: its full offset now, the rate-limited share after projection.
         offset = None
@@ -445,8 +457,8 @@ class DifferentialIk:
                     jw *= self._weight_column
                     # Both systems (damped, and barely damped for the nullspace) in one call each;
                     # both damped, so never singular.
-                    inverses = _inverses(np.add(jw @ jw.T, self._eyes, out=self._systems))
-                    gain = jw.T @ inverses[0]  # the damped pseudo-inverse (dof, 6)
+                    # The damped pseudo-inverse (dof, 6) and the barely damped one, in one product.
+                    gain, null_gain = jw.T @ _inverses(np.add(jw @ jw.T, self._eyes, out=self._systems))
                 if iteration > 0:
                     delta = (gain @ np.array(error)).tolist()  # (lists convert faster by np.array than inside @)
                 else:
@@ -459,7 +471,7 @@ class DifferentialIk:
                         # projector: a damped one would leak the pull into the task), scaled (not
                         # clipped, so it stays in the nullspace) by the gain and to the rate cap.
                         offset_array = np.array(offset)
-                        null = (offset_array - jw.T @ (inverses[1] @ (jw @ offset_array))).tolist()
+                        null = (offset_array - null_gain @ (jw @ offset_array)).tolist()
                         largest = max(map(abs, null))
                         scale = min(options.nullspace_gain * self.period, MAX_POSTURE_RATE * self.period / max(largest, 1e-300))
                         delta = [d + scale * n for d, n in zip(delta, null, strict=True)]
@@ -494,6 +506,5 @@ class DifferentialIk:
         self.last_residual = residual
         self._cache = (q, frame, jac)
         self._last_goal = goal
-        h[:2] = h[1:]  # (one copy: numpy copes with the overlap)
-        h[2] = q
+        self._history = [h2, h1, q]
         return np.array(q)
