@@ -44,7 +44,7 @@ def test_straight_line_is_tracked_within_limits(arm):
     within_limits(result.commanded, arm.model, start_q)
     info = result.info
     assert info["final_position_error"] < 1e-4 and info["final_rotation_error"] < 1e-3
-    assert info["max_position_error"] < 0.01  # the tracking lag on the way (m), see the README
+    assert info["max_position_error"] < 1e-4  # on the way (m): 0.08 mm at up to 0.3 m/s
     print({k: round(float(v), 6) for k, v in info.items()})
 
 
