@@ -122,8 +122,8 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
 
     The travel bound is linear in the acceleration ``s`` until the joint would move
     toward the bound at all (the kink ``s_k``), convex and increasing after it. There
-    the root is bracketed: Newton steps from the unsafe side stay unsafe, secants of
-    the bracket stay safe, and the safe end is returned once the two meet.
+    Newton steps approach the root from the unsafe side; the last one is stepped back
+    by its travel excess over the smallest slope, which lands on the safe side.
     """
     if a_to <= a_from:
         return a_to
@@ -258,10 +258,10 @@ def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joint
             rel_v = v - f / t
             s = (g - base) / t2
             w = rel_v + t * s
-            release = s * s / (2.0 * jrk)
-            if w + (release if s > 0.0 else 0.0) > 0.0 and g >= base + t2 * lo:
+            gained = s * s / (2.0 * jrk)  # the velocity still gained while the acceleration is released
+            if w + (gained if s > 0.0 else 0.0) > 0.0 and g >= base + t2 * lo:
                 hi = _limit_side(base, rel_v, lo, hi, g, t, jrk, braking)
-            if w - (release if s < 0.0 else 0.0) < 0.0 and g <= base + t2 * hi:
+            if w - (gained if s < 0.0 else 0.0) < 0.0 and g <= base + t2 * hi:
                 lo = -_limit_side(-base, -rel_v, -hi, -lo, -g, t, jrk, braking)
         out_lo.append(base + t2 * lo)
         out_hi.append(base + t2 * hi)
@@ -455,9 +455,8 @@ class DifferentialIk:
                     # Jacobian of its start serves every iteration.
                     jw = np.array(jac)
                     jw *= self._weight_column
-                    # Both systems (damped, and barely damped for the nullspace) in one call each;
-                    # both damped, so never singular.
-                    # The damped pseudo-inverse (dof, 6) and the barely damped one, in one product.
+                    # The damped pseudo-inverse (dof, 6) and the barely damped one (for the
+                    # nullspace) in one product; both systems damped, so never singular.
                     gain, null_gain = jw.T @ _inverses(np.add(jw @ jw.T, self._eyes, out=self._systems))
                 if iteration > 0:
                     delta = (gain @ np.array(error)).tolist()  # (lists convert faster by np.array than inside @)
