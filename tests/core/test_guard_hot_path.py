@@ -54,6 +54,45 @@ def test_hot_path_agrees_with_the_thorough_check(checks, start, moves, scale, od
         guard.commit(q)
 
 
+END_LIMITS = JointLimits(LIMITS.lower, LIMITS.upper, LIMITS.velocity, LIMITS.acceleration, LIMITS.jerk,
+                         end_deceleration=[6.0, 2.585, 3.5, 4.0, 17.0, 5.5], end_offset=[0.3, 0.2, 0.2, 0.3, 0.35, 0.35])
+
+
+@settings(max_examples=300, deadline=None)
+@given(where=st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6),
+       moves=st.lists(st.lists(steps, min_size=6, max_size=6), min_size=1, max_size=5),
+       scale=st.sampled_from([1e-4, 1e-3, 1e-2, 0.1]))
+def test_hot_path_agrees_near_an_end_of_travel_curve(where, moves, scale) -> None:
+    guard = SetpointGuard(END_LIMITS, PERIOD, ("position", "velocity"))
+    q = END_LIMITS.lower + np.array(where) * (END_LIMITS.upper - END_LIMITS.lower)
+    guard.reset(q)
+    for move in moves:
+        setpoint = q + scale * np.array(move)
+        expected, got = verdict(guard.check_thoroughly, setpoint), verdict(guard.check, setpoint)
+        assert got == expected
+        if expected[0] != "ok":
+            return
+        q = np.array(expected[1])
+        guard.commit(q)
+
+
+def test_the_end_of_travel_curve_refuses_what_the_speed_limit_allows() -> None:
+    guard = SetpointGuard(END_LIMITS, PERIOD, ("position", "velocity"))
+    q = END_LIMITS.upper - 0.05  # 50 mrad short of every upper limit
+    guard.reset(q)
+    allowed = np.sqrt(2 * END_LIMITS.end_deceleration * 0.05) - END_LIMITS.end_offset  # at the old position
+    step = q.copy()
+    step[1] += 1.2 * allowed[1] * PERIOD  # far inside 2.1 rad/s, over joint 2's curve (tighter still further on)
+    high = np.sqrt(2 * 2.585 * (END_LIMITS.upper[1] - step[1])) - 0.2
+    assert 1.2 * allowed[1] < END_LIMITS.velocity[1]
+    with pytest.raises(LimitViolation, match=r"joint 2 .*end of travel") as refused:
+        guard.check(step)
+    assert refused.value.quantity == "velocity" and refused.value.limit == pytest.approx(high)
+    away = q.copy()
+    away[1] -= 0.9 * END_LIMITS.velocity[1] * PERIOD  # away from the end: the full speed limit
+    guard.commit(guard.check(away))
+
+
 @pytest.mark.parametrize("bad", [[0.0] * 5, "x", [[0.0] * 6], None, np.zeros(5), np.zeros((1, 6))])
 def test_malformed_setpoints_get_the_thorough_errors(bad) -> None:
     guard = SetpointGuard(LIMITS, PERIOD)

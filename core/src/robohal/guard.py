@@ -54,6 +54,11 @@ class SetpointGuard:
         lower = (limits.lower - TOLERANCE).tolist() if "position" in checks else [-math.inf] * limits.dof
         upper = (limits.upper + TOLERANCE).tolist() if "position" in checks else unbounded
         self._rows = list(zip(lower, upper, bound("velocity"), bound("acceleration"), bound("jerk"), strict=True))
+        # The end-of-travel curve per joint, (2 d, offset, lower, upper), or None.
+        self._ends: list[tuple[float, float, float, float] | None] = [None] * limits.dof
+        if "velocity" in checks and limits.end_deceleration is not None:
+            self._ends = list(zip((2.0 * limits.end_deceleration).tolist(), limits.end_offset.tolist(),
+                                  limits.lower.tolist(), limits.upper.tolist(), strict=True))
         self._recent: list[list[float]] = []  # the last three setpoints as floats, oldest first
 
     @property
@@ -89,8 +94,8 @@ class SetpointGuard:
         recent = self._recent
         if len(recent) == 3 and type(setpoint) is np.ndarray and setpoint.shape == (self.limits.dof,):
             inv_dt, inv_dt2, inv_dt3 = self._scales
-            for x, a, b, c, (low, high, v_max, a_max, j_max) in zip(
-                setpoint.tolist(), *recent, self._rows, strict=True
+            for x, a, b, c, (low, high, v_max, a_max, j_max), end in zip(
+                setpoint.tolist(), *recent, self._rows, self._ends, strict=True
             ):
                 # a, b, c: the setpoints three, two and one cycles back; x - x is NaN for NaN and inf
                 if (x - x != 0.0 or not low <= x <= high
@@ -98,6 +103,12 @@ class SetpointGuard:
                         or abs(x - 2.0 * c + b) * inv_dt2 > a_max
                         or abs(x - 3.0 * c + 3.0 * b - a) * inv_dt3 > j_max):
                     return self.check_thoroughly(setpoint)
+                if end is not None:  # (speed + offset)^2 within 2 d times the room left, without a sqrt
+                    twice_d, offset, end_low, end_high = end
+                    speed = (x - c) * inv_dt
+                    if (speed + offset if speed > 0.0 else offset - speed) ** 2 > twice_d * (
+                            end_high - x if speed > 0.0 else x - end_low):
+                        return self.check_thoroughly(setpoint)
             return setpoint.astype(np.float64, copy=True)
         return self.check_thoroughly(setpoint)
 
@@ -128,15 +139,21 @@ class SetpointGuard:
             value = diffs[quantity]
             if quantity not in self.checks or value is None:
                 continue
-            bound = getattr(self.limits, quantity) * (1 + RELATIVE_SLACK) + 1e-9
-            over = np.abs(value) > bound
-            if over.any():
-                joint = int(np.argmax(np.abs(value) / bound))
+            if quantity == "velocity":  # at the new setpoint's position (the end curve narrows it there)
+                low, high = self.limits.velocity_bounds(q)
+            else:
+                high = getattr(self.limits, quantity)
+                low = -high
+            over = np.maximum(value - (high * (1 + RELATIVE_SLACK) + 1e-9), (low * (1 + RELATIVE_SLACK) - 1e-9) - value)
+            if (over > 0).any():
+                joint = int(np.argmax(over))
+                limit = float(high[joint] if value[joint] > 0 else low[joint])
+                narrowed = quantity == "velocity" and abs(limit) < self.limits.velocity[joint]
+                where = " at this position (end of travel)" if narrowed else ""
                 raise LimitViolation(
                     f"setpoint refused: joint {joint + 1} would move at {value[joint]:.4g} {units[quantity]}"
-                    f" ({quantity}), limit {getattr(self.limits, quantity)[joint]:.4g} {units[quantity]}",
-                    joint=joint, quantity=quantity, value=float(value[joint]),
-                    limit=float(getattr(self.limits, quantity)[joint]),
+                    f" ({quantity}), limit {limit:.4g} {units[quantity]}{where}",
+                    joint=joint, quantity=quantity, value=float(value[joint]), limit=limit,
                 )
         return q
 

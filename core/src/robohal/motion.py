@@ -15,8 +15,8 @@ from numpy.typing import ArrayLike
 
 from . import spatial
 from .backend import Backend
-from .errors import InvalidArgument, RobohalError, UnreachableError
-from .kinematics import Kinematics
+from .errors import InvalidArgument, LimitViolation, RobohalError, UnreachableError
+from .kinematics import JointLimits, Kinematics
 from .state import Array, RobotState
 from .trajectory import DoubleS, joint_profile, sample_times
 
@@ -119,6 +119,19 @@ class JointTrajectory:
         return q
 
 
+def end_of_travel_ratio(limits: JointLimits, start: Array, setpoints: Array, period: float) -> float:
+    """The largest share of the end-of-travel speed curve (JointLimits.velocity_bounds)
+    that ``setpoints`` (after ``start``) use: above 1 they break it, inf where a joint
+    moves toward an end it may not approach at all; 0 for an arm without the curves."""
+    if limits.end_deceleration is None or len(setpoints) == 0:
+        return 0.0
+    velocity = np.diff(np.vstack([start, setpoints]), axis=0) / period
+    low, high = limits.velocity_bounds(setpoints)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(velocity > 0, velocity / high, np.where(velocity < 0, velocity / low, 0.0))
+    return float(share.max())
+
+
 class PointToPoint:
     """A jerk-limited straight line in joint space from the commanded position to
     ``target``, synchronized so all joints arrive together."""
@@ -135,14 +148,25 @@ class PointToPoint:
         if self.target.shape != (model.dof,):
             raise InvalidArgument(f"target must have {model.dof} joints, got shape {self.target.shape}")
         model.check_joints(self.target, "target")
-        limits = model.limits.scaled(self.speed)
         delta = self.target - start
-        # 0.98: headroom so finite differences stay inside the limits after round-off
-        profile = joint_profile(delta, limits.velocity * 0.98, limits.acceleration * 0.98, limits.jerk * 0.98)
-        if profile.distance == 0:
-            return self.target[None].copy()
-        s, _, _ = profile.sample(sample_times(profile.duration, period))
-        return start + s[:, None] * delta
+        speed = self.speed
+        for _attempt in range(8):  # slower until the end-of-travel speed curves hold too
+            limits = model.limits.scaled(speed)
+            # 0.98: headroom so finite differences stay inside the limits after round-off
+            profile = joint_profile(delta, limits.velocity * 0.98, limits.acceleration * 0.98, limits.jerk * 0.98)
+            if profile.distance == 0:
+                return self.target[None].copy()
+            s, _, _ = profile.sample(sample_times(profile.duration, period))
+            setpoints = start + s[:, None] * delta
+            share = end_of_travel_ratio(model.limits, start, setpoints, period)
+            if share <= 0.98:
+                return setpoints
+            if share == np.inf:
+                break
+            speed *= 0.95 / share
+        raise LimitViolation("target joints: a joint would move toward a position limit it is too close to"
+                             " (the arm allows no speed toward it there); stop further from the limit",
+                             quantity="velocity")
 
     def start(self, state: RobotState, commanded: Array, model: Kinematics, period: float) -> None:
         self._setpoints = self.plan(commanded, model, period)
@@ -230,6 +254,7 @@ def plan_linear(
         jerk = np.diff(chain, 3, axis=0) / period**3
         worst = max(
             (np.abs(velocity) / (limits.velocity * joint_speed)).max(),
+            end_of_travel_ratio(limits, start_q, joints, period),
             np.sqrt((np.abs(acceleration) / (limits.acceleration * joint_speed**2)).max()),
             np.cbrt((np.abs(jerk) / (limits.jerk * joint_speed**3)).max()),
         )
@@ -237,6 +262,9 @@ def plan_linear(
             raise UnreachableError("the straight line passes a singularity or a branch change (joint jump)")
         if worst <= 0.98:
             return joints
+        if worst == np.inf:
+            raise UnreachableError("the straight line moves a joint toward a position limit it is too close to"
+                                   " (the arm allows no speed toward it there)")
         rate /= worst / 0.95
     raise UnreachableError("no timing of the straight line keeps every joint inside its limits")
 

@@ -54,6 +54,10 @@ MAX_TARGET_TURN_RATE = 20.0
 STALLED = 0.5
 #: braking is planned with this fraction of the (already reduced) acceleration limit
 BRAKING = 0.9
+# Toward an end-of-travel speed curve sqrt(2 d (limit - q)) - c (JointLimits.velocity_bounds)
+# the box brakes at END_SHARE d and stops c^2 / (2 d (1 - END_SHARE)) short of the limit: its
+# own braking curve then stays under the arm's everywhere (10% margin on that distance).
+END_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -173,18 +177,25 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
 def _joint_constants(limits: tuple[list[float], ...], period: float) -> list[tuple[float, ...]]:
     """Per joint what :func:`_box` needs, computed once from :func:`_limit_lists`:
     (lower, upper, velocity, acceleration, jerk, jerk * period, braking deceleration,
-    velocity room, position room). With more velocity room than its own, a joint's
-    acceleration is not capped by the velocity limit this cycle; further than its
-    position room from a limit, a joint moving within its speed limit can always
-    brake before it."""
+    braking deceleration toward the position limits, velocity room, position room).
+    The position limits and the braking toward them are those the box works with
+    (inside an end-of-travel curve, see :data:`END_SHARE`). With more
+    velocity room than its own, a joint's acceleration is not capped by the velocity
+    limit this cycle; further than its position room from a limit, a joint moving
+    within its speed limit can always brake before it."""
     t = period
     joints = []
-    for low, high, vel, acc, jrk in zip(*limits, strict=True):
+    for low, high, vel, acc, jrk, end_deceleration, end_offset in zip(*limits, strict=True):
         jt, braking = jrk * t, BRAKING * acc
+        end_braking = braking
+        if end_deceleration < math.inf:
+            end_braking = min(braking, END_SHARE * end_deceleration)
+            short = 1.1 * end_offset**2 / (2.0 * end_deceleration * (1.0 - END_SHARE))
+            low, high = low + short, high - short
         velocity_room = max(acc * (acc + 2.0 * jt) / (2.0 * jrk), acc * t)
         peak = vel + t * acc + acc * acc / (2.0 * jrk)  # the fastest a joint within its limits gets
-        position_room = t * t * acc + peak * (acc / jrk + braking / jrk + t) + peak * peak / (2.0 * braking)
-        joints.append((low, high, vel, acc, jrk, jt, braking, velocity_room, position_room * (1.0 + 1e-9)))
+        position_room = t * t * acc + peak * (acc / jrk + end_braking / jrk + t) + peak * peak / (2.0 * end_braking)
+        joints.append((low, high, vel, acc, jrk, jt, braking, end_braking, velocity_room, position_room * (1.0 + 1e-9)))
     return joints
 
 
@@ -204,7 +215,7 @@ def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joint
     t2 = t * t
     out_lo, out_hi = [], []
     goals = [None] * len(joints) if goal is None else zip(goal, follow, strict=True)  # type: ignore[arg-type]
-    for x3, x2, x1, (low, high, vel, acc, jrk, jt, braking, velocity_room, position_room), g_f in zip(
+    for x3, x2, x1, (low, high, vel, acc, jrk, jt, braking, end_braking, velocity_room, position_room), g_f in zip(
             h3, h2, h1, joints, goals, strict=False):
         v = (x1 - x2) / t
         a = (x1 - 2.0 * x2 + x3) / t2
@@ -226,6 +237,9 @@ def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joint
             lo = cap if cap > lo else lo
         base = x1 + t * v
         if not (high - base > position_room and base - low > position_room and -vel <= v <= vel):
+            # A joint already nearer its limit than the box's own (see END_SHARE) may stay there.
+            high = x1 if x1 > high else high
+            low = x1 if x1 < low else low
             cap = (high - base) / t2
             hi = cap if cap < hi else hi
             cap = (low - base) / t2
@@ -236,17 +250,17 @@ def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joint
             peak = v + t * hi + release * release / (2.0 * jrk)
             reach = base + t2 * hi
             if peak > 0.0:
-                reach = reach + peak * (release / jrk + braking / jrk + t) + peak * peak / (2.0 * braking)
+                reach = reach + peak * (release / jrk + end_braking / jrk + t) + peak * peak / (2.0 * end_braking)
             if reach > high:
-                hi = _limit_side(base, v, brake_down, hi, high, t, jrk, braking)
+                hi = _limit_side(base, v, brake_down, hi, high, t, jrk, end_braking)
             nbase, nv, nlo = -base, -v, -lo  # the lower limit is the upper one of the mirrored joint
             release = nlo if nlo > 0.0 else 0.0
             peak = nv + t * nlo + release * release / (2.0 * jrk)
             reach = nbase + t2 * nlo
             if peak > 0.0:
-                reach = reach + peak * (release / jrk + braking / jrk + t) + peak * peak / (2.0 * braking)
+                reach = reach + peak * (release / jrk + end_braking / jrk + t) + peak * peak / (2.0 * end_braking)
             if reach > -low:
-                lo = -_limit_side(nbase, nv, -brake_up, nlo, -low, t, jrk, braking)
+                lo = -_limit_side(nbase, nv, -brake_up, nlo, -low, t, jrk, end_braking)
             if lo > hi:  # cannot happen from a history this box produced; stay jerk-feasible
                 lo = hi = min(max(0.5 * (lo + hi), brake_down), brake_up)
         if g_f is not None:
@@ -269,8 +283,12 @@ def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joint
 
 
 def _limit_lists(limits: JointLimits) -> tuple[list[float], ...]:
+    if limits.end_deceleration is None:
+        end = [math.inf] * limits.dof, [0.0] * limits.dof
+    else:
+        end = limits.end_deceleration.tolist(), limits.end_offset.tolist()
     return (limits.lower.tolist(), limits.upper.tolist(), (limits.velocity * SAFETY).tolist(),
-            (limits.acceleration * SAFETY).tolist(), (limits.jerk * SAFETY).tolist())
+            (limits.acceleration * SAFETY).tolist(), (limits.jerk * SAFETY).tolist(), *end)
 
 
 def cycle_box(limits: JointLimits, period: float, history: ArrayLike) -> tuple[Array, Array]:

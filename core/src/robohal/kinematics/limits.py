@@ -28,6 +28,11 @@ class JointLimits:
     ``lower``/``upper`` in rad (or m for a prismatic joint); ``velocity``,
     ``acceleration`` and ``jerk`` are symmetric magnitudes per joint. Scalars
     broadcast to every joint.
+
+    Some arms also cap the speed toward the end of travel (Franka's FR3): with
+    ``end_deceleration`` d and ``end_offset`` c per joint, a joint at q may move
+    toward its upper limit at no more than ``sqrt(2 d (upper - q)) - c`` (and
+    symmetrically toward the lower one): :meth:`velocity_bounds`.
     """
 
     lower: Array
@@ -35,6 +40,8 @@ class JointLimits:
     velocity: Array
     acceleration: Array
     jerk: Array
+    end_deceleration: Array | None = None
+    end_offset: Array | None = None
 
     def __post_init__(self) -> None:
         # The joint count comes from whichever field is a vector (scalars broadcast).
@@ -47,6 +54,15 @@ class JointLimits:
             if name in ("velocity", "acceleration", "jerk") and not (value > 0).all():
                 raise InvalidArgument(f"joint limits: {name} must be positive")
             object.__setattr__(self, name, value)
+        if (self.end_deceleration is None) != (self.end_offset is None):
+            raise InvalidArgument("joint limits: give end_deceleration and end_offset together")
+        if self.end_deceleration is not None:
+            deceleration = _vector(self.end_deceleration, dof, "end_deceleration")
+            offset = _vector(self.end_offset, dof, "end_offset")
+            if not ((deceleration > 0).all() and (offset >= 0).all() and np.isfinite(offset).all()):
+                raise InvalidArgument("joint limits: end_deceleration must be positive, end_offset finite and >= 0")
+            object.__setattr__(self, "end_deceleration", deceleration)
+            object.__setattr__(self, "end_offset", offset)
         if not (self.lower <= self.upper).all():
             bad = int(np.argmax(self.lower > self.upper))
             raise InvalidArgument(f"joint limits: joint {bad + 1} has lower > upper")
@@ -83,6 +99,19 @@ class JointLimits:
         acc = np.radians(np.asarray(acceleration, dtype=np.float64)) if acceleration is not None else velocity_rad / 0.2
         jrk = np.radians(np.asarray(jerk, dtype=np.float64)) if jerk is not None else acc / 0.05
         return cls(np.radians(lower), np.radians(upper), velocity_rad, acc, jrk)
+
+    def velocity_bounds(self, q: ArrayLike) -> tuple[Array, Array]:
+        """The lowest and highest velocity (rad/s) of each joint at ``q`` (..., dof):
+        the velocity limit, narrowed toward the end of travel where the arm has an
+        end curve (never past zero: a joint may always stop)."""
+        q = np.asarray(q, dtype=np.float64)
+        low, high = np.broadcast_to(-self.velocity, q.shape), np.broadcast_to(self.velocity, q.shape)
+        if self.end_deceleration is None:
+            return low.copy(), high.copy()
+        twice_d, offset = 2.0 * self.end_deceleration, self.end_offset
+        up = np.sqrt(np.maximum(twice_d * (self.upper - q), 0.0)) - offset
+        down = np.sqrt(np.maximum(twice_d * (q - self.lower), 0.0)) - offset
+        return np.maximum(low, -np.maximum(down, 0.0)), np.minimum(high, np.maximum(up, 0.0))
 
     @property
     def dof(self) -> int:
@@ -136,7 +165,7 @@ class JointLimits:
         if not (0.0 < speed <= 1.0):
             raise InvalidArgument(f"speed must be a fraction in (0, 1], got {speed}")
         return JointLimits(self.lower, self.upper, self.velocity * speed,
-                           self.acceleration * speed**2, self.jerk * speed**3)
+                           self.acceleration * speed**2, self.jerk * speed**3, self.end_deceleration, self.end_offset)
 
     def __repr__(self) -> str:
         return (
