@@ -24,6 +24,10 @@ def within_limits(setpoints: np.ndarray, model, start: np.ndarray) -> None:
     for order, bound in ((1, limits.velocity), (2, limits.acceleration), (3, limits.jerk)):
         worst = (np.abs(np.diff(chain, order, axis=0)) / 0.001**order / bound).max()
         assert worst <= 1.0 + 1e-6, f"derivative {order} at {worst:.3f} of its limit"
+    # and under the FR3's end-of-travel speed curve, at each new setpoint
+    low, high = limits.velocity_bounds(chain[1:])
+    velocity = np.diff(chain, axis=0) / 0.001
+    assert (velocity <= high + 1e-9).all() and (velocity >= low - 1e-9).all()
 
 
 @pytest.fixture
@@ -146,8 +150,9 @@ def test_sampled_path_on_franka_runs_in_the_control_process(reference_model, sta
 
 def test_at_a_joint_limit_position_holds_and_orientation_yields():
     """A turn of the flange that would take joint 7 past its limit: joint 7 stops at
-    the limit, the position is still reached, and with the default weighting the
-    leftover goes to orientation (compared with weighting rotation like position)."""
+    the limit (as near as its end-of-travel speed curve allows coming to rest), the
+    position is still reached, and with the default weighting the leftover goes to
+    orientation (compared with weighting rotation like position)."""
     from robohal import spatial
     from robohal.kinematics.diffik import IkOptions
 
@@ -164,8 +169,33 @@ def test_at_a_joint_limit_position_holds_and_orientation_yields():
                 arm.cycle(target)
                 sent.append(arm.backend.commanded)
             within_limits(np.array(sent), arm.model, start_q)
-            assert arm.backend.commanded[6] == pytest.approx(arm.model.limits.upper[6], abs=1e-6)
+            assert arm.model.limits.upper[6] - 0.01 < arm.backend.commanded[6] <= arm.model.limits.upper[6]
+            assert abs(sent[-1][6] - sent[-2][6]) < 1e-9  # holding there
             errors[weight] = tuple(float(x) for x in spatial.distance(target, arm.commanded_pose))
     (position, rotation), (position_equal, rotation_equal) = errors.values()
     assert position < 1e-3
     assert position < position_equal and rotation > rotation_equal
+
+
+def test_joint_moves_near_an_end_of_travel_slow_down_to_its_speed_curve():
+    # Joint 2 of the FR3 to 20 mrad short of its upper limit: at full speed the approach
+    # would break the arm's position-based speed curve; the move is retimed to keep it.
+    # Into the last few mrad, where the arm allows no speed toward the limit, it is refused.
+    from robohal.errors import LimitViolation
+    from robohal.motion import PointToPoint, end_of_travel_ratio
+    from robohal.trajectory import joint_profile, sample_times
+
+    model = robohal.get_model("franka.fr3")
+    limits = model.limits
+    start = np.array(READY_Q)
+    target = start.copy()
+    target[1] = limits.upper[1] - 0.02
+    profile = joint_profile(target - start, limits.velocity * 0.98, limits.acceleration * 0.98, limits.jerk * 0.98)
+    s, _, _ = profile.sample(sample_times(profile.duration, 0.001))  # the plain full-speed plan
+    assert end_of_travel_ratio(model.limits, start, start + s[:, None] * (target - start), 0.001) > 1.0
+    setpoints = PointToPoint(target).plan(start, model, 0.001)
+    assert np.allclose(setpoints[-1], target)
+    within_limits(setpoints, model, start)
+    target[1] = model.limits.upper[1] - 0.002
+    with pytest.raises(LimitViolation, match="too close"):
+        PointToPoint(target).plan(start, model, 0.001)

@@ -90,6 +90,22 @@ def test_each_limit_raises_its_libfranka_error(change, error):
     assert robot.start_motion(0, 0) is MoveStatus.MOTION_STARTED
 
 
+def test_near_the_end_of_travel_the_fr3_speed_curve_raises_the_velocity_reflex():
+    # Joint 2 30 mrad from its upper limit, already moving at 0.8 rad/s: far inside its
+    # 2.62 rad/s limit, but over sqrt(2 * 2.585 * 0.03) - 0.2 = 0.19 rad/s toward that
+    # end. The same speed away from the end passes.
+    from robohal_franka.simulated_robot import CommandChecker
+
+    for direction, expected in ((1.0, "joint_motion_generator_velocity_limits_violation"), (-1.0, None)):
+        checker = CommandChecker(FR3)
+        q = np.array(READY_Q)
+        q[1] = FR3.upper[1] - 0.03 - (direction > 0) * 0.0024
+        step_ = np.r_[0.0, direction * 0.8e-3, np.zeros(5)]
+        checker.reset(q)
+        checker.history = [q - 2 * step_, q - step_, q]  # moving steadily
+        assert checker.check_position(q + step_) == expected
+
+
 def test_start_pose_and_finish_at_speed():
     robot = moving_robot()
     assert step(robot, q=robot.q + 0.01) == "reflex"

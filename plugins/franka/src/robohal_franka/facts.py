@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from robohal.kinematics import JointLimits
 
 PI = math.pi
 
@@ -46,6 +47,10 @@ class ArmFacts:
     jerk: tuple[float, ...]
     torque: tuple[float, ...]
     torque_rate: float
+    # The end-of-travel speed curve (rad/s^2, rad/s): toward a position limit a joint may move at
+    # no more than sqrt(2 end_deceleration (limit - q)) - end_offset. None: a rectangular limit.
+    end_deceleration: tuple[float, ...] | None = None
+    end_offset: tuple[float, ...] | None = None
 
 
 FR3 = ArmFacts(
@@ -57,6 +62,10 @@ FR3 = ArmFacts(
     jerk=(5000.0,) * 7,
     torque=(87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0),
     torque_rate=1000.0,
+    # The position-based velocity limits of the same FR3 table (its dq_max(q) curves: 2 d = 12,
+    # 5.17, 7, 8, 34, 11, 34 and offsets 0.30-0.35 rad/s), applied at today's position limits.
+    end_deceleration=(6.0, 2.585, 3.5, 4.0, 17.0, 5.5, 17.0),
+    end_offset=(0.30, 0.20, 0.20, 0.30, 0.35, 0.35, 0.35),
 )
 
 PANDA = ArmFacts(
@@ -74,6 +83,12 @@ ARMS = {"franka.fr3": FR3, "franka.panda": PANDA}
 
 # The "ready" pose used by Franka's examples; the simulator starts there.
 READY_Q = (0.0, -PI / 4, 0.0, -3 * PI / 4, 0.0, PI / 2, PI / 4)
+
+
+def joint_limits(arm: ArmFacts) -> JointLimits:
+    """The arm's joint limits as robohal models and guards use them."""
+    return JointLimits(arm.lower, arm.upper, arm.velocity, arm.acceleration, arm.jerk,
+                       arm.end_deceleration, arm.end_offset)
 
 
 def arm_facts(model_name: str) -> ArmFacts:

@@ -8,8 +8,8 @@ further along z.
 Limits:
 * FR3: Franka's current FR3 joint-limit table (docs "Robot and interface
   specifications", joint space: q_max/q_min, dq_max, ddq_max 10 rad/s^2,
-  dddq_max 5000 rad/s^3). FR3 velocity limits also shrink near the ends of
-  travel; the robot enforces that itself.
+  dddq_max 5000 rad/s^3) and its position-based velocity limits near the ends
+  of travel (``JointLimits.velocity_bounds``). The tables live in ``facts.py``.
 * Panda: the FER (Panda) joint-limit table of the same document.
 """
 
@@ -19,8 +19,9 @@ import math
 
 import numpy as np
 from robohal import ModelSpec, spatial
-from robohal.kinematics import JointLimits
 from robohal.kinematics.chain import DHChain
+
+from .facts import FR3, PANDA, joint_limits
 
 HALF_PI = math.pi / 2
 A = (0.0, 0.0, 0.0, 0.0825, -0.0825, 0.0, 0.088)
@@ -33,21 +34,8 @@ HAND_TCP = 0.1034  # m, hand -> TCP along z
 # The "ready" configuration Franka's examples start from.
 READY = (0.0, -math.pi / 4, 0.0, -3 * math.pi / 4, 0.0, math.pi / 2, math.pi / 4)
 
-FR3_LIMITS = JointLimits(
-    lower=[-2.9007, -1.8361, -2.9007, -3.0770, -2.8763, 0.4398, -3.0508],
-    upper=[2.9007, 1.8361, 2.9007, -0.1169, 2.8763, 4.6216, 3.0508],
-    velocity=[2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26],
-    acceleration=[10.0] * 7,
-    jerk=[5000.0] * 7,
-)
-
-PANDA_LIMITS = JointLimits(
-    lower=[-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973],
-    upper=[2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973],
-    velocity=[2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61],
-    acceleration=[15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0],
-    jerk=[7500.0, 3750.0, 5000.0, 6250.0, 7500.0, 10000.0, 10000.0],
-)
+FR3_LIMITS = joint_limits(FR3)
+PANDA_LIMITS = joint_limits(PANDA)
 
 
 def flange_transform(hand: bool) -> np.ndarray:

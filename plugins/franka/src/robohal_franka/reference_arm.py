@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
-from robohal.kinematics import JointLimits, Kinematics
+from robohal.kinematics import Kinematics
 
-from .facts import arm_facts, dh_forward
+from .facts import arm_facts, dh_forward, joint_limits
 
 
 class ReferenceArm(Kinematics):
@@ -21,7 +21,7 @@ class ReferenceArm(Kinematics):
     def __init__(self, model_name: str = "franka.fr3") -> None:
         arm = arm_facts(model_name)
         self.model_name = model_name
-        self.limits = JointLimits(arm.lower, arm.upper, arm.velocity, arm.acceleration, arm.jerk)
+        self.limits = joint_limits(arm)
 
     def forward(self, q: ArrayLike) -> np.ndarray:
         q = self._joints(q)

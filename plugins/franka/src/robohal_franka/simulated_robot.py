@@ -8,7 +8,8 @@ the wire format and send out the state record it fills, once per millisecond.
 What the robot checks (as Franka's FCI documentation describes it):
 
 * joint-position interface: the commanded positions and their finite-difference
-  velocity, acceleration and jerk at 1 ms stay inside the limits
+  velocity, acceleration and jerk at 1 ms stay inside the limits, the velocity
+  also under the FR3's position-based curve near the ends of travel
   (``joint_motion_generator_position_limits_violation``,
   ``..._velocity_limits_violation``, ``..._velocity_discontinuity`` for the
   acceleration and ``..._acceleration_discontinuity`` for the jerk); the first
@@ -33,13 +34,14 @@ from collections.abc import Callable
 import numpy as np
 
 from . import wire
-from .facts import READY_Q, ArmFacts, arm_facts, dh_forward
+from .facts import READY_Q, ArmFacts, arm_facts, dh_forward, joint_limits
 from .wire import MoveController, MoveGenerator, MoveStatus, RobotMode, StateController, StateGenerator
 
 PERIOD = 0.001  # s: the robot's control cycle
 # Relative slack on the limits: the robot is checked in float64 like the client
 # computes, so a profile planned exactly at a limit passes.
 SLACK = 1e-3
+END_TOLERANCE = 1e-3  # rad/s: where the end-of-travel curve allows no speed at all, round-off still passes
 START_POSE_TOLERANCE = 1e-3  # rad: the first command must equal the measured position
 FINISH_VELOCITY = 0.02  # rad/s: a finished motion must end (nearly) at rest
 FINISH_ACCELERATION = 2.0  # rad/s^2
@@ -55,9 +57,9 @@ class CommandChecker:
     """Finite-difference checks on a stream of joint positions or velocities."""
 
     def __init__(self, arm: ArmFacts, period: float = PERIOD) -> None:
+        self.limits = joint_limits(arm)
         self.lower = np.array(arm.lower)
         self.upper = np.array(arm.upper)
-        self.velocity = np.array(arm.velocity) * (1 + SLACK)
         self.acceleration = np.array(arm.acceleration) * (1 + SLACK)
         self.jerk = np.array(arm.jerk) * (1 + SLACK)
         self.period = period
@@ -79,7 +81,7 @@ class CommandChecker:
         v = (q_c - h[-1]) / dt
         a = (q_c - 2 * h[-1] + h[-2]) / dt**2
         j = (q_c - 3 * h[-1] + 3 * h[-2] - h[-3]) / dt**3
-        if (np.abs(v) > self.velocity + 1e-9).any():
+        if self._too_fast(v, q_c):
             return "joint_motion_generator_velocity_limits_violation"
         if (np.abs(a) > self.acceleration + 1e-6).any():
             return "joint_motion_generator_velocity_discontinuity"
@@ -88,9 +90,15 @@ class CommandChecker:
         self.history = [*self.history[-2:], q_c.copy()]
         return None
 
-    def check_velocity(self, dq_c: np.ndarray) -> str | None:
-        """The error name a joint-velocity command raises, or None (then it is recorded)."""
-        if not np.isfinite(dq_c).all() or (np.abs(dq_c) > self.velocity + 1e-9).any():
+    def _too_fast(self, v: np.ndarray, q: np.ndarray) -> bool:
+        """Whether a velocity breaks the limits at position ``q``: the rectangular ones, and
+        near the ends of travel the arm's position-based curve (within libfranka's 1e-3 rad/s)."""
+        low, high = self.limits.velocity_bounds(q)
+        return bool(((v > high * (1 + SLACK) + END_TOLERANCE) | (v < low * (1 + SLACK) - END_TOLERANCE)).any())
+
+    def check_velocity(self, dq_c: np.ndarray, q: np.ndarray) -> str | None:
+        """The error name a joint-velocity command at position ``q`` raises, or None (then it is recorded)."""
+        if not np.isfinite(dq_c).all() or self._too_fast(dq_c, q):
             return "joint_motion_generator_velocity_limits_violation"
         h, dt = self.history, self.period
         a = (dq_c - h[-1]) / dt
@@ -251,7 +259,7 @@ class SimulatedRobot:
             finished = bool(command["motion_generation_finished"])
         elif self.generator is StateGenerator.JOINT_VELOCITY:
             dq_c = np.array(command["dq_c"], dtype=np.float64)
-            error = self.checker.check_velocity(dq_c)
+            error = self.checker.check_velocity(dq_c, self.q)
             if error:
                 return self._reflex(error)
             q_next = self.q + dq_c * PERIOD

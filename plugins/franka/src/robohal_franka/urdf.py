@@ -47,6 +47,9 @@ def _link(name: str, mass: float, inertia: float) -> str:
 def build_urdf(model_name: str) -> str:
     """The URDF text of ``franka.fr3`` or ``franka.panda``."""
     arm: ArmFacts = ARMS[model_name]
+    # An arm without an end-of-travel curve gets one that never binds inside its limits.
+    offsets = arm.end_offset or (0.0,) * 7
+    decelerations = arm.end_deceleration or arm.acceleration
     parts = [
         '<?xml version="1.0"?>\n',
         f'<!-- robohal simulated Franka {arm.name}: modified-DH geometry and limits from Franka\'s published tables -->\n',
@@ -65,8 +68,8 @@ def build_urdf(model_name: str) -> str:
             f'    <limit lower="{_num(arm.lower[i])}" upper="{_num(arm.upper[i])}"'
             f' effort="{_num(arm.torque[i])}" velocity="{_num(arm.velocity[i])}"/>\n'
             f'    <position_based_velocity_limits lower="{_num(arm.lower[i])}" upper="{_num(arm.upper[i])}"'
-            f' velocity="{_num(arm.velocity[i])}" velocity_offset="0"'
-            f' deceleration_limit="{_num(arm.acceleration[i])}"/>\n'
+            f' velocity="{_num(arm.velocity[i])}" velocity_offset="{_num(offsets[i])}"'
+            f' deceleration_limit="{_num(decelerations[i])}"/>\n'
             f'  </joint>\n'
         )
     parts.append(_link("link8", LINK_MASSES[7], LINK_INERTIAS[7]))
