@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from numpy.typing import ArrayLike
 from robohal import ProtocolError, spatial
 from robohal.state import Array
@@ -151,10 +152,14 @@ def _cartesian(part: Any, where: str) -> tuple[list[float], list[float]]:
     pos, orient = pose.pos, pose.orient
     xyz = _finite([pos.x, pos.y, pos.z], f"{where}.cartesian.pos")
     quat = _finite([orient.u0, orient.u1, orient.u2, orient.u3], f"{where}.cartesian.orient")
+    return xyz, _unit(quat, f"{where}.cartesian.orient")
+
+
+def _unit(quat: list[float], where: str) -> list[float]:
     norm = math.sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3])
     if abs(norm - 1.0) > QUATERNION_TOLERANCE:
-        raise BadMessage("quaternion", f"{where}.cartesian.orient has norm {norm:.6g}")
-    return xyz, [v / norm for v in quat]
+        raise BadMessage("quaternion", f"{where} has norm {norm:.6g}")
+    return [v / norm for v in quat]
 
 
 def _parse(kind: type, datagram: bytes) -> Any:
@@ -172,44 +177,79 @@ def _parse(kind: type, datagram: bytes) -> Any:
     return message
 
 
-def _robot_part(part: Any, where: str, dof: int) -> tuple[list[float], list[float], list[float], Any]:
-    """Joints (deg), position (mm), unit quaternion and clock of feedBack or planned, all checked."""
-    if not (part.HasField("joints") and part.HasField("cartesian") and part.HasField("time")):
-        raise BadMessage("missing_field", f"{where}.joints/cartesian/time")
-    joints = list(part.joints.joints)
-    if len(joints) != dof:
-        raise BadMessage("joint_count", f"{where}.joints has {len(joints)} values, expected {dof}")
-    xyz, quat = _cartesian(part, where)
-    if not math.isfinite(sum(joints)):
-        raise BadMessage("not_finite", f"{where}.joints")
-    return joints, xyz, quat, part.time
+#: The fields a strict peer demands of a robot message, beyond those egm.proto itself requires.
+ROBOT_REQUIRES = {
+    "EgmRobot": ("header", "feedBack", "planned", "motorState", "mciState", "rapidExecState", "mciConvergenceMet"),
+    "EgmHeader": ("seqno", "tm", "mtype"),
+    "EgmFeedBack": ("joints", "cartesian", "time"),
+    "EgmPlanned": ("joints", "cartesian", "time"),
+    "EgmPose": ("pos", "orient"),
+}
+
+
+def _strict_class(name: str, requires: dict[str, tuple[str, ...]]) -> type:
+    """The class of message ``name`` read with the same schema but ``requires`` made required:
+    its ``IsInitialized()`` then checks every demanded field in one call into the protobuf
+    runtime, instead of a ``HasField`` per field in Python (the robot waits for our answer)."""
+    schema = descriptor_pb2.FileDescriptorProto()
+    pb.DESCRIPTOR.CopyToProto(schema)
+    for message in schema.message_type:
+        for field in message.field:
+            if field.name in requires.get(message.name, ()):
+                field.label = descriptor_pb2.FieldDescriptorProto.LABEL_REQUIRED
+    pool = descriptor_pool.DescriptorPool()  # its own pool: the same names as egm_pb2's, no clash
+    pool.Add(schema)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{schema.package}.{name}"))
+
+
+_StrictRobot = _strict_class("EgmRobot", ROBOT_REQUIRES)
+
+
+def _pose_values(pose: Any) -> list[float]:
+    """x, y, z (mm) and u0..u3 of an EgmPose."""
+    pos, orient = pose.pos, pose.orient
+    return [pos.x, pos.y, pos.z, orient.u0, orient.u1, orient.u2, orient.u3]
+
+
+def _not_finite(message: Any) -> BadMessage:
+    """Which part of a message with a NaN or inf somewhere holds it (the slow path)."""
+    for where in ("feedBack", "planned"):
+        part = getattr(message, where)
+        pose = _pose_values(part.cartesian)
+        for values, what in ((part.joints.joints[:], "joints"), (pose[:3], "cartesian.pos"),
+                             (pose[3:], "cartesian.orient")):
+            if not math.isfinite(sum(values)):
+                return BadMessage("not_finite", f"{where}.{what}")
+    return BadMessage("not_finite", "utilizationRate")
 
 
 def decode_robot(datagram: bytes, dof: int) -> RobotMessage:
-    """Validate and convert one robot datagram; raise :class:`BadMessage`."""
-    message = _parse(pb.EgmRobot, datagram)
-    has = message.HasField
-    if not (has("header") and has("feedBack") and has("planned") and has("motorState") and has("mciState")
-            and has("rapidExecState") and has("mciConvergenceMet")):
-        missing = [name for name in ("header", "feedBack", "planned", "motorState", "mciState", "rapidExecState",
-                                     "mciConvergenceMet") if not has(name)]
-        raise BadMessage("missing_field", "robot." + ", robot.".join(missing))
+    """Validate and convert one robot datagram; raise :class:`BadMessage`.
+
+    The robot waits for the answer to this one, so the common case is kept short:
+    presence is checked in one call, finiteness in one sum; only a bad message
+    pays for finding out what exactly is wrong with it."""
+    message = _parse(_StrictRobot, datagram)
     header = message.header
-    if not (header.HasField("seqno") and header.HasField("tm") and header.HasField("mtype")):
-        raise BadMessage("missing_field", "header.seqno/tm/mtype")
     if header.mtype != pb.EgmHeader.MSGTYPE_DATA:
         raise BadMessage("mtype", f"{pb.EgmHeader.MessageType.Name(header.mtype)}, expected MSGTYPE_DATA")
-    joints, xyz, quat, clock = _robot_part(message.feedBack, "feedBack", dof)
-    planned_joints = _robot_part(message.planned, "planned", dof)[0]
-    utilization = message.utilizationRate if has("utilizationRate") else None
-    if utilization is not None and not math.isfinite(utilization):
-        raise BadMessage("not_finite", "utilizationRate")
+    feedback, planned = message.feedBack, message.planned
+    joints, planned_joints = feedback.joints.joints[:], planned.joints.joints[:]  # slices are plain lists
+    if len(joints) != dof or len(planned_joints) != dof:
+        where, count = ("feedBack", len(joints)) if len(joints) != dof else ("planned", len(planned_joints))
+        raise BadMessage("joint_count", f"{where}.joints has {count} values, expected {dof}")
+    pose, planned_pose = _pose_values(feedback.cartesian), _pose_values(planned.cartesian)
+    utilization = message.utilizationRate if message.HasField("utilizationRate") else None
+    if not math.isfinite(sum(joints) + sum(planned_joints) + sum(pose) + sum(planned_pose) + (utilization or 0.0)):
+        raise _not_finite(message)
+    _unit(planned_pose[3:], "planned.cartesian.orient")
+    clock = feedback.time
     return RobotMessage(
         seqno=header.seqno, tm=header.tm, time=clock.sec + clock.usec * 1e-6, q=[v * DEGREE for v in joints],
-        q_planned=[v * DEGREE for v in planned_joints], position=[v * 0.001 for v in xyz], quaternion=quat,
-        motor_state=MOTOR_STATES[message.motorState.state], mci_state=MCI_STATES[message.mciState.state],
-        rapid_state=RAPID_STATES[message.rapidExecState.state], converged=message.mciConvergenceMet,
-        utilization=utilization,
+        q_planned=[v * DEGREE for v in planned_joints], position=[v * 0.001 for v in pose[:3]],
+        quaternion=_unit(pose[3:], "feedBack.cartesian.orient"), motor_state=MOTOR_STATES[message.motorState.state],
+        mci_state=MCI_STATES[message.mciState.state], rapid_state=RAPID_STATES[message.rapidExecState.state],
+        converged=message.mciConvergenceMet, utilization=utilization,
     )
 
 
