@@ -50,6 +50,26 @@ def test_joint_move_reaches_its_target_and_replies_once_per_message(egm_sim) -> 
     assert stats.get("targets_out_of_limits", 0) == 0
 
 
+def test_each_cycle_answers_with_its_own_setpoint(egm_sim) -> None:
+    """cycle(q) encodes its answer before the robot message arrives: the answer must still be q
+    itself, not the setpoint of the cycle before. The controller reports the target it follows as
+    ``planned`` in its next message, so cycle k+1 sees setpoint k there (a reply that reaches the
+    controller a period late, on a loaded machine, shows setpoint k-1: hence a majority, not all)."""
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        start = robot.backend.commanded
+        direction = np.array([1.0, -1.0, 1.0, 0.5, 1.0, -1.0])
+        sent: list[np.ndarray] = []
+        own = 0
+        for k in range(1, 61):
+            q = start + np.radians(0.001) * k * k * direction  # a smooth start, within every limit
+            state = robot.backend.cycle(q)
+            if sent and np.allclose(state.info["q_planned"], sent[-1], rtol=0, atol=1e-12):
+                own += 1
+            sent.append(q)
+    assert own > 30, f"only {own} of 59 cycles found their own setpoint followed by the controller"
+
+
 def test_every_target_is_checked_before_the_wire(egm_sim) -> None:
     sim = egm_sim("--comm-timeout", "0")
     with robohal.connect(sim.connect_uri()) as robot:
@@ -308,3 +328,13 @@ def test_a_stale_robot_message_is_never_answered() -> None:
     finally:
         opener.join(10.0)
         fake.close()
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 1000])
+def test_timing_percentiles_agree_with_numpy(size: int) -> None:
+    from robohal_abb.backend import _percentile
+
+    values = np.random.default_rng(size).exponential(0.001, size).tolist()
+    for q in (0, 50, 99, 100):
+        assert _percentile(sorted(values), q) == pytest.approx(np.percentile(values, q), rel=1e-12)
+    assert _percentile([], 50) is None
