@@ -144,15 +144,34 @@ def joint_profile(delta: ArrayLike, velocity: ArrayLike, acceleration: ArrayLike
 
 
 def braking_step(q: Array, v: Array, a: Array, acceleration: Array, jerk: Array, period: float) -> tuple[Array, Array, Array]:
-    """One control cycle of a jerk-limited stop from velocity ``v`` and
-    acceleration ``a``, every joint on its own; returns the next q, v, a."""
-    # The acceleration from which ramping to zero at full jerk ends exactly at v = 0.
-    wanted = -np.sign(v) * np.minimum(acceleration, np.sqrt(2 * jerk * np.abs(v)))
-    a_next = np.clip(wanted, a - jerk * period, a + jerk * period)
-    a_next = np.clip(a_next, -acceleration, acceleration)
-    v_next = v + a_next * period
-    crossed = np.sign(v_next) != np.sign(v)
-    v_next = np.where(crossed | (v == 0), 0.0, v_next)
-    a_next = np.where(crossed | (v == 0), 0.0, a_next)
-    q_next = q + 0.5 * (v + v_next) * period
-    return q_next, v_next, a_next
+    """One control cycle of a jerk-limited stop, every joint on its own; returns the
+    next q, v, a.
+
+    It works in the terms a setpoint guard measures: ``v`` and ``a`` are the finite
+    differences of the setpoints sent (velocity, acceleration), and so are the values
+    returned. Each step keeps |a| within ``acceleration`` and its change within
+    ``jerk * period``, and brakes as hard as still lets the acceleration ramp back to
+    zero (in equal steps) by the time the velocity does: the stop ends at rest, with
+    no last-cycle snap of the acceleration to zero.
+    """
+    q = np.asarray(q, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    a = np.asarray(a, dtype=np.float64)
+    dt = period
+    step = np.asarray(jerk, dtype=np.float64) * dt  # the most the acceleration changes in a cycle
+    # In each joint's direction of motion (of its acceleration when it is at rest): speed u >= 0, acceleration b.
+    direction = np.where(v != 0.0, np.sign(v), np.sign(a))
+    u, b = direction * v, direction * a
+    # Braking at -x, then back to 0 in n equal steps of at most `step`, sheds the speed
+    # dt * x * (n + 1) / 2. The hardest braking that sheds no more than u: x = 2 W / (n + 1),
+    # W = u / dt, with n the fewest steps that ramp allows.
+    w = u / dt
+    n = np.maximum(np.ceil((np.sqrt(1.0 + 8.0 * w / step) - 1.0) / 2.0), 1.0)
+    hardest = np.minimum(2.0 * w / (n + 1.0), n * step)
+    lowest = np.maximum(b - step, -np.asarray(acceleration, dtype=np.float64))
+    b_next = np.minimum(np.maximum(-hardest, lowest), b + step)
+    u_next = u + b_next * dt
+    v_next = direction * u_next
+    return q + v_next * dt, v_next, direction * b_next
+
+
