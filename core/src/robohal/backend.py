@@ -14,9 +14,10 @@ Units are SI and radians. Each cycle sends one joint-position setpoint, at the
 hardware's own rate (``period``): 1 ms on Franka, 4 ms on EGM, tens of ms for
 hobby servos. Every setpoint passes the :class:`~robohal.guard.SetpointGuard`
 before it reaches a wire. After ``connect()`` or ``recover()`` the backend holds
-the *measured* position: it never replays a stale setpoint. An error raised
-inside a cycle of a motion running in the background is re-raised to the caller
-on its next call.
+the *measured* position: it never replays a stale setpoint. When a motion fails
+(a setpoint refused by the guard, an unreachable pose, Ctrl-C) the backend brakes
+the arm to rest within the limits before the error reaches the caller; an error
+met by a motion running in the background is re-raised on the caller's next call.
 
 Subclasses implement the wire: :meth:`_open`, :meth:`_close`, :meth:`_send`,
 :meth:`_receive` and, where the hardware has them, :meth:`_recover` and
@@ -223,11 +224,27 @@ class Backend(ABC):
             if self._stop_request.is_set():
                 self._brake(recorder)
                 return recorder.result(completed=False, stopped=True)
-            setpoint = motion.step(state)
-            if setpoint is None:
-                return recorder.result(completed=True)
-            state = self._cycle(setpoint)
+            try:
+                setpoint = motion.step(state)
+                if setpoint is None:
+                    return recorder.result(completed=True)
+                state = self._cycle(setpoint)
+            except (ConnectionLost, HardwareFault):
+                raise  # the robot is gone or has stopped itself: there is nothing to brake
+            except BaseException as error:
+                # A refused setpoint, a motion that failed, Ctrl-C: the arm may be moving,
+                # and holding the last setpoint would stop it dead. Brake first, then report.
+                self._brake_after(error, recorder)
+                raise
             recorder.add(state, self.guard.last)
+
+    def _brake_after(self, error: BaseException, recorder: Any) -> None:
+        try:
+            self._brake(recorder)
+        except Exception as failure:  # the original error stays the one raised
+            error.add_note(f"robohal: braking after this error failed too: {failure!r}")
+        else:
+            error.add_note("robohal: the motion was braked to rest within the limits")
 
     def _brake(self, recorder: Any = None) -> None:
         """Bring the commanded motion to rest within the acceleration and jerk limits."""

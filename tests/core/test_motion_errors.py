@@ -1,0 +1,70 @@
+"""A motion that fails while the arm moves brakes it to rest within the limits
+before the error reaches the caller: a held last setpoint would stop it dead."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import robohal
+from robohal.errors import LimitViolation
+from robohal.motion import JointTrajectory
+
+SIM = "sim://?model=abb.irb2400&realtime=0&rate=250"
+
+
+def record_sent(backend) -> list[np.ndarray]:
+    """Every setpoint the backend puts on its (simulated) wire, in order."""
+    sent: list[np.ndarray] = []
+    send = backend._send
+
+    def recording(q):
+        sent.append(np.array(q))
+        send(q)
+
+    backend._send = recording
+    return sent
+
+
+def speeding_up(seconds: float = 0.4, speed: float = 1.0, period: float = 0.004) -> np.ndarray:
+    """Joint 1's setpoints (from 0) as it speeds up smoothly to ``speed`` rad/s over ``seconds``:
+    v(t) = speed / 2 (1 - cos(pi t / seconds))."""
+    t = np.arange(1, round(seconds / period) + 1) * period
+    points = np.zeros((len(t), 6))
+    points[:, 0] = 0.5 * speed * (t - seconds / np.pi * np.sin(np.pi * t / seconds))
+    return points
+
+
+@pytest.mark.parametrize("failure", ["refused", "raises"])
+def test_a_failing_motion_brakes_the_arm_to_rest(failure: str) -> None:
+    period = 0.004
+    with robohal.connect(SIM) as robot:
+        limits = robot.model.limits
+        start = robot.backend.commanded
+        points = start + speeding_up()  # 1 rad/s when the motion fails
+
+        class Failing(JointTrajectory):
+            def step(self, state):
+                q = super().step(state)
+                if q is None:  # after the cruise: a jump the guard refuses, or a motion that breaks
+                    if failure == "raises":
+                        raise RuntimeError("the motion's own bug")
+                    return points[-1] + np.array([0.2, 0, 0, 0, 0, 0])
+                return q
+
+        sent = record_sent(robot.backend)
+        expected = LimitViolation if failure == "refused" else RuntimeError
+        with pytest.raises(expected) as raised:
+            robot.run(Failing(points))
+        assert any("braked to rest" in note for note in getattr(raised.value, "__notes__", []))
+        sent_array = np.array(sent)
+        cruise = len(points)
+        assert np.allclose(sent_array[:cruise], points), "the motion's own setpoints went out first"
+        braking = sent_array[cruise - 3:]  # from the cruise's last setpoints on
+        velocity = np.diff(braking[:, 0]) / period
+        acceleration = np.diff(velocity) / period
+        assert abs(velocity[-1]) < 1e-9, "at rest in the end"
+        assert braking[-1, 0] > points[-1, 0] + 0.01, "it kept going while it braked, not stopped dead"
+        assert np.abs(acceleration).max() <= limits.acceleration[0] * (1 + 1e-9)
+        assert np.abs(sent_array - start).max() < 2.0
+        # the arm is usable at once
+        assert robot.move_joints(start, speed=0.5).completed
