@@ -81,3 +81,31 @@ def test_stop_during_a_fast_motion_brakes_within_the_jerk_limit() -> None:
         result = robot.wait()
         assert result is not None and result.stopped and not result.completed
         assert np.abs(robot.backend.guard.derivatives()[0]).max() < 1e-9, "at rest"
+
+
+def test_braking_near_a_position_limit_stops_before_it() -> None:
+    """A move that ends 0.05 rad short of joint 1's limit fails as it starts slowing down:
+    the brake must be at least as hard as the move's own deceleration, or it runs past
+    the limit (where the guard refuses it)."""
+    from robohal.motion import PointToPoint
+
+    with robohal.connect(SIM) as robot:
+        limits = robot.model.limits
+        start = robot.backend.commanded
+        target = start.copy()
+        target[0] = limits.upper[0] - 0.05
+        planned = PointToPoint(target, speed=1.0).plan(start, robot.model, 0.004)
+        # the cycle where 0.25 rad are left: the move is slowing down at full deceleration
+        fail_at = int(np.argmax(target[0] - planned[:, 0] < 0.25))
+
+        class FailingLate(JointTrajectory):
+            def step(self, state):
+                if self._index == fail_at:
+                    raise RuntimeError("late failure")
+                return super().step(state)
+
+        with pytest.raises(RuntimeError) as raised:
+            robot.run(FailingLate(planned))
+        assert any("braked to rest" in note for note in raised.value.__notes__), raised.value.__notes__
+        assert robot.backend.commanded[0] <= limits.upper[0]
+        assert np.abs(robot.backend.guard.derivatives()[0]).max() < 1e-9

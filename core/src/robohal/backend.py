@@ -40,7 +40,7 @@ from .errors import ConnectionLost, HardwareFault, InvalidArgument, RobohalError
 from .guard import SetpointGuard
 from .kinematics import Kinematics
 from .state import Array, RobotMode, RobotState
-from .trajectory import braking_step
+from .trajectory import STOP_SHARE, braking_step
 from .uri import RobotUri
 
 if TYPE_CHECKING:
@@ -254,7 +254,7 @@ class Backend(ABC):
         for _ in range(int(10.0 / self.period)):  # bounded: 10 s of braking at most
             if np.abs(v).max() < 1e-9 and np.abs(a).max() < 1e-6:
                 break
-            q, v, a = braking_step(q, v, a, limits.acceleration * 0.5, limits.jerk * 0.5, self.period)
+            q, v, a = braking_step(q, v, a, limits.acceleration * STOP_SHARE, limits.jerk * STOP_SHARE, self.period)
             q = limits.clip(q)
             state = self._cycle(q)
             if recorder is not None:

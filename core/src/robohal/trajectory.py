@@ -143,6 +143,12 @@ def joint_profile(delta: ArrayLike, velocity: ArrayLike, acceleration: ArrayLike
     )
 
 
+#: Stops brake with this share of the acceleration and jerk limits: the planners' own
+#: headroom, so a stop is never softer than the motion it interrupts (a softer one can
+#: run past a position limit the motion was about to stop short of).
+STOP_SHARE = 0.98
+
+
 def braking_step(q: Array, v: Array, a: Array, acceleration: Array, jerk: Array, period: float) -> tuple[Array, Array, Array]:
     """One control cycle of a jerk-limited stop, every joint on its own; returns the
     next q, v, a.

@@ -37,7 +37,7 @@ from robohal.guard import SetpointGuard
 from robohal.kinematics import Kinematics
 from robohal.motion import MotionRecorder
 from robohal.state import RobotMode, RobotState
-from robohal.trajectory import braking_step
+from robohal.trajectory import STOP_SHARE, braking_step
 
 from .shared import SESSION_MOTION, SESSION_NONE, SESSION_STREAM, Doorbell, Layout, SharedBlock
 from .wire import ERROR_NAMES
@@ -346,7 +346,7 @@ class ControlLoop:
         if taken is None:
             if np.abs(v).max() > REST_VELOCITY:
                 self.shared.add(Layout.STARVED)
-            q, _, _ = braking_step(self.guard.last, v, a, self.limits.acceleration * 0.5, self.limits.jerk * 0.5, PERIOD)
+            q, _, _ = braking_step(self.guard.last, v, a, self.limits.acceleration * STOP_SHARE, self.limits.jerk * STOP_SHARE, PERIOD)
             return self.limits.clip(q)
         seq, q = taken
         self.shared.set(Layout.CONSUMED_AT, self.shared.get(Layout.STATE_COUNT))
@@ -380,7 +380,7 @@ class ControlLoop:
         q = self.guard.last
         if np.abs(v).max() < REST_VELOCITY and np.abs(a).max() < REST_ACCELERATION:
             return q, self.finish_after_brake
-        q, v, a = braking_step(q, v, a, self.limits.acceleration * 0.5, self.limits.jerk * 0.5, PERIOD)
+        q, v, a = braking_step(q, v, a, self.limits.acceleration * STOP_SHARE, self.limits.jerk * STOP_SHARE, PERIOD)
         self.braking = (v, a)
         return self.limits.clip(q), False
 
