@@ -338,3 +338,45 @@ def test_timing_percentiles_agree_with_numpy(size: int) -> None:
     for q in (0, 50, 99, 100):
         assert _percentile(sorted(values), q) == pytest.approx(np.percentile(values, q), rel=1e-12)
     assert _percentile([], 50) is None
+
+
+def test_a_control_loop_that_stalls_mid_motion_is_braked_and_cannot_resume_with_a_jump(egm_sim) -> None:
+    """The user's loop stops calling cycle() while joint 1 moves at 0.5 rad/s. The hold thread
+    answers the controller meanwhile: with braking steps within the limits, not the last target
+    (a stop from 0.5 rad/s in one 4 ms message is 125 rad/s^2). A loop that then resumes as if
+    nothing happened is refused; one that starts again from rest is not."""
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        backend = robot.backend
+        period = backend.period
+        limits = robot.model.limits
+        q = backend.commanded
+        speed = 0.0
+        for _ in range(100):  # speed up to 0.5 rad/s at 5 rad/s^2
+            speed = min(speed + 5.0 * period, 0.5)
+            q = q.copy()
+            q[0] += speed * period
+            backend.cycle(q)
+        held: list[np.ndarray] = []
+        reply = backend._reply
+
+        def recording(received, target, *rest):
+            held.append(np.array(target))
+            reply(received, target, *rest)
+
+        backend._reply = recording
+        time.sleep(0.4)  # the loop stalls
+        backend._reply = reply
+        assert backend.counters["hold_braking_replies"] > 5
+        wire = np.array([q, *held])[:, 0]
+        velocity = np.diff(wire) / period
+        acceleration = np.diff(np.concatenate([[speed], velocity])) / period
+        assert np.abs(acceleration).max() <= limits.acceleration[0] * (1 + 1e-9)
+        assert abs(velocity[-1]) < 1e-9 and wire[-1] > q[0] + 0.005, "braked to rest, not stopped dead"
+        assert np.allclose(backend.commanded, held[-1]), "the guard knows what was really sent"
+        resumed = q.copy()
+        resumed[0] += speed * period
+        with pytest.raises(LimitViolation):
+            backend.cycle(resumed)
+        assert robot.move_joints(backend.commanded + np.radians([2.0, 0, 0, 0, 0, 0])).completed
+    assert sim.stats()["counters"].get("targets_out_of_limits", 0) == 0

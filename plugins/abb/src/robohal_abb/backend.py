@@ -15,8 +15,11 @@ only the newest robot message. The control loop's :meth:`_send` answers that
 message, once, with the checked setpoint; :meth:`_receive` waits for the next
 one. Between motions the thread answers each new message itself with the last
 setpoint, so the controller's ``\\CommTimeout`` never fires while the robot
-holds still. A new EGM session (seqno back to 0) makes the backend hold the
-*measured* position; it never replays a target from the old session.
+holds still; if the control loop stopped calling while the setpoints still moved,
+the thread brakes the arm to rest within the limits first. What it sends is
+committed to the setpoint guard, so a loop that resumes is checked against it.
+A new EGM session (seqno back to 0) makes the backend hold the *measured*
+position; it never replays a target from the old session.
 
 ``mode=joint`` (EGMRunJoint) sends joint targets; ``mode=pose`` (EGMRunPose,
 tool0 in the base frame) sends the model's forward kinematics of the same
@@ -41,6 +44,7 @@ import numpy as np
 from robohal import Backend, ConnectionLost, HardwareFault, RobotMode, RobotState, UriError
 from robohal.kinematics import Kinematics
 from robohal.state import Array
+from robohal.trajectory import STOP_SHARE, braking_step
 from robohal.uri import RobotUri
 
 from . import wire
@@ -57,6 +61,9 @@ TIMING_REFRESH = 250
 STALE_AFTER_PERIODS = 2
 #: s the hold thread rests while the control loop streams
 HOLD_THREAD_REST = 0.025
+#: below these (rad/s, rad/s^2) the last setpoints are at rest: the hold thread holds, not brakes
+REST_VELOCITY = 1e-9
+REST_ACCELERATION = 1e-6
 # Python names the option only on some builds; Linux's value is 35 (SO_TIMESTAMPNS_OLD,
 # a 64-bit timespec on 64-bit systems)
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
@@ -128,6 +135,7 @@ class EgmBackend(Backend):
         self._target: Array | None = None  # the last target sent (or the measured position to hold)
         self._last_send = 0.0  # monotonic time of the control loop's last reply
         self._sending = False  # the control loop is in _send (waiting for a message to answer)
+        self._held_since_send = False  # the hold thread answered since the control loop last did
         self._sensor_seqno = 0
         self._encoder = wire.SensorEncoder()
         self._started = time.monotonic()
@@ -274,6 +282,8 @@ class EgmBackend(Backend):
                     counters["sessions_restarted"] += 1
                     self._restart_pending = True
                     self._target = np.array(message.q)  # hold the measured position, never the old target
+                    if self.guard.active:  # from rest there: the old session's motion is over
+                        self.guard.reset(self._target)
             else:
                 self._intervals.append(arrival - previous.arrival)
             self._count += 1
@@ -289,13 +299,28 @@ class EgmBackend(Backend):
         return time.time() - received.arrival > STALE_AFTER_PERIODS * self.period
 
     def _maybe_hold(self) -> None:
-        """Between motions, answer the newest message with the held target."""
+        """Between motions, answer the newest message: with the held target, or with the
+        next braking step if the last setpoints still moved (a control loop that stopped
+        mid-motion must not stop the arm dead). What goes out is committed to the guard,
+        so a stream that resumes is checked against what the robot was really sent."""
         with self._lock:
             newest = self._newest
             if (newest is None or newest.replied or self._target is None or self._streaming()
                     or self._stale(newest)):
                 return
-            self._reply(newest, self._target)
+            q = self._target
+            guard = self.guard
+            if guard.active:
+                velocity, acceleration = guard.derivatives()
+                if np.abs(velocity).max() > REST_VELOCITY or np.abs(acceleration).max() > REST_ACCELERATION:
+                    limits = self.model.limits
+                    q = limits.clip(braking_step(guard.last, velocity, acceleration, limits.acceleration * STOP_SHARE,
+                                                 limits.jerk * STOP_SHARE, self.period)[0])
+                    self.counters["hold_braking_replies"] += 1
+                guard.commit(q)
+                self._target = q
+                self._held_since_send = True
+            self._reply(newest, q)
             self.counters["hold_replies"] += 1
 
     def _wait_newer(self, index: int, timeout: float | None = None) -> _Received:
@@ -382,6 +407,7 @@ class EgmBackend(Backend):
                 with self._lock:
                     newest = self._newest
                     if newest is not None and not newest.replied and not self._stale(newest):
+                        self._recheck(q)
                         self._reply(newest, q)
                         self._target = q
                         self._last_send = time.monotonic()
@@ -410,6 +436,7 @@ class EgmBackend(Backend):
                 self._check_session()
                 newest = self._newest
                 if newest is not None and not newest.replied and not self._stale(newest):
+                    self._recheck(q)
                     self._reply(newest, q, prepared)
                     self._target = q
                     self._last_send = time.monotonic()
@@ -424,6 +451,13 @@ class EgmBackend(Backend):
         if self._replies % TIMING_REFRESH == 0:
             self._timing = self.timing()
         return self._state_of(received)
+
+    def _recheck(self, q: Array) -> None:
+        """The setpoint was checked before the hold thread answered (and braked) meanwhile:
+        check it again against what was really sent (call with the lock held)."""
+        if self._held_since_send:
+            self.guard.check(q)
+            self._held_since_send = False
 
     def _receive(self, timeout: float | None) -> RobotState:
         received = self._wait_newer(self._consumed, timeout)
