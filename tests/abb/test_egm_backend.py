@@ -246,6 +246,35 @@ def test_move_linear_and_the_cartesian_layer(egm_sim) -> None:
         assert np.linalg.norm(arm.pose[:3, 3] - start[:3, 3]) < 1e-3
 
 
+def test_a_cartesian_stream_that_pauses_picks_up_where_the_arm_was_braked(egm_sim) -> None:
+    """Pose by pose at 250 Hz, a pause mid-line (the hold thread brakes the arm), then on:
+    the IK starts again from what was really sent, and nothing is refused."""
+    sim = egm_sim("--comm-timeout", "0", "--q0", "0,10,10,0,30,0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        arm = CartesianBackend(robot.backend)
+        start = arm.commanded_pose
+        wire: list[np.ndarray] = []  # every target the controller got, from the loop or the hold thread
+        reply = robot.backend._reply
+
+        def recording(received, target, *rest):
+            wire.append(np.array(target))
+            reply(received, target, *rest)
+
+        robot.backend._reply = recording
+        for k in range(1, 301):  # 0.06 m along x in 1.2 s, smooth start, then cut off at speed
+            target = start.copy()
+            target[0, 3] += 0.03 * (1 - np.cos(np.pi * min(k, 150) / 150)) + (0.0004 * (k - 150) if k > 150 else 0.0)
+            arm.cycle(target)
+        time.sleep(0.3)  # the stream pauses at 0.1 m/s
+        assert robot.backend.counters["hold_braking_replies"] > 5
+        for _ in range(400):
+            arm.cycle(target)  # the last pose again: the IK brings the arm back onto it
+        assert np.linalg.norm(arm.commanded_pose[:3, 3] - target[:3, 3]) < 1e-4
+        acceleration = np.diff(np.array(wire), 2, axis=0) / robot.backend.period**2
+        assert (np.abs(acceleration) <= robot.model.limits.acceleration * (1 + 1e-9)).all()
+    assert sim.stats()["counters"].get("targets_out_of_limits", 0) == 0
+
+
 def test_only_six_axis_models() -> None:
     with pytest.raises(robohal.UriError, match="6 axes"):
         robohal.connect("abb-egm://127.0.0.1:6510?model=generic.planar2")
