@@ -5,7 +5,12 @@ controller's convention (what EGM and RAPID ``jointtarget`` carry, in radians).
 
 OPW parameters: the sets used by public OPW solvers and ROS-Industrial support
 packages (see shared research abb-egm.md). Joint ranges and axis speeds: ABB
-product specifications (datasheet "working range" and "maximum speed" tables).
+product specifications (datasheet "working range" and "maximum speed" tables),
+checked against the ROS-Industrial support packages' URDFs for the same variant.
+Where the two disagree the narrower range and the lower speed are kept (IRB 1200
+axis 2, IRB 1300 axis 3 and speeds), except the IRB 2600's axis 2, whose ROS range
+is mirrored (-155/+95) against every other ABB arm there; the IRB 1600 speeds are
+those of the 10 kg variant. The IRB 1410 has no ROS-Industrial model to compare.
 No acceleration or jerk limits are published; :meth:`JointLimits.from_degrees`
 derives conservative ones from the speeds.
 
@@ -63,15 +68,15 @@ ARMS = (
            (250, 250, 250, 320, 320, 420)),
     AbbArm("irb1200", "ABB IRB 1200-5/0.90",
            (0.0, -0.042, 0.0, 0.3991, 0.448, 0.451, 0.082),
-           (-170, -100, -200, -270, -130, -400), (170, 135, 70, 270, 130, 400),
+           (-170, -100, -200, -270, -130, -400), (170, 130, 70, 270, 130, 400),
            (288, 240, 297, 400, 405, 600)),
     AbbArm("irb1600", "ABB IRB 1600-10/1.45",
            (0.150, 0.0, 0.0, 0.4865, 0.700, 0.600, 0.065),
-           (-180, -90, -245, -200, -115, -400), (180, 150, 65, 200, 115, 400),
-           (150, 160, 170, 320, 400, 460)),
+           (-180, -90, -245, -200, -115, -400), (180, 120, 65, 200, 115, 400),
+           (180, 180, 185, 385, 400, 460)),
     AbbArm("irb1300", "ABB IRB 1300-10/1.15",
            (0.150, -0.040, 0.0, 0.544, 0.575, 0.425, 0.090),
-           (-180, -95, -210, -230, -130, -400), (180, 155, 69, 230, 130, 400),
+           (-180, -95, -210, -230, -130, -400), (180, 155, 65, 230, 130, 400),
            (230, 200, 260, 400, 400, 600)),
     AbbArm("irb140", "ABB IRB 140T-6/0.81",
            (0.070, 0.0, 0.0, 0.352, 0.360, 0.380, 0.065),
