@@ -8,9 +8,10 @@ packages (see shared research abb-egm.md). Joint ranges and axis speeds: ABB
 product specifications (datasheet "working range" and "maximum speed" tables),
 checked against the ROS-Industrial support packages' URDFs for the same variant.
 Where the two disagree the narrower range and the lower speed are kept (IRB 1200
-axis 2, IRB 1300 axis 3 and speeds), except the IRB 2600's axis 2, whose ROS range
-is mirrored (-155/+95) against every other ABB arm there; the IRB 1600 speeds are
-those of the 10 kg variant. The IRB 1410 has no ROS-Industrial model to compare.
+axis 2, IRB 1300 axis 3 and speeds, IRB 1600 axis 2), except on the IRB 2600: ROS
+mirrors its axis 2 (-155/+95, against every other ABB arm there) and repeats that
+-155 as the lower end of axis 3 (datasheet -180). The IRB 1600 speeds are those of
+the 10 kg variant. The IRB 1410 has no ROS-Industrial model to compare.
 No acceleration or jerk limits are published; :meth:`JointLimits.from_degrees`
 derives conservative ones from the speeds.
 
