@@ -179,5 +179,3 @@ def braking_step(q: Array, v: Array, a: Array, acceleration: Array, jerk: Array,
     u_next = u + b_next * dt
     v_next = direction * u_next
     return q + v_next * dt, v_next, direction * b_next
-
-
