@@ -275,6 +275,30 @@ def test_a_cartesian_stream_that_pauses_picks_up_where_the_arm_was_braked(egm_si
     assert sim.stats()["counters"].get("targets_out_of_limits", 0) == 0
 
 
+def test_a_line_into_the_irb1410_linkage_limit_never_sends_a_target_beyond_it(egm_sim) -> None:
+    """The IK's joint box knows each joint's range, not the linkage's (joint 3 - joint 2). A line
+    that runs into it is refused by the guard; the stop that follows (the motion's brake, then the
+    hold thread's) must not carry the arm past it either."""
+    model = robohal.get_model("abb.irb1410")
+    inside, outside = np.radians([0, -20, 40, 0, 30, 0]), np.radians([0, -30, 45, 0, 30, 0])  # linkage 60 / 75 deg
+    sim = egm_sim("--comm-timeout", "0", "--q0", ",".join(str(v) for v in np.degrees(inside)))
+    with robohal.connect(sim.connect_uri()) as robot:
+        sent: list[np.ndarray] = []
+        reply = robot.backend._reply
+
+        def recording(received, target, *rest):
+            sent.append(np.array(target))
+            reply(received, target, *rest)
+
+        robot.backend._reply = recording
+        with pytest.raises(LimitViolation, match="linkage"):
+            CartesianBackend(robot.backend).move_linear(model.forward(outside), speed=0.2)
+        time.sleep(0.3)  # the hold thread answers meanwhile
+        linkage = np.array(sent)[:, 2] - np.array(sent)[:, 1]
+        assert linkage.max() <= model.robot.limits.upper[2] + 1e-12
+        assert len(sent) > 50
+
+
 def test_only_six_axis_models() -> None:
     with pytest.raises(robohal.UriError, match="6 axes"):
         robohal.connect("abb-egm://127.0.0.1:6510?model=generic.planar2")

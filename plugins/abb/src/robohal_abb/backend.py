@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from robohal import Backend, ConnectionLost, HardwareFault, RobotMode, RobotState, UriError
+from robohal import Backend, ConnectionLost, HardwareFault, LimitViolation, RobotMode, RobotState, UriError
 from robohal.kinematics import Kinematics
 from robohal.state import Array
 from robohal.trajectory import STOP_SHARE, braking_step
@@ -314,9 +314,15 @@ class EgmBackend(Backend):
                 velocity, acceleration = guard.derivatives()
                 if np.abs(velocity).max() > REST_VELOCITY or np.abs(acceleration).max() > REST_ACCELERATION:
                     limits = self.model.limits
-                    q = limits.clip(braking_step(guard.last, velocity, acceleration, limits.acceleration * STOP_SHARE,
-                                                 limits.jerk * STOP_SHARE, self.period)[0])
-                    self.counters["hold_braking_replies"] += 1
+                    step = limits.clip(braking_step(guard.last, velocity, acceleration, limits.acceleration * STOP_SHARE,
+                                                    limits.jerk * STOP_SHARE, self.period)[0])
+                    if self._admissible(step):
+                        q = step
+                        self.counters["hold_braking_replies"] += 1
+                    else:  # braking would cross a coupled (linkage) limit: stopping short is the lesser harm
+                        q = guard.last
+                        guard.reset(q)  # held from now on: no braking from the stop's own jump
+                        self.counters["hold_braking_refused"] += 1
                 guard.commit(q)
                 self._target = q
                 self._held_since_send = True
@@ -451,6 +457,14 @@ class EgmBackend(Backend):
         if self._replies % TIMING_REFRESH == 0:
             self._timing = self.timing()
         return self._state_of(received)
+
+    def _admissible(self, q: Array) -> bool:
+        """Whether ``q`` is inside the model's joint set, coupled limits included."""
+        try:
+            self.model.check_joints(q, "braking setpoint")
+        except LimitViolation:
+            return False
+        return True
 
     def _recheck(self, q: Array) -> None:
         """The setpoint was checked before the hold thread answered (and braked) meanwhile:
