@@ -41,3 +41,36 @@ def test_backend_refuses_the_setpoint_before_sending_it():
             robot.move_joints(np.radians([0.0, 100.0]))
         assert robot.backend.counters["commands_sent"] == sent
         assert robot.move_joints(np.radians([20.0, 100.0]), speed=0.5).completed  # linkage at 80 deg
+
+
+def test_a_parallelogram_describes_its_linkage_as_a_linear_range():
+    from robohal.kinematics import Tool
+
+    model = linked_arm()
+    ((weights, lower, upper),) = model.linkage_limits
+    assert weights == (-1.0, 1.0) and (lower, upper) == pytest.approx(np.radians([-90.0, 90.0]))
+    assert Tool(model, np.eye(4)).linkage_limits == model.linkage_limits  # wrappers pass it on
+    assert PlanarTwoLink(0.3, 0.2).linkage_limits == ()
+
+
+@pytest.mark.parametrize("period", [0.001, 0.004])
+def test_differential_ik_stops_the_linkage_at_its_limit(period: float):
+    """The target needs a linkage angle of 120 deg (limit 90): the joint goals run up to the
+    limit and stop there, within every joint's velocity and acceleration limits."""
+    from robohal.kinematics import DifferentialIk
+
+    model = linked_arm()
+    ik = DifferentialIk(model, period=period)
+    start = np.radians([0.0, 60.0])
+    ik.reset(start)
+    target = model.forward(np.radians([0.0, 120.0]))
+    goals = np.array([start, start, start] + [ik.step(target) for _ in range(round(1.5 / period))])
+    linkage = goals[:, 1] - goals[:, 0]
+    assert linkage.max() <= np.radians(90.0) + 1e-12
+    assert linkage.max() > np.radians(89.0), "it went (nearly) as far as the linkage allows"
+    velocity = np.diff(goals, axis=0) / period
+    acceleration = np.diff(velocity, axis=0) / period
+    assert (np.abs(velocity) <= model.limits.velocity * (1 + 1e-9)).all()
+    assert (np.abs(acceleration) <= model.limits.acceleration * (1 + 1e-9)).all()
+    # against the limit the linkage rests; the arm may still slide along it toward the target
+    assert np.abs(np.diff(linkage[-6:])).max() / period < 1e-3

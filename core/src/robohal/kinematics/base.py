@@ -186,6 +186,12 @@ class Kinematics(ABC):
     #: True when joints are also coupled by limits beyond their own ranges (a parallelogram linkage)
     coupled_limits: bool = False
 
+    @property
+    def linkage_limits(self) -> tuple[tuple[tuple[float, ...], float, float], ...]:
+        """The coupled limits as linear ranges: ``(weights, lower, upper)`` each, with
+        ``lower <= sum(weights * q) <= upper`` (rad) in this model's joints."""
+        return ()
+
     def check_joints(self, q: ArrayLike, what: str = "joints") -> None:
         """Raise :class:`~robohal.errors.LimitViolation` unless ``q`` (..., dof) lies in
         the model's admissible joint set: each joint's range and any coupled limits."""

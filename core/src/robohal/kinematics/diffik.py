@@ -13,7 +13,10 @@ position, velocity, acceleration or jerk limit, now or while braking later.
 Within that box each joint approaches its goal no faster than it could stop
 there, measured relative to the target's own motion (estimated from the last
 two targets), so a step target does not overshoot and a moving one is followed
-without a braking-distance lag.
+without a braking-distance lag. Coupled limits (a parallelogram's linkage angle,
+``Kinematics.linkage_limits``) are kept too: a goal is moved back toward
+the box edge that turns the linkage away until, braking from there, the linkage
+stays inside its range.
 
 The hot path works on plain floats, one 6 x 6 factorisation per cycle (the
 Jacobian of the cycle's start serves its iterations) and the models' scalar
@@ -54,6 +57,8 @@ MAX_TARGET_TURN_RATE = 20.0
 STALLED = 0.5
 #: braking is planned with this fraction of the (already reduced) acceleration limit
 BRAKING = 0.9
+# Halvings of the share of a step kept when a linkage limit binds (2^-12 of one cycle's move).
+LINKAGE_BISECTIONS = 12
 # Relative accuracy (of 1 + |s|) of the accelerations the bound searches return: rad/s^2,
 # so at 1 kHz a position within 1e-9 rad of the exact bound, always on its safe side.
 NEWTON_TOLERANCE = 1e-4
@@ -386,6 +391,9 @@ class DifferentialIk:
         self._step_caps = (model.limits.velocity * SAFETY * self.period).tolist()
         self._last_goal: list | None = None
         self._cache: tuple | None = None  # (q, frame, Jacobian) where the last cycle ended
+        # Coupled limits (a parallelogram's linkage angle): the joints they weigh, and how much.
+        self._linkages = [([j for j, w in enumerate(weights) if w], [w for w in weights if w], lower, upper)
+                          for weights, lower, upper in model.linkage_limits]
 
     @property
     def history(self) -> Array:
@@ -444,6 +452,60 @@ class DifferentialIk:
             return [0.0] * 6
         w = self._weights
         return [w[0] * dx, w[1] * dy, w[2] * dz, w[3] * rx, w[4] * ry, w[5] * rz]
+
+    def _linkage_extent(self, h2: list[float], h1: list[float], goals: list[float], joints: list[int],
+                        weights: list[float]) -> tuple[float, float]:
+        """The lowest and highest a linkage (sum of weights * q) gets if the joints, after
+        reaching ``goals``, brake to rest each on its own (the box's travel bounds)."""
+        t = self.period
+        low = high = 0.0
+        for j, w in zip(joints, weights, strict=True):
+            jrk, braking = self._joints[j][4], self._joints[j][6]
+            v = (h1[j] - h2[j]) / t
+            base = h1[j] + t * v
+            s = (goals[j] - base) / (t * t)
+            furthest_up = _travel_and_slope(base, v, s, t, jrk, braking)[0]
+            furthest_down = -_travel_and_slope(-base, -v, -s, t, jrk, braking)[0]
+            if w > 0.0:
+                low, high = low + w * furthest_down, high + w * furthest_up
+            else:
+                low, high = low + w * furthest_up, high + w * furthest_down
+        return low, high
+
+    def _inside_linkages(self, h2: list[float], h1: list[float], goals: list[float], lo: list[float],
+                         hi: list[float]) -> list[float]:
+        """``goals`` moved toward the box edge that turns a linkage back from its limit, just far
+        enough that braking from there keeps it inside (the per-joint box knows only each
+        joint's own range). Usually a check of four travel bounds and no change."""
+        for joints, weights, lower, upper in self._linkages:
+            low, high = self._linkage_extent(h2, h1, goals, joints, weights)
+            if high > upper:  # toward the edge where the linkage rises least
+                edge = [lo[j] if w > 0.0 else hi[j] for j, w in zip(joints, weights, strict=True)]
+                inside = lambda g, j=joints, w=weights, b=upper: self._linkage_extent(h2, h1, g, j, w)[1] <= b  # noqa: E731
+            elif low < lower:
+                edge = [hi[j] if w > 0.0 else lo[j] for j, w in zip(joints, weights, strict=True)]
+                inside = lambda g, j=joints, w=weights, b=lower: self._linkage_extent(h2, h1, g, j, w)[0] >= b  # noqa: E731
+            else:
+                continue
+            wanted = [goals[j] for j in joints]
+            goals = list(goals)
+            for j, x in zip(joints, edge, strict=True):
+                goals[j] = x
+            if not inside(goals):  # even the edge cannot keep it: that is the hardest turn there is
+                continue
+            good, bad = 0.0, 1.0  # shares of the way from the edge back to the wanted goals
+            for _ in range(LINKAGE_BISECTIONS):
+                middle = 0.5 * (good + bad)
+                trial = list(goals)
+                for j, x, w in zip(joints, edge, wanted, strict=True):
+                    trial[j] = x + middle * (w - x)
+                if inside(trial):
+                    good = middle
+                else:
+                    bad = middle
+            for j, x, w in zip(joints, edge, wanted, strict=True):
+                goals[j] = x + good * (w - x)
+        return goals
 
     def step(self, target: ArrayLike, *, posture_pull: bool = True) -> Array:
         """One cycle toward the (4, 4) ``target``: the next joint goal (inside the
@@ -517,6 +579,8 @@ class DifferentialIk:
                 else:
                     free = True
                 clipped.append(x)
+            if self._linkages:
+                clipped = self._inside_linkages(h2, h1, clipped, lo, hi)
             if clipped == q:  # at rest on the target: the frame and Jacobian stay valid
                 break
             q = clipped

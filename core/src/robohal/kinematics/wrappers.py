@@ -44,6 +44,13 @@ class _Wrapper(Kinematics):
     def coupled_limits(self) -> bool:  # type: ignore[override]
         return self.robot.coupled_limits
 
+    @property
+    def linkage_limits(self) -> tuple[tuple[tuple[float, ...], float, float], ...]:
+        # Joints map linearly (q_inner = M q): a weighted sum of inner joints is one of ours.
+        matrix = self._inner(np.eye(self.dof))
+        return tuple((tuple((np.asarray(weights) @ matrix.T).tolist()), lower, upper)
+                     for weights, lower, upper in self.robot.linkage_limits)
+
     def check_joints(self, q: ArrayLike, what: str = "joints") -> None:
         self.robot.check_joints(self._inner(np.asarray(q, dtype=np.float64)), what)
 
@@ -179,6 +186,15 @@ class Parallelogram(_Wrapper):
     @property
     def coupled_limits(self) -> bool:  # type: ignore[override]
         return True  # the wrapped model's range of the coupled joint applies to a difference of ours
+
+    @property
+    def linkage_limits(self) -> tuple[tuple[tuple[float, ...], float, float], ...]:
+        weights = [0.0] * self.dof
+        weights[self.coupled] = 1.0
+        weights[self.driven] = -self.scaling
+        inner = self.robot.limits
+        own = ((tuple(weights), float(inner.lower[self.coupled]), float(inner.upper[self.coupled])),)
+        return own + super().linkage_limits
 
     def check_joints(self, q: ArrayLike, what: str = "joints") -> None:
         """The controller joints' own ranges, then the linkage's: the inner
