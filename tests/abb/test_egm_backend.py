@@ -275,28 +275,61 @@ def test_a_cartesian_stream_that_pauses_picks_up_where_the_arm_was_braked(egm_si
     assert sim.stats()["counters"].get("targets_out_of_limits", 0) == 0
 
 
-def test_a_line_into_the_irb1410_linkage_limit_never_sends_a_target_beyond_it(egm_sim) -> None:
-    """The IK's joint box knows each joint's range, not the linkage's (joint 3 - joint 2). A line
-    that runs into it is refused by the guard; the stop that follows (the motion's brake, then the
-    hold thread's) must not carry the arm past it either."""
+def record_targets(backend) -> list[np.ndarray]:
+    """Every target the controller gets from now on, from the control loop or the hold thread."""
+    sent: list[np.ndarray] = []
+    reply = backend._reply
+
+    def recording(received, target, *rest):
+        sent.append(np.array(target))
+        reply(received, target, *rest)
+
+    backend._reply = recording
+    return sent
+
+
+IRB1410_LINKAGE_UP = np.radians(70.0)  # joint 3 - joint 2, the parallelogram's own range: -65..70 deg
+
+
+def test_a_cartesian_line_into_the_irb1410_linkage_limit_stops_at_it(egm_sim) -> None:
+    """The IK box knows the linkage angle (joint 3 - joint 2) besides each joint's range: a line
+    whose end needs 75 deg runs until the linkage reaches 70 deg, and stops there, braked within
+    the limits; nothing is refused."""
     model = robohal.get_model("abb.irb1410")
     inside, outside = np.radians([0, -20, 40, 0, 30, 0]), np.radians([0, -30, 45, 0, 30, 0])  # linkage 60 / 75 deg
     sim = egm_sim("--comm-timeout", "0", "--q0", ",".join(str(v) for v in np.degrees(inside)))
     with robohal.connect(sim.connect_uri()) as robot:
-        sent: list[np.ndarray] = []
-        reply = robot.backend._reply
+        sent = record_targets(robot.backend)
+        result = CartesianBackend(robot.backend).move_linear(model.forward(outside), speed=0.2)
+        assert result.completed
+        assert result.info["final_position_error"] > 0.01, "the end is beyond the linkage's reach"
+        targets = np.array(sent)
+        linkage = targets[:, 2] - targets[:, 1]
+        assert linkage.max() <= IRB1410_LINKAGE_UP + 1e-12
+        assert linkage.max() > IRB1410_LINKAGE_UP - np.radians(0.5), "it went (nearly) as far as the linkage allows"
+        acceleration = np.diff(targets, 2, axis=0) / robot.backend.period**2
+        assert (np.abs(acceleration) <= model.limits.acceleration * (1 + 1e-9)).all()
 
-        def recording(received, target, *rest):
-            sent.append(np.array(target))
-            reply(received, target, *rest)
 
-        robot.backend._reply = recording
-        with pytest.raises(LimitViolation, match="linkage"):
-            CartesianBackend(robot.backend).move_linear(model.forward(outside), speed=0.2)
-        time.sleep(0.3)  # the hold thread answers meanwhile
+def test_the_hold_thread_never_brakes_past_the_irb1410_linkage_limit(egm_sim) -> None:
+    """A raw stream drives the linkage toward its limit at 0.5 rad/s and stops 0.3 deg short,
+    closer than the arm can brake: the hold thread stops the arm short (held), never past it."""
+    sim = egm_sim("--comm-timeout", "0", "--q0", "0,-20,40,0,30,0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        backend = robot.backend
+        period = backend.period
+        q = backend.commanded
+        speed = 0.0
+        while q[2] - q[1] < IRB1410_LINKAGE_UP - np.radians(0.3):
+            speed = min(speed + 5.0 * period, 0.5)
+            q = q.copy()
+            q[2] += speed * period
+            backend.cycle(q)
+        sent = record_targets(backend)
+        time.sleep(0.3)  # the loop stalls
+        assert backend.counters["hold_braking_refused"] == 1
         linkage = np.array(sent)[:, 2] - np.array(sent)[:, 1]
-        assert linkage.max() <= model.robot.limits.upper[2] + 1e-12
-        assert len(sent) > 50
+        assert len(sent) > 20 and linkage.max() <= IRB1410_LINKAGE_UP + 1e-12
 
 
 def test_only_six_axis_models() -> None:

@@ -20,8 +20,9 @@ controller measures axis 3 from the horizontal: the model is the OPW arm
 wrapped in :class:`~robohal.kinematics.Parallelogram` (driven J2, coupled J3,
 scaling 1). The datasheet's axis-3 range is the geometric angle (j3 - j2); it
 is checked on the inner model by every inverse, while the controller's axis 3
-gets the box it implies. Per-joint checks (the setpoint guard, the differential
-IK's cycle box) see only that box, not the coupled j3 - j2 range.
+gets the box it implies. The coupled j3 - j2 range is the model's
+``linkage_limits``: backends check every setpoint against it, and the
+differential IK keeps its goals inside it.
 """
 
 from __future__ import annotations
