@@ -20,6 +20,33 @@ def planned(robot) -> np.ndarray:
     return np.array(robot.backend.cycle().info["q_planned"])
 
 
+def record_targets(backend) -> list[np.ndarray]:
+    """Every target the controller gets from now on, from the control loop or the hold thread."""
+    sent: list[np.ndarray] = []
+    reply = backend._reply
+
+    def recording(received, target, *rest):
+        sent.append(np.array(target))
+        reply(received, target, *rest)
+
+    backend._reply = recording
+    return sent
+
+
+def speed_up(backend, joint: int, until, cycles: int = 10_000) -> tuple[np.ndarray, float]:
+    """Stream setpoints that speed ``joint`` up at 5 rad/s^2 to 0.5 rad/s, for ``cycles`` or
+    until ``until(q)``; the last setpoint and speed."""
+    q, speed = backend.commanded, 0.0
+    for _ in range(cycles):
+        if until(q):
+            break
+        speed = min(speed + 5.0 * backend.period, 0.5)
+        q = q.copy()
+        q[joint] += speed * backend.period
+        backend.cycle(q)
+    return q, speed
+
+
 def test_connect_reports_the_controllers_state(egm_sim) -> None:
     sim = egm_sim("--comm-timeout", "0", "--q0", "10,5,15,0,20,30")
     with robohal.connect(sim.connect_uri()) as robot:
@@ -253,14 +280,7 @@ def test_a_cartesian_stream_that_pauses_picks_up_where_the_arm_was_braked(egm_si
     with robohal.connect(sim.connect_uri()) as robot:
         arm = CartesianBackend(robot.backend)
         start = arm.commanded_pose
-        wire: list[np.ndarray] = []  # every target the controller got, from the loop or the hold thread
-        reply = robot.backend._reply
-
-        def recording(received, target, *rest):
-            wire.append(np.array(target))
-            reply(received, target, *rest)
-
-        robot.backend._reply = recording
+        wire = record_targets(robot.backend)
         for k in range(1, 301):  # 0.06 m along x in 1.2 s, smooth start, then cut off at speed
             target = start.copy()
             target[0, 3] += 0.03 * (1 - np.cos(np.pi * min(k, 150) / 150)) + (0.0004 * (k - 150) if k > 150 else 0.0)
@@ -273,19 +293,6 @@ def test_a_cartesian_stream_that_pauses_picks_up_where_the_arm_was_braked(egm_si
         acceleration = np.diff(np.array(wire), 2, axis=0) / robot.backend.period**2
         assert (np.abs(acceleration) <= robot.model.limits.acceleration * (1 + 1e-9)).all()
     assert sim.stats()["counters"].get("targets_out_of_limits", 0) == 0
-
-
-def record_targets(backend) -> list[np.ndarray]:
-    """Every target the controller gets from now on, from the control loop or the hold thread."""
-    sent: list[np.ndarray] = []
-    reply = backend._reply
-
-    def recording(received, target, *rest):
-        sent.append(np.array(target))
-        reply(received, target, *rest)
-
-    backend._reply = recording
-    return sent
 
 
 IRB1410_LINKAGE_UP = np.radians(70.0)  # joint 3 - joint 2, the parallelogram's own range: -65..70 deg
@@ -317,14 +324,7 @@ def test_the_hold_thread_never_brakes_past_the_irb1410_linkage_limit(egm_sim) ->
     sim = egm_sim("--comm-timeout", "0", "--q0", "0,-20,40,0,30,0")
     with robohal.connect(sim.connect_uri()) as robot:
         backend = robot.backend
-        period = backend.period
-        q = backend.commanded
-        speed = 0.0
-        while q[2] - q[1] < IRB1410_LINKAGE_UP - np.radians(0.3):
-            speed = min(speed + 5.0 * period, 0.5)
-            q = q.copy()
-            q[2] += speed * period
-            backend.cycle(q)
+        speed_up(backend, 2, until=lambda q: q[2] - q[1] >= IRB1410_LINKAGE_UP - np.radians(0.3))
         sent = record_targets(backend)
         time.sleep(0.3)  # the loop stalls
         assert backend.counters["hold_braking_refused"] == 1
@@ -436,23 +436,10 @@ def test_a_control_loop_that_stalls_mid_motion_is_braked_and_cannot_resume_with_
         backend = robot.backend
         period = backend.period
         limits = robot.model.limits
-        q = backend.commanded
-        speed = 0.0
-        for _ in range(100):  # speed up to 0.5 rad/s at 5 rad/s^2
-            speed = min(speed + 5.0 * period, 0.5)
-            q = q.copy()
-            q[0] += speed * period
-            backend.cycle(q)
-        held: list[np.ndarray] = []
-        reply = backend._reply
-
-        def recording(received, target, *rest):
-            held.append(np.array(target))
-            reply(received, target, *rest)
-
-        backend._reply = recording
+        q, speed = speed_up(backend, 0, until=lambda q: False, cycles=100)
+        held = record_targets(backend)
         time.sleep(0.4)  # the loop stalls
-        backend._reply = reply
+        held = list(held)  # what the hold thread sent, before anything resumes
         assert backend.counters["hold_braking_replies"] > 5
         wire = np.array([q, *held])[:, 0]
         velocity = np.diff(wire) / period

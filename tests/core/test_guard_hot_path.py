@@ -28,19 +28,9 @@ def verdict(check, setpoint) -> tuple:
         return ("invalid", str(bad))
 
 
-steps = st.floats(min_value=-0.05, max_value=0.05, allow_nan=False)
-odd_values = st.sampled_from([np.nan, np.inf, -np.inf, 10.0, -10.0])
-
-
-@settings(max_examples=300, deadline=None)
-@given(checks=st.sampled_from(CHECK_SETS),
-       start=st.lists(st.floats(-0.9, 0.9), min_size=6, max_size=6),
-       moves=st.lists(st.lists(steps, min_size=6, max_size=6), min_size=1, max_size=5),
-       scale=st.sampled_from([1e-6, 1e-4, 1e-3, 1e-2, 1.0]),
-       odd=st.none() | st.tuples(st.integers(0, 5), odd_values))
-def test_hot_path_agrees_with_the_thorough_check(checks, start, moves, scale, odd) -> None:
-    guard = SetpointGuard(LIMITS, PERIOD, checks)
-    q = np.array(start)
+def walk_both_checks(guard: SetpointGuard, q, moves, scale: float, odd=None) -> None:
+    """From rest at ``q``, setpoints ``scale * move`` apart (the last one spoiled by ``odd``):
+    the hot path and the thorough check give the same verdict on each, until one is refused."""
     guard.reset(q)
     for k, move in enumerate(moves):
         setpoint = q + scale * np.array(move)
@@ -54,6 +44,20 @@ def test_hot_path_agrees_with_the_thorough_check(checks, start, moves, scale, od
         guard.commit(q)
 
 
+steps = st.floats(min_value=-0.05, max_value=0.05, allow_nan=False)
+odd_values = st.sampled_from([np.nan, np.inf, -np.inf, 10.0, -10.0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(checks=st.sampled_from(CHECK_SETS),
+       start=st.lists(st.floats(-0.9, 0.9), min_size=6, max_size=6),
+       moves=st.lists(st.lists(steps, min_size=6, max_size=6), min_size=1, max_size=5),
+       scale=st.sampled_from([1e-6, 1e-4, 1e-3, 1e-2, 1.0]),
+       odd=st.none() | st.tuples(st.integers(0, 5), odd_values))
+def test_hot_path_agrees_with_the_thorough_check(checks, start, moves, scale, odd) -> None:
+    walk_both_checks(SetpointGuard(LIMITS, PERIOD, checks), np.array(start), moves, scale, odd)
+
+
 END_LIMITS = JointLimits(LIMITS.lower, LIMITS.upper, LIMITS.velocity, LIMITS.acceleration, LIMITS.jerk,
                          end_deceleration=[6.0, 2.585, 3.5, 4.0, 17.0, 5.5], end_offset=[0.3, 0.2, 0.2, 0.3, 0.35, 0.35])
 
@@ -63,17 +67,8 @@ END_LIMITS = JointLimits(LIMITS.lower, LIMITS.upper, LIMITS.velocity, LIMITS.acc
        moves=st.lists(st.lists(steps, min_size=6, max_size=6), min_size=1, max_size=5),
        scale=st.sampled_from([1e-4, 1e-3, 1e-2, 0.1]))
 def test_hot_path_agrees_near_an_end_of_travel_curve(where, moves, scale) -> None:
-    guard = SetpointGuard(END_LIMITS, PERIOD, ("position", "velocity"))
     q = END_LIMITS.lower + np.array(where) * (END_LIMITS.upper - END_LIMITS.lower)
-    guard.reset(q)
-    for move in moves:
-        setpoint = q + scale * np.array(move)
-        expected, got = verdict(guard.check_thoroughly, setpoint), verdict(guard.check, setpoint)
-        assert got == expected
-        if expected[0] != "ok":
-            return
-        q = np.array(expected[1])
-        guard.commit(q)
+    walk_both_checks(SetpointGuard(END_LIMITS, PERIOD, ("position", "velocity")), q, moves, scale)
 
 
 def test_the_end_of_travel_curve_refuses_what_the_speed_limit_allows() -> None:
