@@ -306,6 +306,8 @@ def test_a_burst_without_waiting_overruns_the_receive_buffer(sim, host):
     seq = host.next_seq()
     host.send_raw(b"\n" + p.Ping(seq).encode())
     while (reply := host.read_reply(timeout=5.0)) != p.Pong(seq):
+        if isinstance(reply, p.State) and 1000 <= reply.seq < 1040:
+            continue  # a burst reply that came after the wait above gave up (a slow, loaded machine)
         assert isinstance(reply, p.ErrorReply), reply
         errors.append(reply)
     state = host.get()
