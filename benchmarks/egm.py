@@ -2,7 +2,9 @@
 ``EGM`` client, each driving the same simulated controller on loopback at 250 Hz.
 
 For each peer, the simulated controller (its own process) measures the round
-trip (robot message sent -> the sensor's reply received) and the rate it held;
+trip (robot message sent -> the kernel's receive stamp on the sensor's reply:
+the sensor's time alone), the round trip as its loop saw it (until it read the
+reply, so with its own wake-up delay) and the rate it held;
 the peer (its own process) measures the age of every state its control loop
 acts on (now - the robot's feedback time): a receiver that falls behind shows a
 growing age. Each is run on the machine as it is, next to a busy second
@@ -163,14 +165,16 @@ def report(label: str, ours: list[dict], peer: list[dict], checked: list[dict]) 
     def row(name: str, *path: str, ratio: bool = True) -> None:
         a, b = _median(ours, *path), _median(peer, *path)
         shown = f"{a / b:8.2f}" if ratio and b else f"{'-':>8}"
-        print(f"  {name:<44} {a:9.3f} {b:9.3f} {shown}")
+        print(f"  {name:<50} {a:9.3f} {b:9.3f} {shown}")
 
     print(f"-- {label}: robohal abb-egm vs abb-robot-client, median of {len(ours)} runs each"
           " (ratio = ours / peer; < 1 is faster)")
-    print(f"  {'':<44} {'ours':>9} {'peer':>9} {'ratio':>8}")
+    print(f"  {'':<50} {'ours':>9} {'peer':>9} {'ratio':>8}")
     row("rate held by the controller (Hz)", "controller", "rate_hz")
     row("round trip p50 (ms)", "controller", "round_trip", "p50_ms")
     row("round trip p99 (ms)", "controller", "round_trip", "p99_ms")
+    row("round trip seen by the controller's loop p50 (ms)", "controller", "round_trip_seen", "p50_ms")
+    row("round trip seen by the controller's loop p99 (ms)", "controller", "round_trip_seen", "p99_ms")
     row("state age at the control loop p50 (ms)", "sensor", "ages", "p50_ms")
     row("state age at the control loop p99 (ms)", "sensor", "ages", "p99_ms")
     row("state age growth, last - first quarter (ms)", "sensor", "age_trend_ms", ratio=False)

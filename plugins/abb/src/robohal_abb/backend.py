@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import select
 import socket
-import struct
-import sys
 import threading
 import time
 from collections import deque
@@ -47,7 +45,7 @@ from robohal.state import Array
 from robohal.trajectory import STOP_SHARE, braking_step
 from robohal.uri import RobotUri
 
-from . import wire
+from . import stamps, wire
 
 DEFAULT_HOST = "0.0.0.0"
 DEFAULT_TIMEOUT = 2.0  # s
@@ -64,9 +62,6 @@ HOLD_THREAD_REST = 0.025
 #: below these (rad/s, rad/s^2) the last setpoints are at rest: the hold thread holds, not brakes
 REST_VELOCITY = 1e-9
 REST_ACCELERATION = 1e-6
-# Python names the option only on some builds; Linux's value is 35 (SO_TIMESTAMPNS_OLD,
-# a 64-bit timespec on 64-bit systems)
-_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
 
 
 class SessionRestarted(ConnectionLost):
@@ -154,8 +149,7 @@ class EgmBackend(Backend):
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if _SO_TIMESTAMPNS is not None:
-                sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+            stamps.enable(sock)
             sock.bind((self.host, self.port))
         except OSError as exc:
             sock.close()
@@ -213,13 +207,13 @@ class EgmBackend(Backend):
             arrivals = []
             while True:  # drain: a receiver that reads one datagram per cycle falls behind
                 try:
-                    datagram, ancillary, _, address = self._sock.recvmsg(65536, 64)
+                    datagram, ancillary, _, address = self._sock.recvmsg(65536, stamps.ANCILLARY_SIZE)
                 except (BlockingIOError, InterruptedError):
                     break
                 except OSError:
                     self.counters["receive_errors"] += 1
                     break
-                arrivals.append((datagram, _arrival_time(ancillary), address))
+                arrivals.append((datagram, stamps.arrival_time(ancillary), address))
                 if not self._poller.poll(0):  # cheaper than a read that fails: the robot is waiting
                     break
             if len(arrivals) > 1:
@@ -580,13 +574,4 @@ def _percentile(ordered: list[float], q: float) -> float | None:
     low = int(rank)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-def _arrival_time(ancillary: list[tuple[int, int, bytes]]) -> float:
-    """The kernel's receive timestamp (SO_TIMESTAMPNS), else now."""
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(data) >= 16:
-            seconds, nanoseconds = struct.unpack("qq", data[:16])
-            return seconds + nanoseconds * 1e-9
-    return time.time()
 

@@ -40,7 +40,7 @@ import click
 import numpy as np
 from robohal.kinematics import Kinematics
 
-from . import wire
+from . import stamps, wire
 
 SAMPLE_PERIOD = 0.004  # s: EGM's default \SampleRate
 #: s of silence before a new session: RAPID runs EGMReset/EGMSetupUC/EGMActJoint first, and
@@ -72,10 +72,17 @@ class ControllerOptions:
 
 @dataclass
 class Statistics:
-    """Figures printed on exit: pacing, traffic and round trips."""
+    """Figures printed on exit: pacing, traffic and round trips.
+
+    A round trip runs from a robot message's ``sendto`` to the kernel's receive stamp
+    of the sensor's answer: the sensor's time alone. ``round_trip_seen`` ends when this
+    loop read the answer instead, so it adds the controller's own wake-up delay (large
+    when a sensor on the same core keeps working after its answer).
+    """
 
     intervals: deque = field(default_factory=lambda: deque(maxlen=100_000))
     round_trips: deque = field(default_factory=lambda: deque(maxlen=100_000))
+    round_trips_seen: deque = field(default_factory=lambda: deque(maxlen=100_000))
     counters: Counter = field(default_factory=Counter)
 
     def summary(self, elapsed: float) -> dict[str, Any]:
@@ -92,6 +99,7 @@ class Statistics:
             "rate_hz": sent / elapsed if elapsed > 0 else 0.0,
             "period": {**percentiles(self.intervals), "late_ticks": self.counters["late_ticks"]},
             "round_trip": percentiles(self.round_trips),
+            "round_trip_seen": percentiles(self.round_trips_seen),
             "counters": dict(self.counters),
         }
 
@@ -112,6 +120,7 @@ class SimulatedController:
         self.rng = random.Random(self.options.seed)
         self.stats = Statistics()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        stamps.enable(self.sock)
         self.sock.bind(bind)
         self.sock.setblocking(False)
         self.address = self.sock.getsockname()
@@ -124,7 +133,7 @@ class SimulatedController:
         self.sending = True
         self._outbox: list[tuple[float, bytes]] = []  # (due, datagram), kept sorted by due
         self._held_back: bytes | None = None
-        self._last_sent_at: float | None = None
+        self._last_sent: tuple[float, float] | None = None  # (wall, monotonic) time of the last sendto
         self.quiet_until = 0.0
         self._new_session()
         self.quiet_until = 0.0  # the first session starts at once
@@ -254,7 +263,9 @@ class SimulatedController:
 
     # Sensor data ----------------------------------------------------------------------
 
-    def receive(self, datagram: bytes, now: float) -> None:
+    def receive(self, datagram: bytes, now: float, arrival: float | None = None) -> None:
+        """Take one sensor datagram, read at ``now`` (monotonic); ``arrival`` is its
+        kernel receive stamp (wall clock) when the socket gave one."""
         counters = self.stats.counters
         if self.options.loss and self.rng.random() < self.options.loss:
             counters["sensor_messages_lost"] += 1
@@ -269,8 +280,11 @@ class SimulatedController:
             return
         counters["sensor_messages"] += 1
         self.last_sensor_data = now
-        if self._last_sent_at is not None:
-            self.stats.round_trips.append(now - self._last_sent_at)
+        if self._last_sent is not None:
+            sent_wall, sent_monotonic = self._last_sent
+            self.stats.round_trips_seen.append(now - sent_monotonic)
+            if arrival is not None:
+                self.stats.round_trips.append(arrival - sent_wall)
         if not (self.motors == "on" and self.mci == "running" and self.rapid == "running"):
             counters["targets_while_not_running"] += 1
             return
@@ -319,7 +333,7 @@ class SimulatedController:
         while self._outbox and self._outbox[0][0] <= now:
             _, datagram = self._outbox.pop(0)
             # stamped before sendto: on loopback the receiver may run (and answer) inside the call
-            self._last_sent_at = time.monotonic()
+            self._last_sent = (time.time(), time.monotonic())
             try:
                 self.sock.sendto(datagram, self.sensor)
                 self.stats.counters["datagrams_sent"] += 1
@@ -405,13 +419,13 @@ class SimulatedController:
     def _drain(self) -> None:
         while True:
             try:
-                datagram, _ = self.sock.recvfrom(65536)
+                datagram, ancillary, _, _ = self.sock.recvmsg(65536, stamps.ANCILLARY_SIZE)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:  # e.g. ICMP port unreachable reported on the socket
                 self.stats.counters["receive_errors"] += 1
                 return
-            self.receive(datagram, time.monotonic())
+            self.receive(datagram, time.monotonic(), stamps.arrival_time(ancillary))
 
 
 # Command line --------------------------------------------------------------------------------
