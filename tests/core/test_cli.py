@@ -70,3 +70,10 @@ def test_user_errors_are_one_line_and_exit_2(cli, args, message):
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_cli_fk_checks_the_linkage_limit(cli) -> None:
+    result = cli("fk", "abb.irb1410", "0", "-1.2", "1.2", "0", "0", "0", "--json")
+    assert json.loads(result.output)["within_limits"] is False
+    inside = cli("fk", "abb.irb1410", "0", "0.2", "0.1", "0", "0", "0", "--json")
+    assert json.loads(inside.output)["within_limits"] is True

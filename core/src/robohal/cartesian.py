@@ -75,11 +75,9 @@ class CartesianPath:
         if (poses is None) == (end is None):
             raise InvalidArgument("give either poses and times, or an end pose (with a duration or speeds)")
         if poses is not None:
-            poses = spatial.as_finite(poses, "poses", last=(4, 4))
+            poses = spatial.as_pose(poses, "path poses")
             if poses.ndim == 2:
                 poses = poses[None]
-            for pose in poses:
-                spatial.as_pose(pose, "path pose")
             times = spatial.as_finite(times if times is not None else [], "times")
             if times.shape != (poses.shape[0],) or (np.diff(np.concatenate([[0.0], times])) <= 0).any():
                 raise InvalidArgument("times must hold one rising time (s, after the start) per pose")

@@ -11,7 +11,7 @@ import click
 import numpy as np
 
 from . import __version__, spatial
-from .errors import RobohalError
+from .errors import LimitViolation, RobohalError
 from .plugins import default_registry
 
 USER_ERRORS = (RobohalError, ValueError, LookupError)
@@ -129,9 +129,13 @@ def fk(model: str, joints: Sequence[str], deg: bool, as_json: bool) -> None:
         q = np.radians(q)
     pose = kin.forward(q)
     summary = _pose_summary(pose)
-    margin = float(kin.limits.margin(q))
+    try:  # each joint's range and any coupled (linkage) limit
+        kin.check_joints(q)
+        outside = None
+    except LimitViolation as exc:
+        outside = str(exc)
     summary["joints_rad"] = q.tolist()
-    summary["within_limits"] = bool(margin >= 0)
+    summary["within_limits"] = outside is None
     if as_json:
         click.echo(json.dumps({"model": model, **summary}, indent=2))
         return
@@ -143,8 +147,8 @@ def fk(model: str, joints: Sequence[str], deg: bool, as_json: bool) -> None:
     click.echo(f"xyz      {x:.6f} {y:.6f} {z:.6f} m")
     click.echo(f"quat     {w:.6f} {qx:.6f} {qy:.6f} {qz:.6f} (w x y z)")
     click.echo(f"rpy      {r:.4f} {p:.4f} {yw:.4f} deg")
-    if margin < 0:
-        click.echo("warning  these joints are outside the model's limits", err=True)
+    if outside is not None:
+        click.echo(f"warning  outside the model's limits: {outside}", err=True)
 
 
 @main.command()

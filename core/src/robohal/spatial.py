@@ -21,9 +21,13 @@ Array = NDArray[np.float64]
 def as_finite(value: ArrayLike, name: str, *, last: tuple[int, ...] | None = None) -> Array:
     """``value`` as a float64 array, refusing NaN/inf and (optionally) a wrong trailing shape."""
     try:
-        array = np.asarray(value, dtype=np.float64)
+        array = np.asarray(value)
+        # real numbers only: strings of digits, booleans and complex values are not taken as numbers
+        if array.dtype.kind not in "iuf":
+            raise TypeError
+        array = array.astype(np.float64, copy=False)
     except (TypeError, ValueError):
-        raise InvalidArgument(f"{name} must be numeric, got {value!r:.80}") from None
+        raise InvalidArgument(f"{name} must be an array of real numbers, got {value!r:.80}") from None
     if (last is not None and array.shape[array.ndim - len(last):] != last) or (
         last is not None and array.ndim < len(last)
     ):
@@ -35,15 +39,22 @@ def as_finite(value: ArrayLike, name: str, *, last: tuple[int, ...] | None = Non
 
 
 def as_pose(pose: ArrayLike, name: str = "pose") -> Array:
-    """Validate a homogeneous transform (or a batch): shape, finiteness, last row."""
+    """Validate a homogeneous transform (or a batch): shape, finiteness, last row
+    0 0 0 1, and a rotation part orthonormal with det +1 (each entry of R^T R within
+    1e-6 of the identity's, as the single-pose paths check). A bad pose in a batch is
+    named by its index."""
     array = as_finite(pose, name, last=(4, 4))
-    bottom = array[..., 3, :]
-    if not np.allclose(bottom, (0.0, 0.0, 0.0, 1.0), atol=1e-9):
-        raise InvalidArgument(f"{name} is not a homogeneous transform: last row must be 0 0 0 1")
+    bottom_off = np.abs(array[..., 3, :] - (0.0, 0.0, 0.0, 1.0)).max(axis=-1) > 1e-9
     rotation = array[..., :3, :3]
     gram = np.einsum("...ji,...jk->...ik", rotation, rotation)
-    if not np.allclose(gram, np.eye(3), atol=1e-6) or not (np.linalg.det(rotation) > 0).all():
-        raise InvalidArgument(f"{name} has a rotation part that is not orthonormal with det +1")
+    skewed = np.abs(gram - np.eye(3)).max(axis=(-2, -1)) > 1e-6
+    # det > 0 as (x cross y) . z: no LAPACK call per pose
+    mirrored = np.einsum("...i,...i->...", np.cross(rotation[..., 0], rotation[..., 1]), rotation[..., 2]) <= 0
+    for bad, problem in ((bottom_off, "is not a homogeneous transform: last row must be 0 0 0 1"),
+                         (skewed | mirrored, "has a rotation part that is not orthonormal with det +1")):
+        if bad.any():
+            where = f" (at index {tuple(int(i) for i in np.argwhere(bad)[0])})" if array.ndim > 2 else ""
+            raise InvalidArgument(f"{name}{where} {problem}")
     return array
 
 
@@ -85,8 +96,14 @@ def _axis_rotation(angle: ArrayLike, axis: int) -> Array:
 def quat_to_matrix(quat_wxyz: ArrayLike) -> Array:
     """Rotation matrices (..., 3, 3) from unit quaternions (w, x, y, z); normalises."""
     q = as_finite(quat_wxyz, "quaternion", last=(4,))
+    # scaled by the largest component first: the norm of a huge (or tiny) quaternion
+    # would overflow (or underflow) while its direction is well defined
+    largest = np.abs(q).max(axis=-1, keepdims=True)
+    if (largest < 1e-300).any():
+        raise InvalidArgument("quaternion has zero length")
+    q = q / largest
     norm = np.linalg.norm(q, axis=-1, keepdims=True)
-    if (norm < 1e-12).any():
+    if (largest * norm < 1e-12).any():
         raise InvalidArgument("quaternion has zero length")
     w, x, y, z = np.moveaxis(q / norm, -1, 0)
     return np.stack(

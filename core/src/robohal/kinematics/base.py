@@ -178,7 +178,7 @@ class Kinematics(ABC):
         numerically, vectorised over the poses."""
         from .numeric import numeric_batch
 
-        poses = spatial.as_finite(poses, "poses", last=(4, 4))
+        poses = spatial.as_pose(poses, "poses")
         if poses.ndim == 2:
             poses = poses[None]
         return numeric_batch(self, poses.reshape(-1, 4, 4))
@@ -282,6 +282,8 @@ class Kinematics(ABC):
     def _sorted(self, kept: list[list[float]], ref: Any, previous: list[float] | None = None) -> Solutions:
         """Kept rows (constraint-filtered, if any) sorted by summed distance to ``ref``."""
         if self.constraints is not None:
+            if getattr(self.constraints, "dof", None) != self.dof:  # set after construction
+                raise InvalidArgument(f"the model's constraints are not Constraints for its {self.dof} joints")
             return self.constraints.sort(self.constraints.filter(np.array(kept)), previous)
         if len(kept) > 1:
             kept.sort(key=lambda r: sum(map(abs, map(sub, r, ref))))

@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import InvalidArgument
+from ..spatial import as_finite
 from .base import Array, Kinematics, pose_rows
 from .limits import JointLimits
 
@@ -50,6 +51,12 @@ MAX_POSTURE_RATE = 0.5
 SAFETY = 0.98
 # Damping of the nullspace projector (tiny: only guards a rank-deficient Jacobian).
 NULLSPACE_DAMPING = 1e-5
+#: the damping the cycle applies is IkOptions.damping kept within these bounds: below the
+#: lower one a singular Jacobian's system is singular in floating point (NaN steps), above
+#: the upper one its square overflows; both ends mean the same motion as the bound
+DAMPING_RANGE = (NULLSPACE_DAMPING, 1e6)
+#: s: the shortest and longest cycle periods the IK accepts
+PERIOD_RANGE = (1e-6, 10.0)
 # Targets moving faster than this (m/s, rad/s) are jumps: no feed-forward is taken from them.
 MAX_TARGET_SPEED = 5.0
 MAX_TARGET_TURN_RATE = 20.0
@@ -68,12 +75,25 @@ NEWTON_TOLERANCE = 1e-4
 END_SHARE = 0.5
 
 
+def _is_number(value: object) -> bool:
+    """A real number, not a bool (True is an int to Python, never a damping to us)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_period(period: object) -> float:
+    low, high = PERIOD_RANGE
+    if not (_is_number(period) and low <= period <= high):  # type: ignore[operator]
+        raise InvalidArgument(f"period must be a number of seconds within [{low:g}, {high:g}], got {period!r}")
+    return float(period)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class IkOptions:
     """Options of one differential-IK cycle (see the module docstring).
 
-    ``damping``: lambda of the damped least squares. ``nullspace_gain`` (1/s):
-    gain of the pull toward the posture. ``iterations``: steps per cycle.
+    ``damping``: lambda of the damped least squares (applied within
+    :data:`DAMPING_RANGE`). ``nullspace_gain`` (1/s): gain of the pull toward
+    the posture. ``iterations``: steps per cycle.
     ``tolerance``: weighted residual under which a cycle stops iterating.
     ``rotation_weight`` (m/rad, within (0, 1]): at 0.1, 1 mm costs as much as 10 mrad.
     """
@@ -88,14 +108,14 @@ class IkOptions:
         """Raise :class:`~robohal.errors.InvalidArgument` unless damping is finite and
         positive, nullspace_gain and tolerance finite and non-negative,
         rotation_weight within (0, 1] and iterations at least 1."""
-        if not (isinstance(self.damping, (int, float)) and math.isfinite(self.damping) and self.damping > 0):
+        if not (_is_number(self.damping) and math.isfinite(self.damping) and self.damping > 0):
             raise InvalidArgument(f"IkOptions.damping must be finite and positive, got {self.damping!r}")
-        if not (isinstance(self.nullspace_gain, (int, float)) and math.isfinite(self.nullspace_gain)
+        if not (_is_number(self.nullspace_gain) and math.isfinite(self.nullspace_gain)
                 and self.nullspace_gain >= 0):
             raise InvalidArgument(f"IkOptions.nullspace_gain must be finite and non-negative, got {self.nullspace_gain!r}")
-        if not (isinstance(self.tolerance, (int, float)) and math.isfinite(self.tolerance) and self.tolerance >= 0):
+        if not (_is_number(self.tolerance) and math.isfinite(self.tolerance) and self.tolerance >= 0):
             raise InvalidArgument(f"IkOptions.tolerance must be finite and non-negative, got {self.tolerance!r}")
-        if not (isinstance(self.rotation_weight, (int, float)) and 0 < self.rotation_weight <= 1):
+        if not (_is_number(self.rotation_weight) and 0 < self.rotation_weight <= 1):
             raise InvalidArgument(f"IkOptions.rotation_weight must be within (0, 1], got {self.rotation_weight!r}")
         if isinstance(self.iterations, bool) or not isinstance(self.iterations, (int, np.integer)) or self.iterations < 1:
             raise InvalidArgument(f"IkOptions.iterations must be an integer of at least 1, got {self.iterations!r}")
@@ -315,14 +335,13 @@ def cycle_box(limits: JointLimits, period: float, history: ArrayLike) -> tuple[A
     and leaves a state from which the joint can still brake to rest before its
     position limits, so the next box is never empty.
     """
-    history = np.asarray(history, dtype=np.float64)
+    if not isinstance(limits, JointLimits):
+        raise InvalidArgument(f"expected JointLimits, got {type(limits).__name__}")
+    history = as_finite(history, "history")
     if history.shape != (3, limits.dof):
         raise InvalidArgument(f"history must have shape (3, {limits.dof}), got {history.shape}")
-    if not np.isfinite(history).all():
-        raise InvalidArgument("history contains NaN or inf")
-    if not (isinstance(period, (int, float)) and math.isfinite(period) and period > 0):
-        raise InvalidArgument("period must be positive")
-    lo, hi = _box(*history.tolist(), float(period), _joint_constants(_limit_lists(limits), float(period)))
+    period = _check_period(period)
+    lo, hi = _box(*history.tolist(), period, _joint_constants(_limit_lists(limits), period))
     return np.array(lo), np.array(hi)
 
 
@@ -369,12 +388,12 @@ class DifferentialIk:
                  posture: ArrayLike | None = None) -> None:
         if not isinstance(model, Kinematics):
             raise InvalidArgument(f"expected a Kinematics model, got {type(model).__name__}")
+        if not isinstance(options, IkOptions):
+            raise InvalidArgument(f"options must be IkOptions, got {type(options).__name__}")
         options.validate()
-        if not (isinstance(period, (int, float)) and math.isfinite(period) and period > 0):
-            raise InvalidArgument("period must be positive")
         self.model = model
         self.options = options
-        self.period = float(period)
+        self.period = _check_period(period)
         self.dof = model.dof
         self._joints = _joint_constants(_limit_lists(model.limits), self.period)
         self._posture = None if posture is None else self._check(posture, "posture")
@@ -386,7 +405,8 @@ class DifferentialIk:
         # A model that only positions a point (a planar arm) is steered by x and y alone.
         self._weights = [1.0, 1.0, 0.0, 0.0, 0.0, 0.0] if model.position_only else [1.0, 1.0, 1.0, rw, rw, rw]
         self._weight_column = np.array(self._weights)[:, None]
-        self._eyes = np.stack([np.eye(6) * options.damping ** 2, np.eye(6) * NULLSPACE_DAMPING ** 2])
+        damping = min(max(options.damping, DAMPING_RANGE[0]), DAMPING_RANGE[1])
+        self._eyes = np.stack([np.eye(6) * damping ** 2, np.eye(6) * NULLSPACE_DAMPING ** 2])
         self._systems = np.zeros((2, 6, 6))
         self._step_caps = (model.limits.velocity * SAFETY * self.period).tolist()
         self._last_goal: list | None = None
@@ -403,14 +423,15 @@ class DifferentialIk:
     @history.setter
     def history(self, goals: ArrayLike) -> None:
         """Continue from these three goals (e.g. a backend's last setpoints) instead of rest."""
-        array = np.asarray(goals, dtype=np.float64)
-        if array.shape != (3, self.dof) or not np.isfinite(array).all():
-            raise InvalidArgument(f"history must be (3, {self.dof}) finite joint values")
+        array = as_finite(goals, "history")
+        if array.shape != (3, self.dof):
+            raise InvalidArgument(f"history must be (3, {self.dof}) finite joint values, got shape {array.shape}")
+        self.model.limits.check_position(array, "history")
         self._history = array.tolist()
 
     def _check(self, q: ArrayLike, name: str) -> list[float]:
-        array = np.asarray(q, dtype=np.float64)
-        if array.shape != (self.dof,) or not np.isfinite(array).all():
+        array = as_finite(q, name)
+        if array.shape != (self.dof,):
             raise InvalidArgument(f"{name} must be {self.dof} finite joint values, got {q!r:.80}")
         return array.tolist()
 
@@ -566,18 +587,20 @@ class DifferentialIk:
                         # The pull moves the goal every cycle: follow it like a moving target.
                         follow = [f + scale * n for f, n in zip(follow, null, strict=True)]
             moved = [x + d for x, d in zip(q, delta, strict=True)]
+            if not math.isfinite(sum(moved)):  # a model whose Jacobian broke down: hold, braking in the box
+                moved, follow = list(q), [0.0] * self.dof
             if iteration == 0:
                 # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
                 lo, hi = _box(h3, h2, h1, self.period, self._joints, moved, follow)
             clipped = []
             free = False  # whether any joint reached its own goal inside the box
             for x, low, high in zip(moved, lo, hi, strict=True):  # min(max(x, low), high), as comparisons
-                if x < low:
-                    x = low
-                elif x > high:
+                if x > high:
                     x = high
-                else:
+                elif x >= low:
                     free = True
+                else:  # below the box (or NaN, which no comparison lets through)
+                    x = low
                 clipped.append(x)
             if self._linkages:
                 clipped = self._inside_linkages(h2, h1, clipped, lo, hi)

@@ -15,8 +15,19 @@ Array = NDArray[np.float64]
 TOLERANCE = 1e-9
 
 
+def _real(value: ArrayLike, name: str) -> Array:
+    """A scalar or one value per joint, as real numbers."""
+    array = np.asarray(value) if not isinstance(value, str) else np.array([], dtype=object)
+    if array.dtype.kind not in "iuf" or array.ndim > 1 or array.size == 0:
+        raise InvalidArgument(f"joint limits: {name} must be a number or one number per joint, got {value!r:.80}")
+    return array.astype(np.float64)
+
+
 def _vector(value: ArrayLike, dof: int, name: str) -> Array:
-    array = np.array(np.broadcast_to(np.asarray(value, dtype=np.float64), (dof,)), dtype=np.float64)
+    array = _real(value, name)
+    if array.ndim == 1 and array.shape[0] != dof:
+        raise InvalidArgument(f"joint limits: {name} has {array.shape[0]} values, the other limits {dof}")
+    array = np.array(np.broadcast_to(array, (dof,)))
     array.setflags(write=False)
     return array
 
@@ -45,14 +56,15 @@ class JointLimits:
 
     def __post_init__(self) -> None:
         # The joint count comes from whichever field is a vector (scalars broadcast).
-        dof = max(np.atleast_1d(np.asarray(getattr(self, n))).shape[-1]
+        dof = max(np.atleast_1d(_real(getattr(self, n), n)).shape[-1]
                   for n in ("lower", "upper", "velocity", "acceleration", "jerk"))
         for name in ("lower", "upper", "velocity", "acceleration", "jerk"):
             value = _vector(getattr(self, name), dof, name)
             if np.isnan(value).any():
                 raise InvalidArgument(f"joint limits: {name} contains NaN")
-            if name in ("velocity", "acceleration", "jerk") and not (value > 0).all():
-                raise InvalidArgument(f"joint limits: {name} must be positive")
+            # infinite positions are open ranges; an infinite rate would let a planner jump
+            if name in ("velocity", "acceleration", "jerk") and not (np.isfinite(value) & (value > 0)).all():
+                raise InvalidArgument(f"joint limits: {name} must be finite and positive")
             object.__setattr__(self, name, value)
         if (self.end_deceleration is None) != (self.end_offset is None):
             raise InvalidArgument("joint limits: give end_deceleration and end_offset together")
@@ -95,10 +107,10 @@ class JointLimits:
         derived from the velocity: reach full speed in 0.2 s, full acceleration
         in 0.05 s.
         """
-        velocity_rad = np.radians(np.asarray(velocity, dtype=np.float64))
-        acc = np.radians(np.asarray(acceleration, dtype=np.float64)) if acceleration is not None else velocity_rad / 0.2
-        jrk = np.radians(np.asarray(jerk, dtype=np.float64)) if jerk is not None else acc / 0.05
-        return cls(np.radians(lower), np.radians(upper), velocity_rad, acc, jrk)
+        velocity_rad = np.radians(_real(velocity, "velocity"))
+        acc = np.radians(_real(acceleration, "acceleration")) if acceleration is not None else velocity_rad / 0.2
+        jrk = np.radians(_real(jerk, "jerk")) if jerk is not None else acc / 0.05
+        return cls(np.radians(_real(lower, "lower")), np.radians(_real(upper, "upper")), velocity_rad, acc, jrk)
 
     def velocity_bounds(self, q: ArrayLike) -> tuple[Array, Array]:
         """The lowest and highest velocity (rad/s) of each joint at ``q`` (..., dof):
@@ -136,9 +148,16 @@ class JointLimits:
 
     def check_position(self, q: ArrayLike, what: str = "command") -> None:
         """Raise :class:`LimitViolation` naming the first joint outside its range."""
-        if type(q) is np.ndarray and q.ndim == 1 and self.contains_values(q.tolist()):
+        if type(q) is np.ndarray and q.ndim == 1 and q.dtype == np.float64 and self.contains_values(q.tolist()):
             return
-        q = np.asarray(q, dtype=np.float64)
+        given = q
+        try:
+            q = np.asarray(given)
+            if q.dtype.kind not in "iuf":
+                raise TypeError
+            q = q.astype(np.float64, copy=False)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"{what} must be an array of real numbers, got {given!r:.80}") from None
         if q.shape[-1:] != (self.dof,):
             raise InvalidArgument(f"{what} has {q.shape[-1] if q.ndim else 0} joints, the model has {self.dof}")
         if not np.isfinite(q).all():
@@ -151,7 +170,7 @@ class JointLimits:
             value = float(flat_q[row, joint])
             bound = float(self.lower[joint] if value < self.lower[joint] else self.upper[joint])
             raise LimitViolation(
-                f"{what}: joint {joint + 1} at {value:.6g} rad ({np.degrees(value):.3f} deg) is outside"
+                f"{what}: joint {joint + 1} at {value:.6g} rad ({np.degrees(value):.6g} deg) is outside"
                 f" [{self.lower[joint]:.6g}, {self.upper[joint]:.6g}] rad",
                 joint=int(joint), quantity="position", value=value, limit=bound,
             )
@@ -162,8 +181,8 @@ class JointLimits:
         Acceleration scales with speed^2 and jerk with speed^3, so a profile
         stretched in time by 1/speed stays inside the scaled limits.
         """
-        if not (0.0 < speed <= 1.0):
-            raise InvalidArgument(f"speed must be a fraction in (0, 1], got {speed}")
+        if isinstance(speed, bool) or not isinstance(speed, (int, float, np.integer, np.floating)) or not 0.0 < speed <= 1.0:
+            raise InvalidArgument(f"speed must be a fraction in (0, 1], got {speed!r}")
         return JointLimits(self.lower, self.upper, self.velocity * speed,
                            self.acceleration * speed**2, self.jerk * speed**3, self.end_deceleration, self.end_offset)
 

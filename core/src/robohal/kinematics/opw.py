@@ -23,8 +23,10 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics, Solutions, pose_rows
+from .constraints import Constraints
 from .limits import JointLimits
 
 PI = math.pi
@@ -82,14 +84,20 @@ class OPW(Kinematics):
         constraints=None,
     ) -> None:
         lengths = [a1, a2, b, c1, c2, c3, c4]
-        if not all(isinstance(x, (int, float, np.floating, np.integer)) and math.isfinite(x) for x in lengths):
-            raise InvalidArgument(f"OPW lengths must be finite numbers, got {lengths}")
-        offsets = [float(x) for x in offsets]
-        signs = [float(x) for x in signs]
-        if len(offsets) != 6 or not all(math.isfinite(x) for x in offsets):
+        if not all(isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool)
+                   and math.isfinite(x) for x in lengths):
+            raise InvalidArgument(f"OPW lengths must be finite numbers (m), got {lengths}")
+        offsets = spatial.as_finite(offsets, "OPW offsets").tolist()
+        signs = spatial.as_finite(signs, "OPW signs").tolist()
+        if not isinstance(offsets, list) or len(offsets) != 6:
             raise InvalidArgument("OPW offsets must be 6 finite angles (rad)")
-        if len(signs) != 6 or any(s not in (1.0, -1.0) for s in signs):
+        if not isinstance(signs, list) or len(signs) != 6 or any(s not in (1.0, -1.0) for s in signs):
             raise InvalidArgument("OPW signs must be 6 values, each +1 or -1")
+        if limits is not None and not isinstance(limits, JointLimits):
+            raise InvalidArgument(f"OPW limits must be JointLimits, got {type(limits).__name__}")
+        if constraints is not None and not (isinstance(constraints, Constraints) and constraints.dof == 6):
+            what = f"{constraints.dof} joints" if isinstance(constraints, Constraints) else type(constraints).__name__
+            raise InvalidArgument(f"OPW constraints must be Constraints for 6 joints, got {what}")
         if c2 <= 0 or math.hypot(a2, c3) <= 0:
             raise InvalidArgument("OPW needs c2 > 0 and a non-zero forearm (a2, c3)")
         self.a1, self.a2, self.b, self.c1, self.c2, self.c3, self.c4 = (float(x) for x in lengths)
@@ -220,11 +228,9 @@ class OPW(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Flange pose (4, 4) for joints (6,); (..., 4, 4) for (..., 6)."""
-        if (type(q) is np.ndarray and q.shape == (6,) and q.dtype == np.float64) or (type(q) in (list, tuple) and len(q) == 6):
-            try:
-                values = q.tolist() if type(q) is np.ndarray else [float(x) for x in q]
-            except (TypeError, ValueError):
-                values = [math.nan]  # not numbers: the full check below says so
+        if (type(q) is np.ndarray and q.shape == (6,) and q.dtype == np.float64) or (
+                type(q) in (list, tuple) and len(q) == 6 and all(type(x) is float for x in q)):
+            values = q.tolist() if type(q) is np.ndarray else list(q)
             if all(map(math.isfinite, values)):
                 m = self._fk_scalar(values)
                 return np.array([[*m[0:3], m[9]], [*m[3:6], m[10]], [*m[6:9], m[11]], [0.0, 0.0, 0.0, 1.0]])
@@ -318,7 +324,7 @@ class OPW(Kinematics):
         cz = pz - c4 * r22
         rho2 = cx * cx + cy * cy - b * b
         if rho2 < -1e-12:
-            return [], (f"the wrist centre is {math.hypot(cx, cy):.4f} m from the joint-1 axis, closer than the"
+            return [], (f"the wrist centre is {math.hypot(cx, cy):.6g} m from the joint-1 axis, closer than the"
                         f" offset b = {b:.4f} m"), False
         r = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
         near_degenerate = r < NEAR_DEGENERATE
@@ -412,7 +418,7 @@ class OPW(Kinematics):
                                  PI - (PI - s5 * (t6f + o5)) % TWO_PI])
         if not rows:
             if out_of_reach is not None:
-                return [], (f"the wrist centre is {math.hypot(*out_of_reach):.4f} m from joint 2; the arm reaches"
+                return [], (f"the wrist centre is {math.hypot(*out_of_reach):.6g} m from joint 2; the arm reaches"
                             f" {abs(c2 - k):.4f} to {c2 + k:.4f} m"), False
             return [], "no configuration reproduces the pose (numerically degenerate target)", False
         return rows, None, near_degenerate
@@ -574,7 +580,7 @@ class OPW(Kinematics):
         column follows one branch; :func:`~robohal.kinematics.pick_best` picks one per pose."""
         from .. import spatial
 
-        poses = spatial.as_finite(poses, "poses", last=(4, 4))
+        poses = spatial.as_pose(poses, "poses")
         if poses.ndim == 2:
             poses = poses[None]
         return self._candidates_batch(poses.reshape(-1, 4, 4), self.limits)

@@ -122,9 +122,9 @@ class PlanarTwoLink(Kinematics):
         inner, outer = self.reach
         r = float(np.hypot(x, y))
         if r > outer * (1 + 1e-12):
-            return f"target is {r:.4f} m from the base; the arm reaches at most {outer:.4f} m"
+            return f"target is {r:.6g} m from the base; the arm reaches at most {outer:.4f} m"
         if r < inner * (1 - 1e-12):
-            return f"target is {r:.4f} m from the base; the arm cannot fold closer than {inner:.4f} m"
+            return f"target is {r:.6g} m from the base; the arm cannot fold closer than {inner:.4f} m"
         return None
 
     def _candidates_xy(self, x: float, y: float, previous: list[float] | None) -> tuple[list, str | None]:
@@ -177,7 +177,7 @@ class PlanarTwoLink(Kinematics):
     def inverse_batch(self, poses: ArrayLike) -> Array:
         """Both elbow solutions for N poses' xy: (N, 2, 2), NaN where unreachable or
         outside the limits (slot 0: q2 >= 0, slot 1: q2 <= 0)."""
-        poses = spatial.as_finite(poses, "poses", last=(4, 4))
+        poses = spatial.as_pose(poses, "poses")
         if poses.ndim == 2:
             poses = poses[None]
         poses = poses.reshape(-1, 4, 4)

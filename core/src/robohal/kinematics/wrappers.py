@@ -52,7 +52,7 @@ class _Wrapper(Kinematics):
                      for weights, lower, upper in self.robot.linkage_limits)
 
     def check_joints(self, q: ArrayLike, what: str = "joints") -> None:
-        self.robot.check_joints(self._inner(np.asarray(q, dtype=np.float64)), what)
+        self.robot.check_joints(self._inner(self._joints(q, what)), what)
 
     @property
     def periodic(self) -> tuple[bool, ...]:
@@ -139,7 +139,7 @@ class _Wrapper(Kinematics):
         return self._outer(inner)
 
     def inverse_batch(self, poses: ArrayLike) -> Array:
-        poses = spatial.as_finite(poses, "poses", last=(4, 4)).reshape(-1, 4, 4)
+        poses = spatial.as_pose(poses, "poses").reshape(-1, 4, 4)
         if not hasattr(self.robot, "_candidates_batch"):
             return super().inverse_batch(poses)
         out = fit_limits_batch(self._candidates_batch(poses), self.limits, self.periodic)
@@ -168,15 +168,19 @@ class Parallelogram(_Wrapper):
     def __init__(self, robot: Kinematics, scaling: float = 1.0, driven: int = 1, coupled: int = 2,
                  limits: JointLimits | None = None) -> None:
         super().__init__(robot)
-        if not math.isfinite(scaling):
-            raise InvalidArgument("parallelogram scaling must be finite")
-        if not (0 <= driven < robot.dof and 0 <= coupled < robot.dof and driven != coupled):
-            raise InvalidArgument(f"driven and coupled must be two different joints of 0..{robot.dof - 1}")
+        if isinstance(scaling, bool) or not isinstance(scaling, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(scaling):
+            raise InvalidArgument(f"parallelogram scaling must be a finite number, got {scaling!r}")
+        indices = (driven, coupled)
+        if not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in indices) \
+                or not (0 <= driven < robot.dof and 0 <= coupled < robot.dof and driven != coupled):
+            raise InvalidArgument(f"driven and coupled must be two different joint indices of 0..{robot.dof - 1},"
+                                  f" got {driven!r} and {coupled!r}")
         self.scaling = float(scaling)
         self.driven = int(driven)
         self.coupled = int(coupled)
-        if limits is not None and limits.dof != robot.dof:
-            raise InvalidArgument(f"parallelogram limits must be for {robot.dof} joints")
+        if limits is not None and (not isinstance(limits, JointLimits) or limits.dof != robot.dof):
+            raise InvalidArgument(f"parallelogram limits must be JointLimits for {robot.dof} joints")
         self._limits = limits or robot.limits
 
     @property
@@ -200,7 +204,7 @@ class Parallelogram(_Wrapper):
         """The controller joints' own ranges, then the linkage's: the inner
         (geometric) coupled joint, ``q[coupled] - scaling * q[driven]``, within
         the wrapped model's range."""
-        if type(q) is np.ndarray and q.shape == (self.dof,) and not self.robot.coupled_limits:
+        if type(q) is np.ndarray and q.shape == (self.dof,) and q.dtype == np.float64 and not self.robot.coupled_limits:
             values = q.tolist()
             if self._limits.contains_values(values):
                 values[self.coupled] -= self.scaling * values[self.driven]
@@ -215,7 +219,7 @@ class Parallelogram(_Wrapper):
             c, d = self.coupled + 1, self.driven + 1
             raise LimitViolation(
                 f"{what}: the linkage's angle, joint {c} - {self.scaling:g} x joint {d} ="
-                f" {np.degrees(exc.value):.3f} deg, is outside"
+                f" {np.degrees(exc.value):.6g} deg, is outside"
                 f" [{np.degrees(self.robot.limits.lower[self.coupled]):.3f},"
                 f" {np.degrees(self.robot.limits.upper[self.coupled]):.3f}] deg",
                 joint=self.coupled, quantity="position", value=exc.value, limit=exc.limit,
@@ -274,7 +278,10 @@ class Parallelogram(_Wrapper):
 
 
 def _check_transform(transform: ArrayLike, name: str) -> Array:
-    return spatial.as_pose(transform, name).reshape(4, 4).copy()
+    array = spatial.as_pose(transform, name)
+    if array.shape != (4, 4):
+        raise InvalidArgument(f"{name} must be one (4, 4) transform, got shape {array.shape}")
+    return array.copy()
 
 
 class Tool(_Wrapper):
