@@ -61,6 +61,19 @@ def test_connect_reports_the_controllers_state(egm_sim) -> None:
         assert np.allclose(robot.backend.commanded, state.q)
 
 
+def test_a_short_first_motion_already_reports_its_timing(egm_sim) -> None:
+    from robohal_abb.backend import FIRST_TIMING, TIMING_REFRESH
+
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        assert robot.state.info["reply_latency_p50"] is None  # nothing answered by the loop yet
+        q = robot.backend.commanded
+        for _ in range(FIRST_TIMING + 5):
+            state = robot.backend.cycle(q)
+        assert FIRST_TIMING + 5 < TIMING_REFRESH
+        assert state.info["reply_latency_p50"] > 0 and state.info["rate_hz"] > 0
+
+
 def test_joint_move_reaches_its_target_and_replies_once_per_message(egm_sim) -> None:
     sim = egm_sim("--comm-timeout", "0")
     with robohal.connect(sim.connect_uri()) as robot:

@@ -49,5 +49,6 @@ def robohal_backends():
             features=frozenset({"simulated", "fault-injection"}),
             position_tolerance=1e-3,
             settle_time=0.5,
+            params=("rate", "lag", "realtime", "q0"),
         )
     ]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import Any
 
-from .errors import PluginError, UriError
+from .errors import PluginError, UnknownNameError, UriError
 from .motion import Robot
 from .plugins import Registry, default_registry
 from .records import BackendSpec
@@ -22,6 +23,17 @@ def resolve_model_name(uri: RobotUri, spec: BackendSpec) -> str:
     raise UriError(f"{uri}: which robot is it? add ?model=NAME (see `robohal models`)")
 
 
+def check_params(uri: RobotUri, spec: BackendSpec) -> None:
+    """Refuse query parameters the backend does not read (when it declares them)."""
+    if spec.params is None:
+        return
+    known = ("model", *spec.params)
+    for key in uri.params:
+        if not any(fnmatchcase(key, pattern) for pattern in known):
+            raise UriError(f"{uri}: {UnknownNameError(f'{spec.scheme} parameter', key, known)};"
+                           f" known: {', '.join(known)}")
+
+
 def start_simulator_if_asked(uri: RobotUri, spec: BackendSpec) -> tuple[RobotUri, Any]:
     """For the reserved ``sim`` host, start the backend's bundled simulator and
     return its concrete URI and the running simulator; else ``(uri, None)``."""
@@ -35,8 +47,14 @@ def start_simulator_if_asked(uri: RobotUri, spec: BackendSpec) -> tuple[RobotUri
 
 def open_robot(uri: str | RobotUri, *, registry: Registry | None = None, connect: bool = True, **model_options: Any) -> Robot:
     registry = registry or default_registry()
-    parsed = parse_uri(uri) if isinstance(uri, str) else uri
+    if isinstance(uri, str):
+        parsed = parse_uri(uri)
+    elif isinstance(uri, RobotUri):
+        parsed = uri
+    else:
+        raise UriError(f"a robot URI must be a string such as 'sim://?model=generic.planar2', got {uri!r:.80}")
     spec = registry.backend_spec(parsed.scheme)
+    check_params(parsed, spec)
     model_name = resolve_model_name(parsed, spec)
     model = registry.get_model(model_name, **model_options)
     parsed = parsed.with_params(model=model_name)

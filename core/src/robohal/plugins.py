@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib.metadata
+import inspect
 import os
 import sys
 import time
@@ -29,7 +30,7 @@ from typing import Any
 import pluggy
 
 from . import hookspecs
-from .errors import PluginConflictError, PluginError, UnknownNameError
+from .errors import InvalidArgument, PluginConflictError, PluginError, RobohalError, UnknownNameError
 from .records import BackendSpec, ModelSpec
 
 ENTRY_POINT_GROUP = "robohal"
@@ -223,7 +224,25 @@ class Registry:
     def get_model(self, name: str, **options: Any):
         """Build the named model's :class:`~robohal.kinematics.Kinematics`."""
         spec = self.model_spec(name)
-        model = spec.factory(**options)
+        try:
+            inspect.signature(spec.factory).bind(**options)
+        except TypeError:
+            known = [p.name for p in inspect.signature(spec.factory).parameters.values()
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+            unknown = sorted(set(options) - set(known))
+            raise InvalidArgument(f"model {spec.name!r} has no option {', '.join(map(repr, unknown))};"
+                                  f" its options: {', '.join(known) or 'none'}") from None
+        except ValueError:  # a factory whose signature cannot be read: let the call decide
+            pass
+        try:
+            model = spec.factory(**options)
+        except RobohalError:
+            raise
+        except (TypeError, ValueError) as exc:
+            if not options:  # the plugin's own bug: keep its traceback
+                raise
+            # a wrongly typed option, found deep in numpy
+            raise InvalidArgument(f"model {spec.name!r}: invalid options {options}: {exc}") from exc
         if getattr(model, "dof", None) != spec.dof:
             raise PluginError(
                 f"{self._describe(spec.plugin)}: model {spec.name!r} was declared with"

@@ -83,6 +83,10 @@ class BackendSpec:
     settle_time: float = 1.0
     plugin: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: the query parameters the backend (and its simulator) read, besides ``model``; a name
+    #: ending in ``*`` covers every parameter with that prefix (``sim_*``). ``connect`` refuses
+    #: any other (a misspelt ``timeot=`` must not fall back to a default unseen). None: not declared.
+    params: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         scheme = self.scheme.strip().lower()

@@ -69,7 +69,9 @@ class SimulatorProcess:
         try:
             first = self.readline(timeout)
             if first is None:
-                raise SimulatorError(f"simulator did not start within {timeout:.0f} s: {' '.join(self.argv)}\n{self.log_tail()}")
+                code = self.process.poll()
+                what = f"exited with code {code}" if code is not None else f"did not start within {timeout:.0f} s"
+                raise SimulatorError(f"simulator {what}: {' '.join(self.argv)}\n{self.log_tail()}")
             self.first_line = first
             self.uri: RobotUri = ready_line(first)
         except BaseException:

@@ -53,8 +53,10 @@ DEFAULT_TIMEOUT = 2.0  # s
 REORDER_WINDOW = 8
 #: robot messages kept for the timing figures (about 4 s at 250 Hz)
 TIMING_WINDOW = 1000
-#: the timing figures in each state are refreshed after this many replies
+#: the timing figures in each state are refreshed after this many replies (the first time
+#: after FIRST_TIMING, so a short first motion already reports them)
 TIMING_REFRESH = 250
+FIRST_TIMING = 25
 #: a robot message older than this many periods is not answered any more
 STALE_AFTER_PERIODS = 2
 #: s the hold thread rests while the control loop streams
@@ -102,15 +104,13 @@ class EgmBackend(Backend):
     def __init__(self, uri: RobotUri, model: Kinematics) -> None:
         if model.dof != 6:
             raise UriError(f"{uri}: abb-egm streams the 6 axes of an ABB arm; the model has {model.dof} joints")
-        sample_ms = uri.get_float("sample_rate", 4.0, minimum=4.0)
-        super().__init__(uri, model, sample_ms / 1000.0)
+        options = self.read_options(uri)
+        super().__init__(uri, model, options["sample_ms"] / 1000.0)
         self.host = uri.host or DEFAULT_HOST
         self.port = uri.port if uri.port is not None else wire.DEFAULT_PORT
-        self.timeout = uri.get_float("timeout", DEFAULT_TIMEOUT, minimum=0.01)
-        self.connect_timeout = uri.get_float("connect_timeout", self.timeout, minimum=0.01)
-        self.mode = uri.params.get("mode", "joint")
-        if self.mode not in ("joint", "pose"):
-            raise UriError(f"{uri}: mode must be joint or pose, got {self.mode!r}")
+        self.timeout = options["timeout"]
+        self.connect_timeout = options["connect_timeout"]
+        self.mode = options["mode"]
         robot = uri.params.get("robot")
         try:
             self.robot_ip = socket.gethostbyname(robot) if robot else None
@@ -141,7 +141,19 @@ class EgmBackend(Backend):
         self._intervals: deque[float] = deque(maxlen=TIMING_WINDOW)
         self._latencies: deque[float] = deque(maxlen=TIMING_WINDOW)
         self._timing: dict[str, float | None] = self.timing()
+        self._timing_due = FIRST_TIMING  # reply count at the next refresh
         self._thread_error: BaseException | None = None
+
+    @staticmethod
+    def read_options(uri: RobotUri) -> dict[str, Any]:
+        """The URI's timing and mode parameters, checked (also before a bundled simulator starts)."""
+        sample_ms = uri.get_float("sample_rate", 4.0, minimum=4.0)
+        timeout = uri.get_float("timeout", DEFAULT_TIMEOUT, minimum=0.01)
+        mode = uri.params.get("mode", "joint")
+        if mode not in ("joint", "pose"):
+            raise UriError(f"{uri}: mode must be joint or pose, got {mode!r}")
+        return {"sample_ms": sample_ms, "timeout": timeout, "mode": mode,
+                "connect_timeout": uri.get_float("connect_timeout", timeout, minimum=0.01)}
 
     # Lifecycle ------------------------------------------------------------------------
 
@@ -419,8 +431,7 @@ class EgmBackend(Backend):
                     self._check_session()
         finally:
             self._sending = False
-        if self._replies % TIMING_REFRESH == 0:  # after the reply: off the robot's critical path
-            self._timing = self.timing()
+        self._refresh_timing()  # after the reply: off the robot's critical path
 
     def _answer_next(self, q: Array) -> RobotState:
         """Wait for the next robot message and answer it with ``q`` at once; the state
@@ -448,9 +459,13 @@ class EgmBackend(Backend):
                 self._consumed = max(self._consumed, received.index)
         finally:
             self._sending = False
-        if self._replies % TIMING_REFRESH == 0:
-            self._timing = self.timing()
+        self._refresh_timing()
         return self._state_of(received)
+
+    def _refresh_timing(self) -> None:
+        if self._replies >= self._timing_due:
+            self._timing = self.timing()
+            self._timing_due = self._replies + TIMING_REFRESH
 
     def _admissible(self, q: Array) -> bool:
         """Whether ``q`` is inside the model's joint set, coupled limits included."""

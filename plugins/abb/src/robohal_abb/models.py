@@ -30,7 +30,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from robohal import ModelSpec
+from robohal.errors import InvalidArgument
 from robohal.kinematics import OPW, JointLimits, Kinematics, Parallelogram
 
 J3_OFFSET = -math.pi / 2  # every ABB OPW set: the forearm is horizontal at j3 = 0
@@ -94,6 +96,8 @@ ARMS = (
 def build(arm: AbbArm, controller_joints: bool = True) -> Kinematics:
     """The arm's model. ``controller_joints=False`` gives the plain OPW arm in
     geometric joints (j3 measured from the upper arm) for coupled robots."""
+    if not isinstance(controller_joints, (bool, np.bool_)):  # "no" would be truthy
+        raise InvalidArgument(f"controller_joints must be True or False, got {controller_joints!r}")
     geometric = JointLimits.from_degrees(arm.lower_deg, arm.upper_deg, arm.speed_deg)
     opw = OPW(*arm.opw, offsets=(0.0, 0.0, J3_OFFSET, 0.0, 0.0, 0.0), limits=geometric)
     if not arm.coupled_j3 or not controller_joints:

@@ -33,6 +33,9 @@ def simulator_argv(uri: RobotUri, sensor_port: int, bind_port: int) -> list[str]
 def start_simulator(uri: RobotUri) -> SimulatorProcess:
     """Start the simulated controller on free loopback ports; ``.uri`` is the concrete
     ``abb-egm://127.0.0.1:PORT?model=...&robot=127.0.0.1`` to connect to."""
+    from .backend import EgmBackend
+
+    EgmBackend.read_options(uri)  # a bad parameter is the URI's error, before anything starts
     sensor_port = free_port()
     bind_port = free_port()
     argv = simulator_argv(uri, sensor_port, bind_port)

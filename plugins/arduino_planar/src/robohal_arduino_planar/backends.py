@@ -70,5 +70,7 @@ def backend_specs() -> list[BackendSpec]:
             features=FEATURES,
             position_tolerance=POSITION_TOLERANCE,
             settle_time=0.5,
+            params=("rate", "baud", "boot", "timeout", "retries", "watchdog_ms", "watchdog_action", "keepalive",
+                    "poll", "q0", "calibration", "s1_*", "s2_*", "firmware", "sim_*"),
         )
     ]

@@ -17,6 +17,7 @@ thresholds for the collision behaviour, in Nm and N: ``collision=40,60``).
 from __future__ import annotations
 
 import itertools
+import math
 import mmap
 import os
 import queue
@@ -126,8 +127,9 @@ class FrankaBackend(Backend):
             torque, force = (float(v) for v in raw.split(","))
         except ValueError:
             raise UriError(f"{uri}: collision=TORQUE,FORCE (Nm, N), e.g. collision=40,60") from None
-        if not (torque > 0 and force > 0):
-            raise UriError(f"{uri}: collision thresholds must be positive")
+        # finite: an infinite threshold would switch the collision reflex off unseen
+        if not (0 < torque < math.inf and 0 < force < math.inf):
+            raise UriError(f"{uri}: collision thresholds must be finite and positive, got {raw}")
         return ((torque,) * 7, (torque,) * 7, (force,) * 6, (force,) * 6)
 
     # Process and pipe ------------------------------------------------------------------

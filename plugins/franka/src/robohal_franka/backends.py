@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import click
 from robohal import BackendSpec, SimulatorSpec
+from robohal.errors import UriError
 from robohal.kinematics import Kinematics
 from robohal.simulation import SimulatorError, SimulatorProcess, free_loopback_host, python_module
 from robohal.uri import RobotUri
@@ -46,7 +47,10 @@ def simulator_args(uri: RobotUri, host: str) -> list[str]:
         raise SimulatorError(f"the Franka simulator knows {', '.join(sorted(ARMS))}, not {model!r}")
     args = ["--address", host, "--model", model]
     if "loss" in uri.params:
-        args += ["--loss", str(uri.get_float("loss", 0.0, minimum=0.0))]
+        loss = uri.get_float("loss", 0.0, minimum=0.0)
+        if loss >= 1.0:
+            raise UriError(f"{uri}: loss is a probability below 1, got {loss:g}")
+        args += ["--loss", str(loss)]
     if "stall_after" in uri.params:
         args += ["--stall-after", str(uri.get_float("stall_after", 0.0, minimum=0.0))]
     if "max_missed" in uri.params:
@@ -57,6 +61,11 @@ def simulator_args(uri: RobotUri, host: str) -> list[str]:
 def start_simulator(uri: RobotUri):
     """Start the simulator for ``franka://sim?...`` and return it (``.uri`` is where it listens)."""
     if uri.params.get("impl") == "stubs":
+        unsupported = sorted({"loss", "stall_after"} & set(uri.params))
+        if unsupported:  # the in-process stubs inject no link faults: refuse rather than ignore
+            raise UriError(f"{uri}: impl=stubs does not simulate {' or '.join(unsupported)}; use the FCI simulator"
+                           " (drop impl=stubs)")
+        simulator_args(uri, "127.0.0.1")  # the same checks as for the simulator (model, max_missed)
         return InProcessStubs(uri.with_address("stubs"))
     host = free_loopback_host(1337)
 
@@ -101,5 +110,6 @@ def backend_specs() -> list[BackendSpec]:
             features=frozenset({"cartesian", "collision_behavior", "recover", "reflex", "stall"}),
             position_tolerance=1e-3,
             settle_time=0.5,
+            params=("realtime", "impl", "collision", "loss", "stall_after", "max_missed"),
         )
     ]

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 from robohal import ModelSpec, spatial
+from robohal.errors import InvalidArgument
 from robohal.kinematics.chain import DHChain
 
 from .facts import FR3, PANDA, joint_limits
@@ -39,6 +40,8 @@ PANDA_LIMITS = joint_limits(PANDA)
 
 
 def flange_transform(hand: bool) -> np.ndarray:
+    if not isinstance(hand, (bool, np.bool_)):  # "no" would be truthy
+        raise InvalidArgument(f"hand must be True or False, got {hand!r}")
     flange = spatial.from_translation([0.0, 0.0, FLANGE_OFFSET])
     if hand:
         flange = flange @ spatial.rotation_z(HAND_ROTATION) @ spatial.from_translation([0.0, 0.0, HAND_TCP])
