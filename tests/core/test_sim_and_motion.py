@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 import robohal
-from robohal import spatial
+from robohal import RobotMode, spatial
 from robohal.errors import (
     ConnectionLost,
     HardwareFault,
@@ -164,3 +164,20 @@ def test_uri_parameters_are_validated():
 def test_state_time_rises_by_one_period(robot):
     times = [robot.backend.cycle().time for _ in range(10)]
     assert np.allclose(np.diff(times), robot.backend.period)
+
+
+def test_a_real_time_sim_keeps_settling_between_cycles():
+    """After a motion the lagging arm still moves; reads show it settle, as a real arm would,
+    instead of a state frozen at the last cycle."""
+    import time
+
+    with robohal.connect("sim://?model=generic.planar2&realtime=1&lag=0.05") as robot:
+        target = np.array([0.3, -0.4])
+        robot.move_joints(target, speed=1.0)
+        after_motion = robot.state
+        assert after_motion.mode is RobotMode.MOVING, "the 50 ms lag leaves the arm short of the target"
+        time.sleep(1.0)  # 20 time constants
+        settled = robot.state
+        assert settled.time > after_motion.time + 0.9
+        assert settled.mode is RobotMode.IDLE
+        assert np.allclose(settled.q, target, atol=1e-6)

@@ -14,6 +14,7 @@ fault, to exercise error paths.
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import numpy as np
@@ -23,6 +24,9 @@ from .errors import ConnectionLost
 from .kinematics import Kinematics
 from .state import Array, RobotMode, RobotState
 from .uri import RobotUri
+
+#: s: the most simulated time a read catches up on (the arm has long settled by then)
+CATCH_UP = 5.0
 
 
 class SimBackend(Backend):
@@ -41,6 +45,7 @@ class SimBackend(Backend):
         self._next_tick = 0.0
         self._faults: tuple[str, ...] = ()
         self._fault_recoverable = True
+        self._stepping = threading.Lock()  # a motion's cycles and a reader's catch-up move the arm
 
     @staticmethod
     def _initial_joints(uri: RobotUri, model: Kinematics) -> Array:
@@ -95,12 +100,23 @@ class SimBackend(Backend):
                 time.sleep(delay)
             elif delay < -self.period:  # late: do not burst to catch up
                 self._next_tick = time.monotonic()
-        if not self._faults:
-            self._advance()
-        return self._snapshot()
+        with self._stepping:
+            if not self._faults:
+                self._advance()
+            return self._snapshot()
 
     def _read_now(self) -> RobotState:
-        return self._snapshot()
+        """In real time the arm keeps following its last target between cycles, as a real
+        one does: a read catches up on the ticks nobody cycled (at most CATCH_UP s of them)."""
+        with self._stepping:
+            if self.realtime and self._connected:
+                overdue = int((time.monotonic() - self._next_tick) / self.period)
+                if overdue > 1:  # more than a period behind: no motion is cycling
+                    for _ in range(min(overdue, int(CATCH_UP / self.period))):
+                        if not self._faults:
+                            self._advance()
+                    self._next_tick += overdue * self.period
+            return self._snapshot()
 
     def _recover(self) -> RobotState:
         self._faults = ()
