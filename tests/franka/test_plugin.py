@@ -40,3 +40,16 @@ def test_lossy_link_is_tolerated_like_the_robot():
         assert result.completed
         assert np.abs(robot.state.q - target).max() < 1e-5
         print(f"lossy link: {robot.backend.figures}")
+
+
+def test_robohal_sim_franka_takes_the_simulators_own_flags() -> None:
+    """The documented `robohal sim franka ... --no-realtime --seed N` runs and exits at stdin's end."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cli = Path(sys.executable).with_name("robohal")
+    out = subprocess.run([str(cli), "sim", "franka", "--address", "127.0.0.9", "--no-realtime", "--seed", "3"],
+                         input="", capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("READY franka 127.0.0.9 ")

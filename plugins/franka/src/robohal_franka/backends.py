@@ -82,8 +82,11 @@ def start_simulator(uri: RobotUri):
 @click.option("--model", default="franka.fr3", show_default=True, type=click.Choice(sorted(ARMS)))
 @click.option("--loss", default=0.0, type=float, help="probability of dropping each state datagram")
 @click.option("--stall-after", default=None, type=float, help="stop the state stream S s after a client connects")
-@click.option("--max-missed", default=None, type=int, help="command cycles a client may miss in a row")
-def sim_command(address: str, model: str, loss: float, stall_after: float | None, max_missed: int | None) -> None:
+@click.option("--max-missed", default=None, type=int, help="command cycles a client may miss in a row [default: 20]")
+@click.option("--seed", default=None, type=int, help="seed of the loss injection")
+@click.option("--no-realtime", is_flag=True, help="do not ask for FIFO scheduling")
+def sim_command(address: str, model: str, loss: float, stall_after: float | None, max_missed: int | None,
+                seed: int | None, no_realtime: bool) -> None:
     from .simulator import main
 
     argv = ["--address", address, "--model", model, "--loss", str(loss)]
@@ -91,6 +94,10 @@ def sim_command(address: str, model: str, loss: float, stall_after: float | None
         argv += ["--stall-after", str(stall_after)]
     if max_missed is not None:
         argv += ["--max-missed", str(max_missed)]
+    if seed is not None:
+        argv += ["--seed", str(seed)]
+    if no_realtime:
+        argv.append("--no-realtime")
     sys.exit(main(argv))
 
 
