@@ -77,3 +77,12 @@ def test_cli_fk_checks_the_linkage_limit(cli) -> None:
     assert json.loads(result.output)["within_limits"] is False
     inside = cli("fk", "abb.irb1410", "0", "0.2", "0.1", "0", "0", "0", "--json")
     assert json.loads(inside.output)["within_limits"] is True
+
+
+def test_piped_tables_wrap_instead_of_cutting_names(cli, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    output = cli("plugins").output
+    for name in ("arduino_planar", "robohal-arduino-planar", "abb.irb4600_60", "arduino-planar", "version"):
+        assert name in output
+    assert "…" not in output
+    assert max(len(line) for line in output.splitlines()) <= 100

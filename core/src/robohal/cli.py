@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -31,16 +32,19 @@ class RobohalGroup(click.Group):
 def _console():
     from rich.console import Console
 
-    # Tables of joint values are wide: do not wrap them at 80 columns when piped.
-    return Console(width=None if sys.stdout.isatty() else 200)
+    # Tables of joint values are wide: do not wrap them at 80 columns when piped (COLUMNS wins).
+    columns = os.environ.get("COLUMNS", "")
+    return Console(width=None if sys.stdout.isatty() else int(columns) if columns.isdigit() else 200)
 
 
-def _table(title: str, columns: Sequence[str]):
+def _table(title: str, columns: Sequence[str], wrap: Sequence[str] = ()):
+    """A table whose cells are never cut short: the ``wrap`` columns (lists) wrap instead."""
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
     for column in columns:
-        table.add_column(column, no_wrap=True)
+        table.add_column(column, no_wrap=column not in wrap, min_width=len(column),
+                         overflow="fold")
     return table
 
 
@@ -66,7 +70,7 @@ def plugins(as_json: bool) -> None:
         }
         click.echo(json.dumps(payload, indent=2, default=list))
         return
-    table = _table("robohal plugins", ["plugin", "distribution", "version", "models", "backends"])
+    table = _table("robohal plugins", ["plugin", "distribution", "version", "models", "backends"], wrap=["models"])
     for info in infos:
         table.add_row(info.name, info.distribution or "-", info.version or "-",
                       ", ".join(info.models) or "-", ", ".join(info.backends) or "-")
@@ -85,7 +89,7 @@ def models(as_json: bool) -> None:
         click.echo(json.dumps([{"name": s.name, "dof": s.dof, "plugin": s.plugin, "description": s.description,
                                 "tags": list(s.tags)} for s in specs], indent=2))
         return
-    table = _table("robohal models", ["model", "dof", "plugin", "description"])
+    table = _table("robohal models", ["model", "dof", "plugin", "description"], wrap=["description"])
     for spec in specs:
         table.add_row(spec.name, str(spec.dof), spec.plugin or "-", spec.description)
     _console().print(table)
