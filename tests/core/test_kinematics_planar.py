@@ -43,9 +43,9 @@ def test_annulus_and_reasons():
     model = arm()
     assert model.reach == pytest.approx((0.02, 0.18))
     far = model.inverse_xy([0.2, 0.0])
-    assert not far.found and "at most 0.1800" in far.reason
+    assert not far.found and "0.2 m from the base; the arm reaches at most 0.18 m" in far.reason
     near = model.inverse_xy([0.01, 0.0])
-    assert not near.found and "closer than 0.0200" in near.reason
+    assert not near.found and "0.01 m from the base; the arm cannot fold closer than 0.02 m" in near.reason
     pose = np.eye(4)
     pose[:2, 3] = (0.0, 0.3)
     assert not model.inverse(pose).found

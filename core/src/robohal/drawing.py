@@ -190,7 +190,7 @@ def joints_for(model: Kinematics, points: Array, elbow: str) -> Array:
         x, y = points[bad[0]]
         reason = getattr(model, "unreachable_reason", lambda *_: None)(x, y)
         why = reason or f"the elbow-{elbow} solution leaves the joint limits there"
-        raise UnreachableError(f"point ({x:.4f}, {y:.4f}) m of the shape cannot be reached: {why}")
+        raise UnreachableError(f"point ({x:.6g}, {y:.6g}) m of the shape cannot be reached: {why}")
     # one branch, no wrap-around jumps
     return np.unwrap(q, axis=0)
 

@@ -122,9 +122,9 @@ class PlanarTwoLink(Kinematics):
         inner, outer = self.reach
         r = float(np.hypot(x, y))
         if r > outer * (1 + 1e-12):
-            return f"target is {r:.6g} m from the base; the arm reaches at most {outer:.4f} m"
+            return f"target is {r:.6g} m from the base; the arm reaches at most {outer:.6g} m"
         if r < inner * (1 - 1e-12):
-            return f"target is {r:.6g} m from the base; the arm cannot fold closer than {inner:.4f} m"
+            return f"target is {r:.6g} m from the base; the arm cannot fold closer than {inner:.6g} m"
         return None
 
     def _candidates_xy(self, x: float, y: float, previous: list[float] | None) -> tuple[list, str | None]:
