@@ -7,7 +7,18 @@ import pytest
 import robohal
 from robohal import spatial
 from robohal.errors import InvalidArgument, LimitViolation, UriError
-from robohal.kinematics import OPW, Constraints, DifferentialIk, IkOptions, JointLimits, Parallelogram, Tool
+from robohal.guard import SetpointGuard
+from robohal.kinematics import (
+    OPW,
+    Constraints,
+    DifferentialIk,
+    IkOptions,
+    JointLimits,
+    Parallelogram,
+    PlanarTwoLink,
+    Tool,
+    pick_best,
+)
 
 KR6 = (0.025, -0.035, 0.0, 0.4, 0.315, 0.365, 0.08)
 
@@ -137,8 +148,10 @@ def test_tool_is_one_transform() -> None:
 def test_model_options_are_checked_by_name_and_type() -> None:
     with pytest.raises(InvalidArgument, match="no option 'bogus'; its options: l1, l2"):
         robohal.get_model("generic.planar2", bogus=1)
-    with pytest.raises(InvalidArgument, match="invalid options"):
+    with pytest.raises(InvalidArgument, match="l1 must be a finite number"):
         robohal.get_model("generic.planar2", l1="a")
+    with pytest.raises(InvalidArgument, match="lower must be a number"):
+        robohal.get_model("arduino.planar2", lower="ab")
     with pytest.raises(InvalidArgument, match="controller_joints must be True or False"):
         robohal.get_model("abb.irb1410", controller_joints="no")
     with pytest.raises(InvalidArgument, match="hand must be True or False"):
@@ -214,3 +227,48 @@ def test_backend_parameters_are_checked_before_a_simulator_starts() -> None:
 def test_connect_needs_a_uri_string(uri) -> None:
     with pytest.raises(UriError, match="must be a string"):
         robohal.connect(uri)  # type: ignore[arg-type]
+
+
+# More constructors, helpers and extreme numbers ----------------------------------------------
+
+
+@pytest.mark.parametrize("make", [
+    lambda: PlanarTwoLink("a", 0.2), lambda: PlanarTwoLink(None, 0.2), lambda: PlanarTwoLink([1, 2], 0.2),
+    lambda: PlanarTwoLink(1e200, 1e200), lambda: PlanarTwoLink(0.3, 0.2, "x"),
+    lambda: Constraints("a", "b"), lambda: Constraints([0.0], [1.0], "a"),
+    lambda: Constraints([0.0], [1.0]).random(-1), lambda: Constraints([0.0], [1.0]).compliant("ab"),
+    lambda: pick_best("ab", [0.0, 0.0]), lambda: pick_best(np.empty((1, 0, 2)), [0.0, 0.0]),
+    lambda: pick_best(np.zeros((1, 2, 2)), np.zeros((3, 2))),
+    lambda: OPW(*KR6).inverse_5dof(OPW(*KR6).forward(np.full(6, 0.1)), "a"),
+    lambda: SetpointGuard(JointLimits(-1.0, 1.0, 1.0, 1.0, 1.0), 1e-300),
+    lambda: robohal.get_model("franka.fr3").solution_label(None),
+])
+def test_helpers_refuse_bad_arguments_by_name(make) -> None:
+    with pytest.raises(InvalidArgument):
+        make()
+
+
+def test_robot_motions_refuse_bad_speeds_and_times() -> None:
+    with robohal.connect("sim://?model=generic.planar2&realtime=0") as robot:
+        for call in (lambda: robot.move_joints([0.1, 0.1], speed="a"),
+                     lambda: robot.move_linear(robot.pose, speed="a"),
+                     lambda: robot.follow([[0.1, 0.1]], [1e300])):
+            with pytest.raises(InvalidArgument):
+                call()
+        robot.move_joints([0.1, 0.1])  # nothing was lost
+        assert np.allclose(robot.backend.commanded, [0.1, 0.1])
+
+
+def test_a_target_beyond_any_reach_is_unreachable_with_the_distance() -> None:
+    """The numeric solver (Franka) says how far the target is instead of overflowing into
+    'joints contains NaN', and spends no search on it in a batch."""
+    model = robohal.get_model("franka.fr3")
+    centre, radius = model.reach_bound
+    sample = model.forward(np.random.default_rng(1).uniform(model.limits.lower, model.limits.upper, (2000, 7)))
+    assert (np.linalg.norm(sample[:, :3, 3] - centre, axis=1) <= radius).all(), "the bound holds"
+    far = model.forward(model.limits.centre)
+    far[0, 3] = 1e160
+    result = model.inverse(far)
+    assert len(result) == 0 and "1e+160 m from the base" in result.reason
+    batch = model.inverse_batch(np.stack([far, model.forward(model.limits.centre)]))
+    assert np.isnan(batch[0]).all() and np.isfinite(batch[1, 0]).all()

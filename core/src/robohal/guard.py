@@ -35,8 +35,8 @@ class SetpointGuard:
         unknown = checks - ALL_CHECKS
         if unknown:
             raise InvalidArgument(f"unknown setpoint checks {sorted(unknown)}; choose from {sorted(ALL_CHECKS)}")
-        if not period > 0:
-            raise InvalidArgument("the control period must be positive")
+        if not 1e-6 <= period <= 10.0:  # finite differences over less than a microsecond overflow
+            raise InvalidArgument(f"the control period must be within [1e-6, 10] s, got {period!r}")
         self.limits = limits
         self.period = float(period)
         self.checks = checks

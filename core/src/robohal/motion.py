@@ -20,6 +20,9 @@ from .kinematics import JointLimits, Kinematics
 from .state import Array, RobotState
 from .trajectory import DoubleS, joint_profile, sample_times
 
+#: s: the longest waypoint time follow() plans (a day; the setpoints are sampled up front)
+MAX_FOLLOW_TIME = 86400.0
+
 
 @runtime_checkable
 class Motion(Protocol):
@@ -138,8 +141,8 @@ class PointToPoint:
 
     def __init__(self, target: ArrayLike, speed: float = 1.0) -> None:
         self.target = spatial.as_finite(target, "target joints")
-        if not (0 < speed <= 1):
-            raise InvalidArgument(f"speed is a fraction of the joint limits in (0, 1], got {speed}")
+        if isinstance(speed, bool) or not isinstance(speed, (int, float, np.integer, np.floating)) or not 0 < speed <= 1:
+            raise InvalidArgument(f"speed is a fraction of the joint limits in (0, 1], got {speed!r}")
         self.speed = float(speed)
         self._setpoints: Array | None = None
         self._index = 0
@@ -220,6 +223,9 @@ def plan_linear(
     the workspace or crosses a joint limit.
     """
     target = spatial.as_pose(target, "target pose")
+    for value, name in ((speed, "speed (m/s)"), (angular_speed, "angular_speed (rad/s)"), (joint_speed, "joint_speed")):
+        if not spatial.as_number(value, name) > 0:
+            raise InvalidArgument(f"{name} must be positive, got {value!r}")
     start_pose = model.forward(start_q)
     if model.position_only:
         target = target.copy()
@@ -356,6 +362,8 @@ class Robot:
             raise InvalidArgument("follow() needs waypoints (k, dof) and k times")
         if np.any(np.diff(np.concatenate([[0.0], times])) <= 0):
             raise InvalidArgument("waypoint times must rise from 0")
+        if times[-1] > MAX_FOLLOW_TIME:
+            raise InvalidArgument(f"waypoint times must stay within {MAX_FOLLOW_TIME:g} s, got {times[-1]:g} s")
         self.model.check_joints(points, "waypoint")
         period = self.backend.period
         segments = []

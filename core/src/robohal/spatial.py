@@ -8,6 +8,7 @@ roll about x, pitch about y, yaw about z, applied as ``Rz(yaw) Ry(pitch) Rx(roll
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -18,16 +19,21 @@ from .errors import InvalidArgument
 Array = NDArray[np.float64]
 
 
-def as_finite(value: ArrayLike, name: str, *, last: tuple[int, ...] | None = None) -> Array:
-    """``value`` as a float64 array, refusing NaN/inf and (optionally) a wrong trailing shape."""
+def as_real(value: ArrayLike, name: str) -> Array:
+    """``value`` as a float64 array of real numbers (NaN allowed): strings of digits,
+    booleans and complex values are not taken as numbers."""
     try:
         array = np.asarray(value)
-        # real numbers only: strings of digits, booleans and complex values are not taken as numbers
         if array.dtype.kind not in "iuf":
             raise TypeError
-        array = array.astype(np.float64, copy=False)
+        return array.astype(np.float64, copy=False)
     except (TypeError, ValueError):
         raise InvalidArgument(f"{name} must be an array of real numbers, got {value!r:.80}") from None
+
+
+def as_finite(value: ArrayLike, name: str, *, last: tuple[int, ...] | None = None) -> Array:
+    """``value`` as a float64 array, refusing NaN/inf and (optionally) a wrong trailing shape."""
+    array = as_real(value, name)
     if (last is not None and array.shape[array.ndim - len(last):] != last) or (
         last is not None and array.ndim < len(last)
     ):
@@ -36,6 +42,16 @@ def as_finite(value: ArrayLike, name: str, *, last: tuple[int, ...] | None = Non
     if not np.isfinite(array).all():
         raise InvalidArgument(f"{name} contains NaN or inf")
     return array
+
+
+def as_number(value: object, name: str) -> float:
+    """One finite real number (not a bool, a string or an array) as a float."""
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(value):
+        raise InvalidArgument(f"{name} must be a finite number, got {value!r:.80}")
+    return float(value)
 
 
 def as_pose(pose: ArrayLike, name: str = "pose") -> Array:

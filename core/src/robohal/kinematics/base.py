@@ -216,6 +216,7 @@ class Kinematics(ABC):
     def solution_label(self, q: ArrayLike) -> str:
         """A short name of the configuration branch of ``q`` (e.g. "front, elbow up,
         no flip"); empty when the model has no named branches."""
+        self._one_joints(q)  # still a check: a wrong argument is no unnamed branch
         return ""
 
     # Finishing solutions (shared by every solver) ---------------------------------
@@ -384,10 +385,11 @@ def pick_best(solutions: ArrayLike, reference: ArrayLike) -> Array:
     """One solution per pose from an :meth:`Kinematics.inverse_batch` result
     (N, k, dof): the one nearest ``reference`` (dof,) or (N, dof) in summed
     absolute joint distance; a NaN row where a pose has none."""
-    solutions = np.asarray(solutions, dtype=np.float64)
-    reference = np.asarray(reference, dtype=np.float64)
-    if solutions.ndim != 3 or reference.shape[-1] != solutions.shape[-1]:
-        raise InvalidArgument("pick_best needs solutions (N, k, dof) and a reference (dof,) or (N, dof)")
+    solutions = spatial.as_real(solutions, "solutions")  # NaN rows pad the missing solutions
+    reference = spatial.as_finite(reference, "reference")
+    if solutions.ndim != 3 or solutions.shape[1] == 0 or reference.ndim not in (1, 2) \
+            or reference.shape[-1] != solutions.shape[-1] or (reference.ndim == 2 and len(reference) != len(solutions)):
+        raise InvalidArgument("pick_best needs solutions (N, k, dof) with k >= 1 and a reference (dof,) or (N, dof)")
     ref = reference[:, None, :] if reference.ndim == 2 else reference
     cost = np.abs(solutions - ref).sum(axis=-1)
     cost = np.where(np.isnan(cost), np.inf, cost)

@@ -77,6 +77,13 @@ class DHChain(Kinematics):
         self._flange_rows = self.flange.tolist()
         self._flange_turns = bool((self.flange[:3, :3] != np.eye(3)).any())
 
+    @property
+    def reach_bound(self) -> tuple[Array, float]:
+        """A sphere (centre, radius in m) the flange never leaves: consecutive frame origins
+        of a revolute chain stay sqrt(a^2 + d^2) apart whatever the joints do."""
+        radius = sum(math.hypot(a, d) for a, d in zip(self.a, self.d, strict=True))
+        return self.base[:3, 3].copy(), radius + float(np.linalg.norm(self.flange[:3, 3]))
+
     def __repr__(self) -> str:
         kind = "modified" if self.modified else "classic"
         return f"DHChain({kind}, dof={self.dof}, a={self.a}, d={self.d}, alpha={[round(x, 6) for x in self.alpha]})"

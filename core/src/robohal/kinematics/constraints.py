@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import InvalidArgument
+from ..spatial import as_number, as_real
 from .base import Array, Solutions
 
 TWO_PI = 2.0 * np.pi
@@ -27,13 +28,13 @@ class Constraints:
     """
 
     def __init__(self, from_: ArrayLike, to: ArrayLike, sorting_weight: float = 0.0) -> None:
-        start = np.asarray(from_, dtype=np.float64).reshape(-1)
-        end = np.asarray(to, dtype=np.float64).reshape(-1)
+        start = as_real(from_, "constraints from_").reshape(-1)
+        end = as_real(to, "constraints to").reshape(-1)
         if start.shape != end.shape or start.size == 0:
             raise InvalidArgument("constraints need one from and one to angle per joint")
         if not (np.isfinite(start).all() and np.isfinite(end).all()):
             raise InvalidArgument("constraint angles must be finite")
-        if not 0.0 <= sorting_weight <= 1.0:
+        if not 0.0 <= as_number(sorting_weight, "sorting_weight") <= 1.0:
             raise InvalidArgument("sorting_weight must be within [0, 1]")
         self.from_ = start
         self.to = end
@@ -57,7 +58,7 @@ class Constraints:
         return np.pi - np.remainder(np.pi - x, TWO_PI)
 
     def _check(self, q: ArrayLike) -> Array:
-        q = np.asarray(q, dtype=np.float64)
+        q = as_real(q, "joints")
         if q.ndim == 0 or q.shape[-1] != self.dof:
             raise InvalidArgument(f"joints must have {self.dof} values, got shape {q.shape}")
         return q
@@ -70,7 +71,7 @@ class Constraints:
 
     def filter(self, solutions: ArrayLike) -> Solutions:
         """The rows of (k, dof) ``solutions`` inside the ranges (the reason kept or set)."""
-        rows = self._check(np.asarray(solutions, dtype=np.float64).reshape(-1, self.dof))
+        rows = self._check(as_real(solutions, "solutions").reshape(-1, self.dof))
         kept = rows[self.compliant(rows)]
         reason = getattr(solutions, "reason", None)
         if len(kept) == 0 and len(rows):
@@ -99,6 +100,8 @@ class Constraints:
     def random(self, n: int | None = None, rng: np.random.Generator | int | None = None) -> Array:
         """Uniform random joints within the ranges: (dof,), or (n, dof)."""
         rng = np.random.default_rng(rng)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0):
+            raise InvalidArgument(f"n must be a count of configurations, got {n!r}")
         shape = (self.dof,) if n is None else (int(n), self.dof)
         return self._wrap(self.from_ + rng.uniform(0.0, 1.0, shape) * self.span)
 

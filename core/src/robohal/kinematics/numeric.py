@@ -126,8 +126,23 @@ def _solve_seeded(model: Kinematics, target: Array, seed: Array) -> Array:
     return np.array([q])
 
 
+def _beyond_reach(model: Kinematics, positions: Array) -> tuple[Array, Array, float] | None:
+    """Which target positions (N, 3) lie outside the model's reach sphere, their distances
+    from its centre and its radius; None for a model that gives no bound."""
+    bound = getattr(model, "reach_bound", None)
+    if bound is None:
+        return None
+    centre, radius = bound
+    offset = positions - centre
+    distance = np.hypot(np.hypot(offset[..., 0], offset[..., 1]), offset[..., 2])  # no overflow 1e160 m away
+    return distance > radius * (1.0 + 1e-9) + 1e-9, distance, radius
+
+
 def numeric_candidates(model: Kinematics, pose: Array, previous: Array | None) -> tuple[list, str | None]:
     """Verified solutions (within the limits) for one pose; see the module docstring."""
+    beyond = _beyond_reach(model, pose[None, :3, 3])
+    if beyond is not None and beyond[0][0]:
+        return [], f"target is {beyond[1][0]:.6g} m from the base; the arm reaches at most {beyond[2]:.6g} m"
     if previous is not None:
         seed = np.asarray(previous, dtype=np.float64)
         if not model.position_only:
@@ -149,6 +164,13 @@ def numeric_batch(model: Kinematics, poses: Array, restarts: int = 7) -> Array:
     verified and within the limits; the search runs from the limits' centre and
     ``restarts`` random starts for every pose, all in one vectorised loop."""
     n, dof = len(poses), model.dof
+    beyond = _beyond_reach(model, poses[:, :3, 3])
+    if beyond is not None and beyond[0].any():  # no search for what no configuration reaches
+        out = np.full((n, model.max_solutions, dof), np.nan)
+        inside = ~beyond[0]
+        if inside.any():
+            out[inside] = numeric_batch(model, poses[inside], restarts)
+        return out
     starts = starts_for(model, restarts)  # (S, dof)
     count = len(starts)
     targets = np.repeat(poses, count, axis=0)

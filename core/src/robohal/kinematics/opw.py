@@ -460,8 +460,7 @@ class OPW(Kinematics):
     def inverse_5dof(self, pose: ArrayLike, j6: float) -> Solutions:
         """Solutions that place the flange at the pose's position with its z axis
         along the pose's z axis; rotation about that axis is ignored and J6 = ``j6``."""
-        if not math.isfinite(j6):
-            raise InvalidArgument("j6 must be finite")
+        j6 = spatial.as_number(j6, "j6")
         rows, reason, may_repeat = self._solve(pose_rows(pose), None, j6=self.signs[5] * j6 - self.offsets[5])
         return self._finish(rows, None, reason, may_repeat, normalised=True)
 

@@ -34,10 +34,14 @@ class PlanarTwoLink(Kinematics):
     closed_form = True
 
     def __init__(self, l1: float, l2: float, limits: JointLimits | None = None) -> None:
-        if not (np.isfinite(l1) and np.isfinite(l2) and l1 > 0 and l2 > 0):
-            raise InvalidArgument(f"link lengths must be positive and finite, got l1={l1}, l2={l2}")
-        self.l1 = float(l1)
-        self.l2 = float(l2)
+        l1, l2 = spatial.as_number(l1, "l1"), spatial.as_number(l2, "l2")
+        # within a sane range (m): squares of lengths near 1e154 overflow in the inverse
+        if not (1e-9 <= l1 <= 1e9 and 1e-9 <= l2 <= 1e9):
+            raise InvalidArgument(f"link lengths must be within [1e-9, 1e9] m, got l1={l1:g}, l2={l2:g}")
+        if limits is not None and not isinstance(limits, JointLimits):
+            raise InvalidArgument(f"limits must be JointLimits, got {type(limits).__name__}")
+        self.l1 = l1
+        self.l2 = l2
         self.dof = 2
         self.limits = limits or JointLimits(
             lower=[-np.pi, -np.pi], upper=[np.pi, np.pi], velocity=3.0, acceleration=30.0, jerk=600.0
