@@ -82,7 +82,7 @@ def test_numeric_inverse_of_an_unreachable_pose_has_a_reason():
     result = chain.inverse(pose)
     assert not result.found and "target is 5 m from the base; the arm reaches at most" in result.reason
     centre, radius = chain.reach_bound
-    pose[:3, 3] = centre + [0.999 * radius, 0.0, 0.0]  # inside the bound, but not with this orientation
+    pose[:3, 3] = centre + np.array([0.999 * radius, 0.0, 0.0])  # inside the bound, but not with this orientation
     result = chain.inverse(pose)
     assert not result.found and "no joint configuration" in result.reason
 
