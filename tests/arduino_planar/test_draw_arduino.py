@@ -20,6 +20,13 @@ def test_draw_circle_on_the_servo_arm() -> None:
     assert float(deviation.group(1)) < 0.6
 
 
+def test_a_dry_run_names_the_firmware_that_answered_and_moves_nothing() -> None:
+    result = CliRunner().invoke(main, ["draw", EMULATOR, "circle", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"connected: robohal_planar \d+\.\d+\.\d+ \(protocol 1, 2 servos\) on /dev/", result.output)
+    assert "circle:" in result.output and "drawn:" not in result.output
+
+
 def test_draw_refuses_a_circle_beyond_the_servo_range() -> None:
     # within the links' reach, but the elbow would need more than the servo's +-90 deg
     result = CliRunner().invoke(main, ["draw", EMULATOR, "circle", "--center", "0.12", "0", "--radius", "0.01"])

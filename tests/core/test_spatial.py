@@ -104,3 +104,9 @@ def test_pose_error_is_zero_only_at_the_pose(xyz, rv):
     b = a.copy()
     b[:3, 3] += [0.01, 0, 0]
     assert np.allclose(spatial.pose_error(b, a), [0.01, 0, 0, 0, 0, 0], atol=1e-12)
+
+
+def test_matrix_to_quat_takes_poses_too():
+    pose = spatial.rotation_z(0.5) @ spatial.from_translation([1.0, 2.0, 3.0])
+    assert np.allclose(spatial.matrix_to_quat(pose), spatial.matrix_to_quat(pose[:3, :3]))
+    assert np.allclose(spatial.matrix_to_quat(np.stack([pose, pose])), [[np.cos(0.25), 0, 0, np.sin(0.25)]] * 2)

@@ -214,6 +214,12 @@ class Backend(ABC):
         return getattr(self, "_result", None)
 
     @property
+    def identity(self) -> str:
+        """What answered at the other end, as the hardware names itself (firmware and
+        version, controller type...) once connected; empty where the protocol does not say."""
+        return ""
+
+    @property
     def busy(self) -> bool:
         return self._runner is not None and self._runner.is_alive()
 

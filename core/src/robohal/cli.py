@@ -301,6 +301,8 @@ def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float
     from .connection import open_robot
 
     with open_robot(uri) as robot:
+        identity = robot.backend.identity
+        click.echo(f"connected: {identity or robot.name}")
         model = robot.model
         middle = drawing.workspace_middle(model)[0] if center is None and shape in ("circle", "square") else None
         if shape == "line":

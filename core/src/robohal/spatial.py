@@ -133,8 +133,12 @@ def quat_to_matrix(quat_wxyz: ArrayLike) -> Array:
 
 
 def matrix_to_quat(rotation: ArrayLike) -> Array:
-    """Unit quaternions (w, x, y, z) with w >= 0 from rotation matrices (..., 3, 3)."""
-    r = as_finite(rotation, "rotation", last=(3, 3))
+    """Unit quaternions (w, x, y, z) with w >= 0 from rotation matrices (..., 3, 3)
+    or the rotation part of poses (..., 4, 4)."""
+    r = as_finite(rotation, "rotation")
+    if r.shape[-2:] == (4, 4):
+        r = r[..., :3, :3]
+    r = as_finite(r, "rotation", last=(3, 3))
     # Shepperd's method, all four branches computed and the best-conditioned kept.
     trace = r[..., 0, 0] + r[..., 1, 1] + r[..., 2, 2]
     candidates = np.stack(

@@ -72,6 +72,13 @@ class ArduinoPlanarBackend(Backend):
 
     checks = ("position", "velocity")
 
+    @property
+    def identity(self) -> str:
+        hello = self.firmware
+        if hello is None:
+            return ""
+        return f"{hello.firmware} {hello.version} (protocol {hello.protocol}, {hello.servos} servos) on {self.device}"
+
     def __init__(self, uri: RobotUri, model: Kinematics) -> None:
         if model.dof != p.SERVO_COUNT:
             raise InvalidArgument(f"{uri}: the planar-arm firmware drives {p.SERVO_COUNT} servos;"
