@@ -10,7 +10,10 @@ acts on (now - the robot's feedback time): a receiver that falls behind shows a
 growing age. Each is run on the machine as it is, next to a busy second
 process, and with the controller and the sensor pinned to different cores (a
 real controller is a separate machine). Figures are printed as ratios
-(ours / peer); nothing is asserted.
+(ours / peer); nothing is asserted. Ours runs with the default reply=ahead (each
+setpoint answers the next robot message, encoded before it arrives); a line below
+each table gives reply=fresh (each robot message answered by the command computed
+from its own state).
 
     python benchmarks/egm.py [--seconds 4] [--rounds 3]
 """
@@ -42,13 +45,13 @@ def _trend(ages: list[float]) -> float:
     return 1000.0 * (float(np.mean(ages[-quarter:])) - float(np.mean(ages[:quarter])))
 
 
-def drive_ours(port: int, seconds: float) -> dict:
+def drive_ours(port: int, seconds: float, reply: str = "ahead") -> dict:
     import robohal
     from robohal.uri import parse_uri
     from robohal_abb.backend import EgmBackend
 
     model = robohal.get_model(MODEL)
-    backend = EgmBackend(parse_uri(f"abb-egm://127.0.0.1:{port}?robot=127.0.0.1&timeout=5"), model)
+    backend = EgmBackend(parse_uri(f"abb-egm://127.0.0.1:{port}?robot=127.0.0.1&timeout=5&reply={reply}"), model)
     state = backend.connect()
     q0 = np.array(state.q)
     ages = []
@@ -161,7 +164,7 @@ def _median(runs: list[dict], *path: str) -> float:
     return float(np.median(values))
 
 
-def report(label: str, ours: list[dict], peer: list[dict], checked: list[dict]) -> None:
+def report(label: str, ours: list[dict], peer: list[dict], checked: list[dict], fresh: list[dict]) -> None:
     def row(name: str, *path: str, ratio: bool = True) -> None:
         a, b = _median(ours, *path), _median(peer, *path)
         shown = f"{a / b:8.2f}" if ratio and b else f"{'-':>8}"
@@ -182,6 +185,10 @@ def report(label: str, ours: list[dict], peer: list[dict], checked: list[dict]) 
     print(f"  for scale, the peer's loop with robohal's limit check added: round trip p50"
           f" {_median(checked, 'controller', 'round_trip', 'p50_ms'):.3f} ms, p99"
           f" {_median(checked, 'controller', 'round_trip', 'p99_ms'):.3f} ms")
+    print(f"  ours with reply=fresh (each state answered by the command computed from it, a period sooner):"
+          f" round trip p50 {_median(fresh, 'controller', 'round_trip', 'p50_ms'):.3f} ms, p99"
+          f" {_median(fresh, 'controller', 'round_trip', 'p99_ms'):.3f} ms; state age p50"
+          f" {_median(fresh, 'sensor', 'ages', 'p50_ms'):.3f} ms, p99 {_median(fresh, 'sensor', 'ages', 'p99_ms'):.3f} ms")
     print(f"  ours only: reply latency (datagram in -> reply out) p50 {_median(ours, 'sensor', 'reply_latency_p50_ms'):.3f}"
           f" ms, p99 {_median(ours, 'sensor', 'reply_latency_p99_ms'):.3f} ms; stale datagrams skipped per run"
           f" {_median(ours, 'sensor', 'drained'):.0f} (a late loop answers the newest message, not a backlog)")
@@ -191,12 +198,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0, help="per run")
     parser.add_argument("--rounds", type=int, default=3, help="runs per peer and load, interleaved")
-    parser.add_argument("--driver", choices=["ours", "peer", "peer-checked"])
+    parser.add_argument("--driver", choices=["ours", "ours-fresh", "peer", "peer-checked"])
     parser.add_argument("--port", type=int)
     args = parser.parse_args()
     if args.driver:
-        if args.driver == "ours":
-            result = drive_ours(args.port, args.seconds)
+        if args.driver in ("ours", "ours-fresh"):
+            result = drive_ours(args.port, args.seconds, "fresh" if args.driver == "ours-fresh" else "ahead")
         else:
             result = drive_peer(args.port, args.seconds, checked=args.driver == "peer-checked")
         print(json.dumps(result))
@@ -215,7 +222,7 @@ def main() -> None:
                           (cpus[0], cpus[-1])))
     for label, busy, cores in scenarios:
         hog = busy_process() if busy else None
-        runs: dict[str, list[dict]] = {"ours": [], "peer": [], "peer-checked": []}
+        runs: dict[str, list[dict]] = {"ours": [], "peer": [], "peer-checked": [], "ours-fresh": []}
         try:
             for _ in range(args.rounds):
                 for driver in runs:
@@ -224,7 +231,7 @@ def main() -> None:
             if hog is not None:
                 hog.kill()
                 hog.wait()
-        report(label, runs["ours"], runs["peer"], runs["peer-checked"])
+        report(label, runs["ours"], runs["peer"], runs["peer-checked"], runs["ours-fresh"])
 
 
 if __name__ == "__main__":

@@ -74,9 +74,32 @@ def test_a_short_first_motion_already_reports_its_timing(egm_sim) -> None:
         assert state.info["reply_latency_p50"] > 0 and state.info["rate_hz"] > 0
 
 
-def test_joint_move_reaches_its_target_and_replies_once_per_message(egm_sim) -> None:
+@pytest.mark.parametrize("reply, delay", [("ahead", 1), ("fresh", 0)])
+def test_reply_mode_decides_which_state_first_shows_a_setpoint(egm_sim, reply, delay) -> None:
+    """reply=ahead answers the next robot message with the setpoint, so the controller's plan
+    (EgmRobot.planned) shows it one state later; reply=fresh answers the message just returned,
+    so the very next state shows it: one period less from a state to its command."""
     sim = egm_sim("--comm-timeout", "0")
-    with robohal.connect(sim.connect_uri()) as robot:
+    with robohal.connect(sim.connect_uri(reply=reply)) as robot:
+        backend = robot.backend
+        start = backend.commanded.copy()
+        sent, delays = [], []
+        for n in range(40):  # a slow, smooth ramp: every setpoint distinct, well inside the limits
+            q = start.copy()
+            q[5] += 2e-6 * n * n
+            sent.append(q)
+            plan = np.array(backend.cycle(q).info["q_planned"])
+            matches = [k for k, s in enumerate(sent) if np.allclose(s, plan, atol=1e-9, rtol=0)]
+            if matches and n >= 5:  # after the hand-over from the hold thread
+                delays.append(n - matches[-1])
+        assert len(delays) >= 30
+        assert np.median(delays) == delay, delays
+
+
+@pytest.mark.parametrize("reply", ["ahead", "fresh"])
+def test_joint_move_reaches_its_target_and_replies_once_per_message(egm_sim, reply) -> None:
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri(reply=reply)) as robot:
         target = robot.backend.commanded + np.radians([8.0, 5.0, -5.0, 10.0, 10.0, -20.0])
         result = robot.move_joints(target, speed=0.5)
         assert result.completed

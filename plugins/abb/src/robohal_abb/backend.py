@@ -1,6 +1,7 @@
 """The EGM backend: robohal's side of ABB Externally Guided Motion (the "sensor").
 
-    abb-egm://HOST:PORT?model=abb.irb1410[&robot=IP][&timeout=S][&connect_timeout=S][&mode=joint|pose][&sample_rate=MS]
+    abb-egm://HOST:PORT?model=abb.irb1410[&robot=IP][&timeout=S][&connect_timeout=S][&mode=joint|pose]
+        [&sample_rate=MS][&reply=ahead|fresh]
 
 ``HOST:PORT`` is the UDP address this binds (default ``0.0.0.0:6510``), the one
 the controller's UDP Unicast Device points at. The controller is the UDP
@@ -20,6 +21,15 @@ the thread brakes the arm to rest within the limits first. What it sends is
 committed to the setpoint guard, so a loop that resumes is checked against it.
 A new EGM session (seqno back to 0) makes the backend hold the *measured*
 position; it never replays a target from the old session.
+
+Which robot message a setpoint answers (``reply``): with ``ahead`` (the default)
+``cycle(q)`` answers the *next* robot message with ``q``, encoded before it arrives:
+the shortest answer, and nothing is lost for a planned trajectory (every motion of
+robohal's own), whose setpoints do not depend on the state. With ``fresh``, ``cycle(q)``
+answers the message whose state the last ``cycle()`` returned, if it is still fresh:
+a command computed from a state reaches the controller one period (4 ms) sooner, what a
+feedback loop on the measured state wants, at the price of a longer answer (the state is
+built and handed over before the answer can be sent).
 
 ``mode=joint`` (EGMRunJoint) sends joint targets; ``mode=pose`` (EGMRunPose,
 tool0 in the base frame) sends the model's forward kinematics of the same
@@ -97,7 +107,7 @@ class _Received:
 class EgmBackend(Backend):
     """ABB EGM, sensor side (see the module docstring)."""
 
-    answers_each_message = True  # reply to each robot message right after decoding it
+    answers_each_message = True  # reply=ahead: answer each robot message right after decoding it
 
     checks = ("position", "velocity", "acceleration")
 
@@ -111,6 +121,7 @@ class EgmBackend(Backend):
         self.timeout = options["timeout"]
         self.connect_timeout = options["connect_timeout"]
         self.mode = options["mode"]
+        self.answers_each_message = options["reply"] == "ahead"
         robot = uri.params.get("robot")
         try:
             self.robot_ip = socket.gethostbyname(robot) if robot else None
@@ -152,7 +163,10 @@ class EgmBackend(Backend):
         mode = uri.params.get("mode", "joint")
         if mode not in ("joint", "pose"):
             raise UriError(f"{uri}: mode must be joint or pose, got {mode!r}")
-        return {"sample_ms": sample_ms, "timeout": timeout, "mode": mode,
+        reply = uri.params.get("reply", "ahead")
+        if reply not in ("ahead", "fresh"):
+            raise UriError(f"{uri}: reply must be ahead or fresh, got {reply!r}")
+        return {"sample_ms": sample_ms, "timeout": timeout, "mode": mode, "reply": reply,
                 "connect_timeout": uri.get_float("connect_timeout", timeout, minimum=0.01)}
 
     # Lifecycle ------------------------------------------------------------------------

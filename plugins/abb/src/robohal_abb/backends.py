@@ -50,6 +50,6 @@ def backend_specs() -> list[BackendSpec]:
             features=FEATURES,
             position_tolerance=2e-3,
             settle_time=1.0,
-            params=("robot", "timeout", "connect_timeout", "mode", "sample_rate", "sim_*"),
+            params=("robot", "timeout", "connect_timeout", "mode", "sample_rate", "reply", "sim_*"),
         )
     ]

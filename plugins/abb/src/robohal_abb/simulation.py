@@ -12,7 +12,7 @@ from robohal.uri import RobotUri, parse_uri
 
 #: the template's error handler restarts the EGM run this long after ERR_UDPUC_COMM
 DEFAULT_RETRY_AFTER = 0.3
-BACKEND_PARAMS = ("timeout", "connect_timeout", "mode", "sample_rate")
+BACKEND_PARAMS = ("timeout", "connect_timeout", "mode", "sample_rate", "reply")
 
 
 def simulator_argv(uri: RobotUri, sensor_port: int, bind_port: int) -> list[str]:
