@@ -94,12 +94,13 @@ class SimBackend(Backend):
 
     def _receive(self, timeout: float | None) -> RobotState:
         if self.realtime:
-            self._next_tick += self.period
-            delay = self._next_tick - time.monotonic()
+            with self._stepping:  # a reader may move the tick on too
+                self._next_tick += self.period
+                delay = self._next_tick - time.monotonic()
+                if delay < -self.period:  # late: do not burst to catch up
+                    self._next_tick = time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            elif delay < -self.period:  # late: do not burst to catch up
-                self._next_tick = time.monotonic()
         with self._stepping:
             if not self._faults:
                 self._advance()
