@@ -86,3 +86,12 @@ def test_piped_tables_wrap_instead_of_cutting_names(cli, monkeypatch) -> None:
         assert name in output
     assert "…" not in output
     assert max(len(line) for line in output.splitlines()) <= 100
+
+
+def test_json_mode_reports_errors_as_json(cli) -> None:
+    result = cli("fk", "abb.irb120", "1", "2", "--json")
+    assert result.exit_code == 2
+    error = json.loads(result.output.splitlines()[0])
+    assert error == {"error": "abb.irb120 has 6 joints; got 2 values", "type": "RobohalError"}
+    plain = cli("fk", "abb.irb120", "1", "2")
+    assert plain.exit_code == 2 and not plain.output.startswith("{")

@@ -22,9 +22,12 @@ class RobohalGroup(click.Group):
     """Turns user errors into one clear line and exit status 2, no traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        as_json = "--json" in ctx.args  # the subcommand's arguments, before invoking consumes them
         try:
             return super().invoke(ctx)
         except USER_ERRORS as exc:
+            if as_json:  # scripts parse stdout: the error too
+                click.echo(json.dumps({"error": str(exc), "type": type(exc).__name__}))
             click.echo(f"robohal: error: {exc}", err=True)
             sys.exit(2)
 
