@@ -109,3 +109,70 @@ def test_braking_near_a_position_limit_stops_before_it() -> None:
         assert any("braked to rest" in note for note in raised.value.__notes__), raised.value.__notes__
         assert robot.backend.commanded[0] <= limits.upper[0]
         assert np.abs(robot.backend.guard.derivatives()[0]).max() < 1e-9
+
+
+def _fast_trajectory(start: np.ndarray) -> JointTrajectory:
+    speeding = speeding_up()
+    cruise = speeding[-1] + np.outer(np.arange(1, 2000) * 0.004, [1.0, 0, 0, 0, 0, 0])  # 1 rad/s on
+    return JointTrajectory(start + np.vstack([speeding, cruise]))
+
+
+@pytest.mark.parametrize("how", ["stop", "close"])
+def test_another_thread_stops_a_foreground_motion_with_braking(how: str) -> None:
+    """stop() or close() from a second thread while the first runs a motion with wait=True:
+    the motion brakes to rest within the limits and returns stopped (it used to run on,
+    since only background motions were known to stop())."""
+    import threading
+
+    with robohal.connect(SIM) as robot:
+        limits = robot.model.limits
+        start = robot.backend.commanded
+        sent = record_sent(robot.backend)
+        stopper = threading.Thread(target=lambda: (
+            wait_until(lambda: robot.backend.counters["cycles"] > 120, timeout=30.0), getattr(robot, how)()))
+        stopper.start()
+        result = robot.run(_fast_trajectory(start))  # in this thread
+        stopper.join(timeout=30.0)
+        assert result.stopped and not result.completed
+        assert 120 < len(sent) < 400, "stopped soon after the request, not at the trajectory's end"
+        velocity = np.diff(np.array(sent)[:, 0]) / 0.004
+        assert abs(velocity[-1]) < 1e-9 and np.abs(np.diff(velocity)).max() / 0.004 <= limits.acceleration[0] * (1 + 1e-9)
+        assert robot.backend.connected is (how == "stop")
+
+
+def test_a_background_motions_error_waits_for_its_caller() -> None:
+    """A thread that only watches the state must not take the error a background motion met:
+    the caller's wait() raises it."""
+    with robohal.connect(SIM) as robot:
+        start = robot.backend.commanded
+        jump = np.vstack([start, start + np.array([0.5, 0, 0, 0, 0, 0])])  # refused by the guard
+        robot.run(JointTrajectory(jump), wait=False)
+        assert wait_until(lambda: not robot.backend.busy, timeout=30.0)
+        robot.state  # a monitor's read
+        with pytest.raises(LimitViolation):
+            robot.wait()
+        assert robot.move_joints(start, speed=0.5).completed  # raised once, then usable
+
+
+def test_a_robot_in_a_fault_at_connect_takes_no_command_before_recover() -> None:
+    from robohal.errors import HardwareFault
+    from robohal.sim_backend import SimBackend
+    from robohal.uri import parse_uri
+
+    class FaultedAtConnect(SimBackend):
+        def _open(self):
+            self.inject_fault("reflex_at_startup")
+            return super()._open()
+
+    model = robohal.get_model("generic.planar2")
+    backend = FaultedAtConnect(parse_uri("sim://?model=generic.planar2&realtime=0"), model)
+    state = backend.connect()
+    try:
+        assert state.faults == ("reflex_at_startup",)
+        assert backend.read().faults == ("reflex_at_startup",), "the fault can be inspected"
+        with pytest.raises(HardwareFault, match="reflex_at_startup"):
+            backend.cycle(state.q)
+        backend.recover()
+        assert backend.cycle(state.q).faults == ()
+    finally:
+        backend.close()

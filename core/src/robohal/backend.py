@@ -72,6 +72,9 @@ class Backend(ABC):
         self._pending: BaseException | None = None
         self._runner: threading.Thread | None = None
         self._stop_request = threading.Event()
+        self._motion_idle = threading.Event()  # clear while a motion runs, in the foreground or not
+        self._motion_idle.set()
+        self._motion_thread: threading.Thread | None = None
         self._fault: HardwareFault | None = None
 
     # Lifecycle ---------------------------------------------------------------------
@@ -88,6 +91,8 @@ class Backend(ABC):
         self._connected = True
         self._state = state
         self._activate(state)
+        if state.mode is RobotMode.FAULT:  # commands are refused until recover(), as after any fault
+            self._fault = self._fault_of(state)
         return state
 
     def close(self) -> None:
@@ -95,9 +100,7 @@ class Backend(ABC):
         if not self._connected:
             return
         try:
-            if self._runner is not None and self._runner.is_alive():
-                self._stop_request.set()
-                self._runner.join(timeout=5.0)
+            self._stop_motion(timeout=5.0)
         finally:
             self._connected = False
             self._close()
@@ -116,9 +119,13 @@ class Backend(ABC):
     # State and control -----------------------------------------------------------
 
     def _check_usable(self, *, allow_fault: bool = False) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            raise pending
+        """Raise what stands in the way of a command: the error a background motion met
+        (once), a lost link, a fault. Reads (``allow_fault``) leave the motion's error for
+        the caller: a thread that watches the state must not take it."""
+        if not allow_fault:
+            pending, self._pending = self._pending, None
+            if pending is not None:
+                raise pending
         if not self._connected:
             raise ConnectionLost(f"{self.uri.scheme}: not connected (call connect())")
         if self._fault is not None and not allow_fault:
@@ -168,13 +175,17 @@ class Backend(ABC):
         self.counters["cycles"] += 1
         self._state = state
         if state.mode is RobotMode.FAULT:
-            self._fault = HardwareFault(
-                f"{self.uri.scheme}: the robot reports {', '.join(state.faults) or 'a fault'}",
-                names=state.faults,
-                recoverable=bool(state.info.get("recoverable", True)),
-            )
+            self._fault = self._fault_of(state)
             raise self._fault
         return state
+
+    def _fault_of(self, state: RobotState) -> HardwareFault:
+        return HardwareFault(
+            f"{self.uri.scheme}: the robot reports {', '.join(state.faults) or 'a fault'}"
+            " (recover() clears it if it can)",
+            names=state.faults,
+            recoverable=bool(state.info.get("recoverable", True)),
+        )
 
     def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | None:
         """Run ``motion`` to its end, one setpoint per cycle. With ``wait=False``
@@ -191,17 +202,28 @@ class Backend(ABC):
 
         def body() -> None:
             try:
-                self._result = self._run_motion(motion, recorder)
+                self._result = self._tracked(motion, recorder)
             except BaseException as exc:  # re-raised on the caller's next call
                 self._pending = exc
                 self._result = recorder.result(completed=False)
 
         if wait:
-            self._result = self._run_motion(motion, recorder)
+            self._result = self._tracked(motion, recorder)
             return self._result
+        self._motion_idle.clear()  # before the thread exists: a stop() right now must see it
         self._runner = threading.Thread(target=body, name=f"robohal-{self.uri.scheme}-motion", daemon=True)
         self._runner.start()
         return None
+
+    def _tracked(self, motion: Motion, recorder: Any) -> MotionResult:
+        """Run a motion in this thread, known to stop() and close() from any other."""
+        self._motion_thread = threading.current_thread()
+        self._motion_idle.clear()
+        try:
+            return self._run_motion(motion, recorder)
+        finally:
+            self._motion_thread = None
+            self._motion_idle.set()
 
     def wait(self, timeout: float | None = None) -> MotionResult | None:
         """Wait for a background motion; re-raise the error it met, if any."""
@@ -271,12 +293,22 @@ class Backend(ABC):
                 recorder.add(state, q)
 
     def stop(self) -> None:
-        """Stop the running motion (decelerating within the limits) and hold."""
-        if self._runner is not None and self._runner.is_alive():
-            self._stop_request.set()
-            self._runner.join(timeout=15.0)
-        self._stop_request.clear()
+        """Stop the running motion (decelerating within the limits) and hold. From another
+        thread this also stops a motion run in the foreground (``wait=True``), which then
+        returns its result with ``stopped=True``."""
+        self._stop_motion(timeout=15.0)
         self._stop_hardware()
+
+    def _stop_motion(self, timeout: float) -> None:
+        """Ask the running motion to brake to rest and wait for it (not from its own thread)."""
+        if not self._motion_idle.is_set():
+            self._stop_request.set()  # the motion's loop brakes when it sees this
+            if threading.current_thread() is not self._motion_thread:
+                self._motion_idle.wait(timeout)
+        if self._runner is not None and self._runner is not threading.current_thread():
+            self._runner.join(timeout=1.0)
+        if self._motion_idle.is_set():
+            self._stop_request.clear()
 
     def recover(self) -> RobotState:
         """Clear a recoverable fault and hold the measured position."""
