@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import robohal
 from robohal import ConnectionLost, HardwareFault, LimitViolation, RobotMode
+from robohal.backend import wait_until
 from robohal.cartesian import CartesianBackend
 from robohal.simulation import free_port
 from robohal_abb.backend import SessionRestarted
@@ -489,3 +490,45 @@ def test_a_control_loop_that_stalls_mid_motion_is_braked_and_cannot_resume_with_
             backend.cycle(resumed)
         assert robot.move_joints(backend.commanded + np.radians([2.0, 0, 0, 0, 0, 0])).completed
     assert sim.stats()["counters"].get("targets_out_of_limits", 0) == 0
+
+
+def _inject(backend, model, joints_deg, seqno: int) -> None:
+    """One well-formed robot message from another socket on the robot's address."""
+    from robohal_abb import wire
+
+    q = np.radians(joints_deg)
+    pose = model.forward(np.zeros(6))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as injector:
+        injector.bind(("127.0.0.1", 0))
+        injector.sendto(wire.encode_robot(seqno=seqno, tm=0, time=time.time(), q=q, q_planned=q, pose=pose,
+                                          pose_planned=pose), ("127.0.0.1", backend.port))
+
+
+def test_a_session_measured_outside_the_limits_is_not_held(egm_sim) -> None:
+    """A new session whose measured joints the model's limits refuse (a model that does not fit
+    the robot, or a forged datagram): nothing is held, so no target outside the limits goes out,
+    and the state says why."""
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        backend = robot.backend
+        targets = record_targets(backend)
+        _inject(backend, robot.model, [250.0, 0, 0, 0, 0, 0], seqno=0)  # the model allows +-170 deg
+        assert wait_until(lambda: backend.counters["measured_outside_limits"] >= 1, timeout=5.0)
+        time.sleep(0.2)  # the hold thread's turns
+        assert all(robot.model.limits.within(q) for q in targets), "nothing outside the limits went out"
+        # the real controller's next messages: held again at its measured position, and usable
+        state = robot.state
+        assert robot.model.limits.within(state.q)
+        assert robot.move_joints(state.q + np.radians([2.0, 0, 0, 0, 0, 0]), speed=0.5).completed
+        assert all(robot.model.limits.within(q) for q in targets) and targets
+
+
+def test_absurd_joint_values_are_a_bad_datagram(egm_sim) -> None:
+    """+1e308 and -1e308 deg are finite (and cancel in a sum) but no joint's position."""
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        backend = robot.backend
+        _inject(backend, robot.model, [1e308, -1e308, 0, 0, 0, 0], seqno=0)
+        assert wait_until(lambda: backend.counters["bad_joint_range"] == 1, timeout=5.0)
+        assert backend.counters["sessions_restarted"] == 0
+        assert robot.move_joints(robot.q + np.radians([2.0, 0, 0, 0, 0, 0]), speed=0.5).completed

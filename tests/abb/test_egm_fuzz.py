@@ -72,11 +72,12 @@ def test_joint_values_must_be_six_and_finite(values: list[float], part: str) -> 
     del joints[:]
     joints.extend(values)
     reason = decode_or_reason(message.SerializeToString())
-    finite = all(math.isfinite(v) for v in values) and math.isfinite(sum(values))
     if len(values) != 6:
         assert reason == "joint_count"
-    elif not finite:
+    elif not math.isfinite(sum(values)):  # a NaN or inf, or finite values too huge to add up
         assert reason == "not_finite"
+    elif max(map(abs, values)) > wire.MAX_JOINT_DEG:  # finite, but no joint turns that far
+        assert reason == "joint_range"
     else:
         assert reason is None
 

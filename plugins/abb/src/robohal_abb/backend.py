@@ -215,7 +215,16 @@ class EgmBackend(Backend):
     def _activate(self, state: RobotState) -> None:
         super()._activate(state)
         with self._lock:
-            self._target = np.array(state.q)
+            self._target = self._holdable(np.array(state.q))
+
+    def _holdable(self, q: Array) -> Array | None:
+        """The measured position as a target to hold, or None if the model's limits refuse it:
+        then nothing is held (the controller keeps its own last target until its CommTimeout)
+        and the state reports the fault."""
+        if self._admissible(q):
+            return q
+        self.counters["measured_outside_limits"] += 1
+        return None
 
     # Reading the socket ---------------------------------------------------------------
 
@@ -301,8 +310,9 @@ class EgmBackend(Backend):
                 if previous is not None:
                     counters["sessions_restarted"] += 1
                     self._restart_pending = True
-                    self._target = np.array(message.q)  # hold the measured position, never the old target
-                    if self.guard.active:  # from rest there: the old session's motion is over
+                    # hold the measured position, never the old target (nothing, if it is outside the limits)
+                    self._target = self._holdable(np.array(message.q))
+                    if self.guard.active and self._target is not None:  # from rest there: the old motion is over
                         self.guard.reset(self._target)
             else:
                 self._intervals.append(arrival - previous.arrival)
@@ -550,6 +560,8 @@ class EgmBackend(Backend):
     def _state_of(self, received: _Received) -> RobotState:
         message = received.message
         faults = () if message.active else message.faults()
+        if not self._admissible(np.array(message.q)):  # a model that does not fit this robot, or a bad datagram
+            faults = (*faults, "joints_outside_model_limits")
         dq = received.dq
         if faults:
             mode = RobotMode.FAULT

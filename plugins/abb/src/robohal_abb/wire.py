@@ -32,6 +32,9 @@ MAX_DATAGRAM = 4096
 #: how far from unit length a wire quaternion may be
 QUATERNION_TOLERANCE = 1e-3
 DEGREE = math.pi / 180.0
+#: deg: no axis turns this far (even ABB's endless axes count a few hundred turns): beyond it
+#: a joint value is a bad datagram, not a position to hold
+MAX_JOINT_DEG = 1e5
 
 MOTOR_STATES = {pb.EgmMotorState.MOTORS_ON: "on", pb.EgmMotorState.MOTORS_OFF: "off",
                 pb.EgmMotorState.MOTORS_UNDEFINED: "undefined"}
@@ -242,6 +245,8 @@ def decode_robot(datagram: bytes, dof: int) -> RobotMessage:
     utilization = message.utilizationRate if message.HasField("utilizationRate") else None
     if not math.isfinite(sum(joints) + sum(planned_joints) + sum(pose) + sum(planned_pose) + (utilization or 0.0)):
         raise _not_finite(message)
+    if max(map(abs, joints)) > MAX_JOINT_DEG or max(map(abs, planned_joints)) > MAX_JOINT_DEG:
+        raise BadMessage("joint_range", f"joints beyond +-{MAX_JOINT_DEG:g} deg: {joints}, planned {planned_joints}")
     _unit(planned_pose[3:], "planned.cartesian.orient")
     clock = feedback.time
     return RobotMessage(
