@@ -195,6 +195,7 @@ def test_a_stalled_stream_is_braked_reported_and_recovered(connect, impl):
             backend.cycle(q)
     figures = backend.figures
     assert figures["starved_cycles"] > 0
+    assert backend.read().q.shape == (7,), "the fault can be inspected"
     with pytest.raises(StreamStarved):
         backend.cycle()  # until recover()
     state = backend.recover()
@@ -203,3 +204,43 @@ def test_a_stalled_stream_is_braked_reported_and_recovered(connect, impl):
     assert backend.cycle().mode in (RobotMode.IDLE, RobotMode.MOVING)
     if simulator is not None:
         assert simulator.stats()["robot_reflexes"] == 0
+
+
+def test_ctrl_c_during_a_foreground_motion_brakes_and_keeps_the_link(connect):
+    """A Ctrl-C reaches the user's process only (the 1 kHz loop runs in a session of its own,
+    so a terminal's Ctrl-C cannot drop the robot mid-motion); the interrupted run() brakes
+    the arm through the loop, then raises, and the link stays usable."""
+    import os
+    import signal
+
+    backend, _ = connect("stubs")
+    assert os.getsid(backend.control_pid) != os.getsid(0)
+    robot = Robot(backend, backend.model)
+    start = backend.read().q
+    target = start + np.array([1.0, 0, 0, 0, 0, 0, 0])
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))  # to the process, as a terminal does
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised:
+            robot.move_joints(target, speed=0.5)
+    finally:
+        timer.cancel()
+    assert any("braked to rest" in note for note in getattr(raised.value, "__notes__", []))
+    assert not backend.busy
+    state = backend.read()
+    assert np.abs(state.dq).max() < 1e-3 and abs(state.q[0] - target[0]) > 0.1, "at rest, short of the target"
+    assert robot.move_joints(start, speed=0.5).completed
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_foreground_motion_stopped_from_another_thread_returns_its_own_result(connect, impl):
+    backend, _ = connect(impl)
+    robot = Robot(backend, backend.model)
+    start = backend.read().q
+    first = robot.move_joints(start + np.array([0.05, 0, 0, 0, 0, 0, 0]), speed=0.5)
+    assert first.completed
+    stopper = threading.Timer(0.3, backend.stop)
+    stopper.start()
+    second = robot.move_joints(start + np.array([1.0, 0, 0, 0, 0, 0, 0]), speed=0.5)
+    stopper.join()
+    assert second is not first and not second.completed

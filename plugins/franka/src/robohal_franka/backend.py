@@ -53,6 +53,8 @@ CONTROL_MAIN = "import sys; from robohal_franka.control import main; sys.exit(ma
 CONTROL_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else None
 IMPLEMENTATIONS = ("pylibfranka", "stubs")
+#: s: how often a waiting caller looks up (so that a Ctrl-C is seen while the arm moves)
+WAIT_SLICE = 0.05
 
 
 def realtime_kernel() -> bool:
@@ -153,6 +155,9 @@ class FrankaBackend(Backend):
         self._process = subprocess.Popen(
             [sys.executable, "-c", CONTROL_MAIN, str(child_fds[0]), self._shm_file.name, *map(str, child_fds[1:])],
             pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=CONTROL_ENV,
+            # its own session: a Ctrl-C at the terminal reaches this process, which brakes the arm
+            # through the loop, not the loop itself (it would drop the robot mid-motion)
+            start_new_session=True,
         )
         child.close()
         for fd in child_fds[1:]:
@@ -185,6 +190,8 @@ class FrankaBackend(Backend):
 
     def _stop_process(self) -> None:
         process, self._process = self._process, None
+        if self._conn is not None and self._lost is not None:
+            self._conn.close()  # after a loss it waits on the pipe for nothing more: its end says so
         if process is not None:
             for stop in (None, process.terminate, process.kill):
                 if stop is not None:
@@ -321,7 +328,7 @@ class FrankaBackend(Backend):
         if self._lost is not None and self._connected:
             raise self._lost
         super()._check_usable(allow_fault=allow_fault)
-        if self._stream_error is not None:
+        if self._stream_error is not None and not allow_fault:  # the state can still be read
             raise self._stream_error
 
     @property
@@ -382,13 +389,29 @@ class FrankaBackend(Backend):
             self._motion_done.set()
             raise
         if wait:
-            return self.wait()
+            try:
+                return self.wait()
+            except KeyboardInterrupt as interrupt:  # Ctrl-C while the arm moves: brake it, then raise
+                if not self._motion_done.is_set():
+                    self._brake_after_interrupt(interrupt)
+                raise
         return None
+
+    def _brake_after_interrupt(self, interrupt: BaseException) -> None:
+        try:
+            self.stop()
+        except Exception as failure:
+            interrupt.add_note(f"robohal: braking after this interrupt failed too: {failure!r}")
+        else:
+            interrupt.add_note("robohal: the motion was braked to rest within the limits")
 
     def wait(self, timeout: float | None = None) -> MotionResult | None:
         """Wait for the running motion; re-raise the error it met, if any."""
-        if not self._motion_done.wait(timeout):
-            return None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        # in slices: a thread blocked in one long wait would see a Ctrl-C only when the motion ends
+        while not self._motion_done.wait(WAIT_SLICE):
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
         outcome, self._motion_outcome = self._motion_outcome, None
         if outcome is None:
             self._check_usable()
@@ -410,7 +433,8 @@ class FrankaBackend(Backend):
         commanded = self._request("stop", None, timeout=REQUEST_TIMEOUT)
         if not self._motion_done.wait(REQUEST_TIMEOUT):
             raise ConnectionLost("franka: the motion did not stop within 10 s")
-        self._motion_outcome = None
+        # the stopped motion's outcome stays for wait(): a foreground run() waiting for it
+        # must return that motion's result, not the one before
         if commanded is not None:
             self.guard.reset(commanded)
 
