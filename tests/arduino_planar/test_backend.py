@@ -246,3 +246,20 @@ def test_without_the_toolchain_hil_defaults_to_the_emulator_and_simavr_names_the
         backends._toolchain_present.cache_clear()
     if firmware.toolchain_missing() is None:
         assert backends.hil_targets() == (backends.SIMAVR_TARGET, backends.EMULATOR_TARGET)
+
+
+def test_an_ack_with_other_widths_than_the_set_is_not_a_measurement(emulator_factory, model) -> None:
+    """The firmware applies a SET exactly or refuses it. An ACK for the SET in flight that
+    echoes other widths (here forged on the line, CRC and seq right, widths out of the
+    servo limits) is refused, never taken as the measured position."""
+    sim = emulator_factory()
+    with backend_for(sim, model) as backend:
+        q = backend.read().q
+        with pytest.raises(ProtocolError, match="acknowledged with widths"):
+            for _ in range(200):
+                forged = p.Ack((backend._seq + 1) % p.SEQ_MODULO, (2400, 600))
+                sim.control("INJECT_TX " + forged.encode().hex())
+                state = backend.cycle(q)
+                assert model.limits.within(state.q), "a forged echo became the measured position"
+        assert backend.counters["ack_mismatches"] >= 1
+        assert model.limits.within(backend.read().q)

@@ -58,7 +58,7 @@ from .calibration import Calibration
 DEFAULT_RATE_HZ = 50.0  # one SET per 20 ms servo frame
 HELLO_INTERVAL_S = 0.2  # between handshake attempts while the board boots
 READ_SLICE_S = 0.01  # pyserial read timeout: how often a waiting read looks at its deadline
-GARBAGE_GRACE_S = 0.1  # after an ERR with no seq, how long our own reply may still come
+GARBAGE_GRACE_S = 0.1  # after a garbled line or an ERR with no seq, how long our own reply may still come
 FIRMWARE_NAME = "robohal_planar"
 RESET_FAULT = "MCU_RESET"
 
@@ -285,6 +285,9 @@ class ArduinoPlanarBackend(Backend):
                 reply = p.decode_reply(line)
             except p.FrameError:
                 self.counters["garbage_lines"] += 1  # line noise, a half line from before a reset
+                # maybe our reply, garbled: wait a little for it, not the full timeout (the servo
+                # holds its last width meanwhile), then resend
+                deadline = min(deadline, time.monotonic() + GARBAGE_GRACE_S)
                 continue
             if isinstance(reply, p.Boot):
                 # The board reset: whatever was in flight is lost, stop waiting for it.
@@ -406,6 +409,10 @@ class ArduinoPlanarBackend(Backend):
                 except _Silent:
                     self._after_silence()
                     reply = None
+                if isinstance(reply, p.Ack) and tuple(reply.widths_us) != tuple(widths):
+                    # the firmware applies a SET exactly or refuses it: any other echo is not to be trusted
+                    self.counters["ack_mismatches"] += 1
+                    raise ProtocolError(f"arduino-planar: SET {widths} was acknowledged with widths {reply.widths_us}")
                 if isinstance(reply, p.Ack):
                     self._pulses = reply.widths_us
                     self._measured = self.calibration.to_joints(reply.widths_us)
