@@ -191,7 +191,7 @@ class FrankaBackend(Backend):
     def _stop_process(self) -> None:
         process, self._process = self._process, None
         if self._conn is not None and self._lost is not None:
-            self._conn.close()  # after a loss it waits on the pipe for nothing more: its end says so
+            self._hang_up()  # after a loss it waits on the pipe for nothing more: its end says so
         if process is not None:
             for stop in (None, process.terminate, process.kill):
                 if stop is not None:
@@ -215,6 +215,15 @@ class FrankaBackend(Backend):
         if self._shm_file is not None:
             self._shm_file.close()
             self._shm_file = None
+
+    def _hang_up(self) -> None:
+        """End the pipe for both sides at once. A plain close would not: our reader thread,
+        blocked in a read on it, keeps the socket open, and the control process sees no EOF."""
+        try:
+            with socket.socket(fileno=os.dup(self._conn.fileno())) as end:
+                end.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already gone
 
     def _read_pipe(self) -> None:
         conn = self._conn
