@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -141,6 +142,14 @@ def test_disabling_a_plugin_by_name_hides_it():
     assert "generic.planar2" not in hidden.stdout
     plugins = run_cli("plugins", "--json", env={"ROBOHAL_DISABLE_PLUGINS": "builtin"})
     assert '"builtin"' not in plugins.stdout and '"abb"' in plugins.stdout
+
+
+def test_a_disabled_name_that_matches_no_plugin_is_reported():
+    listed = run_cli("plugins", env={"ROBOHAL_DISABLE_PLUGINS": "frnka, abb"})
+    assert listed.returncode == 0, listed.stderr
+    assert "ROBOHAL_DISABLE_PLUGINS names no installed plugin: frnka" in listed.stdout
+    as_json = run_cli("plugins", "--json", env={"ROBOHAL_DISABLE_PLUGINS": "frnka, abb"})
+    assert json.loads(as_json.stdout)["disabled_but_not_installed"] == ["frnka"]
 
 
 def test_trace_switch_prints_each_hook_call():

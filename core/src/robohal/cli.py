@@ -64,12 +64,19 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def plugins(as_json: bool) -> None:
     """Installed plugins and what each registers."""
+    import importlib.metadata
+
+    from .plugins import DISABLE_ENV, ENTRY_POINT_GROUP, disabled_from_env
+
     registry = default_registry()
     infos = registry.plugins()
+    installed = {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    unknown = sorted(disabled_from_env() - installed)  # a misspelt name would hide nothing, unseen
     if as_json:
         payload = {
             "plugins": [info.__dict__ for info in infos],
             "failed": [failure.__dict__ for failure in registry.failures.values()],
+            "disabled_but_not_installed": unknown,
         }
         click.echo(json.dumps(payload, indent=2, default=list))
         return
@@ -81,6 +88,9 @@ def plugins(as_json: bool) -> None:
     console.print(table)
     for failure in registry.failures.values():
         console.print(f"[red]failed to load plugin {failure.name!r}[/red] ({failure.distribution or '?'}): {failure.error}")
+    if unknown:
+        console.print(f"[yellow]{DISABLE_ENV} names no installed plugin: {', '.join(unknown)}[/yellow]"
+                      f" (installed: {', '.join(sorted(installed))})")
 
 
 @main.command()
