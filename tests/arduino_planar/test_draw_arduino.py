@@ -66,3 +66,11 @@ def test_auto_elbow_picks_the_branch_the_servos_allow(limit: str, branch: str) -
                                            "--radius", "0.01", "--dry-run"])
     assert result.exit_code == 0, result.output
     assert branch in result.output
+
+
+def test_a_jog_step_out_of_reach_names_the_point_asked_for() -> None:
+    result = CliRunner().invoke(main, ["jog", EMULATOR, "--step", "5"], input="dq")
+    assert result.exit_code == 0, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert "refused: (0.1850, 0.0000) m is out of reach" in last and "at most 0.18 m" in last
+    assert "x   180.0 y     0.0 mm" in last, "the arm stayed put"

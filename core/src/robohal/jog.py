@@ -24,7 +24,7 @@ from typing import TextIO
 import numpy as np
 
 from .drawing import line, plan_drawing, reach_within_limits
-from .errors import HardwareFault, RobohalError
+from .errors import HardwareFault, RobohalError, UnreachableError
 from .motion import JointTrajectory, Robot
 
 DIRECTIONS = {"up": (0.0, 1.0), "down": (0.0, -1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
@@ -98,6 +98,10 @@ class JogSession:
 
     def _move(self, delta: np.ndarray) -> None:
         start = self.xy
+        end = start + delta
+        why = getattr(self.robot.model, "unreachable_reason", lambda *_: None)(*end)
+        if why:  # name the point asked for, not the first sample of the way there
+            raise UnreachableError(f"({end[0]:.4f}, {end[1]:.4f}) m is out of reach: {why}")
         plan = plan_drawing(self.robot.model, line(start, start + delta), period=self.robot.backend.period,
                             speed=self.speed, elbow=self.elbow, start=self.robot.backend.commanded,
                             check=getattr(self.robot.backend, "check_setpoints", None))
