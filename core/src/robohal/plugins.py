@@ -225,15 +225,18 @@ class Registry:
         """Build the named model's :class:`~robohal.kinematics.Kinematics`."""
         spec = self.model_spec(name)
         try:
-            inspect.signature(spec.factory).bind(**options)
-        except TypeError:
-            known = [p.name for p in inspect.signature(spec.factory).parameters.values()
-                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-            unknown = sorted(set(options) - set(known))
-            raise InvalidArgument(f"model {spec.name!r} has no option {', '.join(map(repr, unknown))};"
-                                  f" its options: {', '.join(known) or 'none'}") from None
+            signature = inspect.signature(spec.factory)
         except ValueError:  # a factory whose signature cannot be read: let the call decide
-            pass
+            signature = None
+        if signature is not None:
+            try:
+                signature.bind(**options)
+            except TypeError:
+                known = [p.name for p in signature.parameters.values()
+                         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+                unknown = sorted(set(options) - set(known))
+                raise InvalidArgument(f"model {spec.name!r} has no option {', '.join(map(repr, unknown))};"
+                                      f" its options: {', '.join(known) or 'none'}") from None
         try:
             model = spec.factory(**options)
         except RobohalError:
