@@ -115,12 +115,10 @@ def quat_to_matrix(quat_wxyz: ArrayLike) -> Array:
     # scaled by the largest component first: the norm of a huge (or tiny) quaternion
     # would overflow (or underflow) while its direction is well defined
     largest = np.abs(q).max(axis=-1, keepdims=True)
-    if (largest < 1e-300).any():
+    if (largest < 1e-12).any():
         raise InvalidArgument("quaternion has zero length")
     q = q / largest
     norm = np.linalg.norm(q, axis=-1, keepdims=True)
-    if (largest * norm < 1e-12).any():
-        raise InvalidArgument("quaternion has zero length")
     w, x, y, z = np.moveaxis(q / norm, -1, 0)
     return np.stack(
         [
