@@ -44,16 +44,17 @@ avr-deps:
 	$(SUDO) apt-get update -qq
 	$(SUDO) apt-get install -y -qq --no-install-recommends $(AVR_PACKAGES)
 
-## firmware: build the Arduino firmware; the last line printed is the ELF path
-firmware:
-	@$(MAKE) -s --no-print-directory -C plugins/arduino_planar firmware
+## firmware: build the Arduino firmware; prints the sketch folder, the .hex and (last) the .elf
+firmware: $(STAMP)
+	@$(PY) -m robohal_arduino_planar.firmware
 
-harness:
-	@$(MAKE) -s --no-print-directory -C plugins/arduino_planar harness
+harness: $(STAMP)
+	@$(PY) -c 'from robohal_arduino_planar.firmware import build_harness; print(build_harness())'
 
 ## proto: regenerate the ABB EGM Python classes from plugins/abb's egm.proto
 proto: $(STAMP)
 	$(MAKE) --no-print-directory -C plugins/abb proto PYTHON=$(abspath $(PY))
 
 clean:
-	rm -rf $(VENV) plugins/arduino_planar/build .pytest_cache .ruff_cache
+	-@[ -x $(PY) ] && $(PY) -c 'import shutil; from robohal_arduino_planar.firmware import build_dir; shutil.rmtree(build_dir(), ignore_errors=True)'
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -7,27 +7,62 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 from robohal_arduino_planar import firmware
 
 
 def test_toolchain_missing_names_the_install_command(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))          # no avr-gcc, no make, no cc
     message = firmware.toolchain_missing()
-    assert message is not None and "avr-gcc" in message and "make avr-deps" in message
+    assert message is not None and "avr-gcc" in message and "apt install gcc-avr" in message
+    assert "cc" in _missing_tools(message)               # the host compiler builds the simavr harness
+    flashing_only = firmware.toolchain_missing(simulation=False)
+    assert flashing_only is not None and "avr-gcc" in _missing_tools(flashing_only)
+    assert "cc" not in _missing_tools(flashing_only) and "libsimavr" not in _missing_tools(flashing_only)
 
 
-def test_plugin_dir_is_found_and_overridable(monkeypatch, tmp_path):
+def _missing_tools(message: str) -> list[str]:
+    return message.split(":")[0].removeprefix("missing ").split(", ")
+
+
+def test_sources_ship_in_the_package_and_build_elsewhere(monkeypatch, tmp_path):
     monkeypatch.delenv("ROBOHAL_ARDUINO_DIR", raising=False)
-    assert (firmware.plugin_dir() / "Makefile").is_file()
-    assert (firmware.sketch_dir() / "robohal_planar.ino").is_file()
+    monkeypatch.delenv("ROBOHAL_ARDUINO_BUILD", raising=False)
+    package = Path(firmware.__file__).resolve().parent
+    assert firmware.source_dir() == package / "avr"
+    for name in ("Makefile", "simavr_harness.c", "robohal_planar/robohal_planar.ino"):
+        assert (firmware.source_dir() / name).is_file(), name
+    assert firmware.sketch_dir() == firmware.source_dir() / "robohal_planar"
+    # A cache directory per source directory, never inside the (possibly read-only) package.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    build = firmware.build_dir()
+    assert build.parent == tmp_path / "cache" / "robohal" and package not in build.parents
     monkeypatch.setenv("ROBOHAL_ARDUINO_DIR", str(tmp_path))
-    assert firmware.plugin_dir() == tmp_path.resolve()
-    assert firmware.build_dir() == tmp_path.resolve() / "build"
+    assert firmware.source_dir() == tmp_path.resolve()
+    assert firmware.build_dir() != build
+    monkeypatch.setenv("ROBOHAL_ARDUINO_BUILD", str(tmp_path / "out"))
+    assert firmware.build_dir() == tmp_path.resolve() / "out"
+
+
+def test_package_data_lists_the_firmware_sources():
+    # What a wheel gets: setuptools' package-data globs, checked against the files the build needs.
+    pyproject = Path(firmware.__file__).resolve().parents[2] / "pyproject.toml"
+    if not pyproject.is_file():
+        pytest.skip("installed from a wheel: no pyproject.toml beside the package")
+    data = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]["robohal_arduino_planar"]
+    package = Path(firmware.__file__).resolve().parent
+    shipped = {path for pattern in data for path in package.glob(pattern)}
+    needed = {path for path in firmware.source_dir().rglob("*") if path.is_file()}
+    assert needed and needed <= shipped, sorted(str(p) for p in needed - shipped)
 
 
 def _make(target: str) -> list[str]:
-    proc = subprocess.run(["make", "-s", "-C", str(firmware.plugin_dir()), target], capture_output=True,
-                          text=True, timeout=300, check=True)
+    proc = subprocess.run(["make", "-s", "-C", str(firmware.source_dir()), f"BUILD={firmware.build_dir()}",
+                           target], capture_output=True, text=True, timeout=300, check=True)
     return proc.stdout.splitlines()
 
 
@@ -91,6 +126,7 @@ def test_build_failure_is_reported(monkeypatch, tmp_path):
     (tmp_path / "Makefile").write_text("firmware:\n\t@echo compiling; echo 'error: broken' >&2; exit 1\n"
                                        "harness:\n\t@echo /nonexistent/harness\n")
     monkeypatch.setenv("ROBOHAL_ARDUINO_DIR", str(tmp_path))
+    monkeypatch.setenv("ROBOHAL_ARDUINO_BUILD", str(tmp_path / "build"))
     with pytest.raises(RuntimeError, match="error: broken"):
         firmware.build_firmware()
     with pytest.raises(RuntimeError, match="does not exist"):

@@ -1,12 +1,17 @@
 """Where the planar-arm firmware lives and how to build it and its simavr harness.
 
-The plugin directory (``plugins/arduino_planar``, holding the Makefile, firmware/ and harness/) is
-found relative to this file, or taken from the ``ROBOHAL_ARDUINO_DIR`` environment variable.
+The sources (the sketch, the simavr harness and their Makefile) ship inside this package, in
+``avr/``; ``ROBOHAL_ARDUINO_DIR`` points elsewhere. Builds go to a cache directory of their own
+(``ROBOHAL_ARDUINO_BUILD`` overrides it), since an installed package's directory may be read-only.
+
+``python -m robohal_arduino_planar.firmware`` builds the firmware and prints the sketch folder
+(for the Arduino IDE), the .hex (for avrdude) and the .elf.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -15,23 +20,31 @@ from pathlib import Path
 
 ARDUINO_CORE = Path("/usr/share/arduino/hardware/arduino/avr/cores/arduino")
 SIMAVR_HEADER = Path("/usr/include/simavr/sim_avr.h")
-INSTALL_HINT = "install the AVR toolchain with `make avr-deps`"
+#: the Debian/Ubuntu packages the firmware build and the simavr harness need
+AVR_PACKAGES = "gcc-avr avr-libc binutils-avr simavr libsimavr-dev libsimavrparts1 arduino-core-avr"
+INSTALL_HINT = f"install the AVR toolchain: `apt install {AVR_PACKAGES}` (`make avr-deps` in a robohal checkout)"
 BUILD_TIMEOUT_S = 300
 
 
-def plugin_dir() -> Path:
-    """The plugins/arduino_planar directory."""
+def source_dir() -> Path:
+    """The directory holding the Makefile, the sketch folder and the simavr harness."""
     override = os.environ.get("ROBOHAL_ARDUINO_DIR")
-    return Path(override).resolve() if override else Path(__file__).resolve().parents[2]
+    return Path(override).resolve() if override else Path(__file__).resolve().parent / "avr"
 
 
 def sketch_dir() -> Path:
     """The Arduino sketch folder (open it in the IDE or pass it to arduino-cli)."""
-    return plugin_dir() / "firmware" / "robohal_planar"
+    return source_dir() / "robohal_planar"
 
 
 def build_dir() -> Path:
-    return plugin_dir() / "build"
+    """Where the firmware and the harness are built: one cache directory per source directory."""
+    override = os.environ.get("ROBOHAL_ARDUINO_BUILD")
+    if override:
+        return Path(override).resolve()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(str(source_dir()).encode()).hexdigest()[:12]
+    return cache / "robohal" / f"arduino-planar-{key}"
 
 
 def _simavr_library_present() -> bool:
@@ -47,17 +60,16 @@ def _simavr_library_present() -> bool:
     return os.path.isabs(out) and os.path.exists(out)
 
 
-def toolchain_missing() -> str | None:
-    """None when the firmware and harness can be built here, else what is missing and how to fix it."""
-    missing = []
-    for tool in ("make", "avr-gcc", "avr-g++", "avr-gcc-ar", "avr-objcopy", "cc"):
-        if shutil.which(tool) is None:
-            missing.append(tool)
+def toolchain_missing(simulation: bool = True) -> str | None:
+    """None when the firmware (and, with ``simulation``, the simavr harness) can be built here,
+    else what is missing and how to fix it."""
+    tools = ("make", "avr-gcc", "avr-g++", "avr-gcc-ar", "avr-objcopy") + (("cc",) if simulation else ())
+    missing = [tool for tool in tools if shutil.which(tool) is None]
     if not (ARDUINO_CORE / "Arduino.h").exists():
         missing.append(f"Arduino core ({ARDUINO_CORE})")
-    if not SIMAVR_HEADER.exists():
+    if simulation and not SIMAVR_HEADER.exists():
         missing.append(f"simavr headers ({SIMAVR_HEADER})")
-    if not _simavr_library_present():
+    if simulation and not _simavr_library_present():
         missing.append("libsimavr")
     if not missing:
         return None
@@ -65,12 +77,17 @@ def toolchain_missing() -> str | None:
 
 
 def _make(target: str) -> Path:
-    build_dir().mkdir(parents=True, exist_ok=True)
-    # Parallel test workers share build/: one make at a time.
-    with open(build_dir() / ".make.lock", "w") as lock:
+    build = build_dir()
+    try:
+        build.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RuntimeError(f"cannot create the firmware build directory {build} ({exc.strerror}): "
+                           "set ROBOHAL_ARDUINO_BUILD to a writable directory") from exc
+    # Parallel test workers share the build directory: one make at a time.
+    with open(build / ".make.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        proc = subprocess.run(["make", "-s", "-C", str(plugin_dir()), target], capture_output=True,
-                              text=True, timeout=BUILD_TIMEOUT_S, check=False)
+        proc = subprocess.run(["make", "-s", "-C", str(source_dir()), f"BUILD={build}", target],
+                              capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"make {target} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
@@ -106,3 +123,24 @@ def emulator_command(boot_ms: int = 300) -> list[str]:
     The child imports this package, so its environment must find it (an installed package does).
     """
     return [sys.executable, "-m", "robohal_arduino_planar.emulator", "--boot-ms", str(int(boot_ms))]
+
+
+def main() -> int:
+    """Build the firmware; print the sketch folder, the .hex and the .elf (last)."""
+    missing = toolchain_missing(simulation=False)
+    if missing:
+        print(f"cannot build the firmware: {missing}", file=sys.stderr)
+        return 2
+    try:
+        elf = build_firmware()
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"sketch: {sketch_dir()}")
+    print(f"hex:    {elf.with_suffix('.hex')}")
+    print(f"elf:    {elf}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
