@@ -20,7 +20,7 @@ $(STAMP): $(MEMBERS)
 
 venv: $(STAMP)
 
-## test: lint, then every unit test (tests/) and HIL suite (hil/) against the bundled simulators
+## test: lint, then every unit test (tests/) and HIL suite (in the packages) against the bundled simulators
 test: $(STAMP) lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -33,3 +33,27 @@ def test_hil_runner_fails_when_the_target_fails(tmp_path):
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     assert result.returncode != 0
+
+
+def test_default_suites_are_the_contract_and_each_installed_family(tmp_path):
+    # Found by package, not by the working directory: an installed robohal runs them too.
+    listed = subprocess.run([sys.executable, "-m", "robohal.cli", "hil", "--list-suites"], capture_output=True,
+                            text=True, timeout=120, cwd=tmp_path, check=True).stdout.splitlines()
+    suites = dict(line.split("\t") for line in listed)
+    assert next(iter(suites)) == "robohal.testing.suite"
+    assert {"robohal_abb.hil", "robohal_franka.hil", "robohal_arduino_planar.hil"} <= set(suites)
+    collected = subprocess.run([sys.executable, "-m", "robohal.cli", "hil", "--collect-only", "-q"],
+                               capture_output=True, text=True, timeout=300, cwd=tmp_path).stdout
+    for folder in suites.values():
+        modules = sorted(Path(folder).glob("test_*.py"))
+        assert modules, folder
+        for module in modules:
+            assert f"{module.name}::" in collected.replace("\\", "/"), (module, collected[-1500:])
+
+
+def test_missing_pytest_is_said_plainly(monkeypatch, capsys):
+    from robohal import hil_runner
+
+    monkeypatch.setattr(hil_runner.importlib.util, "find_spec", lambda name, *a: None)
+    assert hil_runner.run_hil(["sim://?model=generic.planar2"]) == 2
+    assert "pytest is not installed" in capsys.readouterr().err

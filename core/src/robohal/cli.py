@@ -246,13 +246,20 @@ def sim() -> None:
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.option("--target", "targets", multiple=True, metavar="URI", help="Robot URI (repeatable); default: every bundled simulator.")
 @click.option("--report", type=click.Path(file_okay=False), help="Write JUnit XML and a Markdown report here.")
-@click.option("--suite", type=click.Path(exists=True), help="HIL test folder (default: ./hil, else the packaged contract suite).")
+@click.option("--suite", "suites", multiple=True, type=click.Path(exists=True),
+              help="HIL test folder (repeatable; default: the contract suite and every installed backend's own).")
+@click.option("--list-suites", is_flag=True, help="Print the default suites' folders and exit.")
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
-def hil(targets: Sequence[str], report: str | None, suite: str | None, pytest_args: Sequence[str]) -> None:
+def hil(targets: Sequence[str], report: str | None, suites: Sequence[str], list_suites: bool,
+        pytest_args: Sequence[str]) -> None:
     """Run the HIL suites against robot URIs (extra arguments go to pytest)."""
-    from .hil_runner import run_hil
+    from .hil_runner import default_suites, run_hil, suite_folder
 
-    sys.exit(run_hil(targets, report=report, suite=suite, pytest_args=pytest_args))
+    if list_suites:
+        for package in default_suites():
+            click.echo(f"{package}\t{suite_folder(package)}")
+        return
+    sys.exit(run_hil(targets, report=report, suites=suites, pytest_args=pytest_args))
 
 
 @main.command("new-plugin")

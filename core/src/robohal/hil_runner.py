@@ -1,25 +1,52 @@
-"""``robohal hil``: run the HIL suites with pytest and report."""
+"""``robohal hil``: run the HIL suites with pytest and report.
+
+The suites are the backend contract suite (``robohal.testing.suite``) and every installed
+backend family's own (:attr:`robohal.records.BackendSpec.hil_suite`), found by package, so an
+installed robohal runs the same tests as a checkout.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+
+from .errors import PluginError
+
+CONTRACT_SUITE = "robohal.testing.suite"
 
 
-def default_suite() -> str:
-    local = Path.cwd() / "hil"
-    if local.is_dir():
-        return str(local)
-    return str(Path(__file__).resolve().parent / "testing" / "suite")
+def suite_folder(package: str) -> str:
+    """The folder of an importable suite package."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError) as exc:
+        raise PluginError(f"HIL suite {package!r} cannot be imported: {exc}") from exc
+    if spec is None or not spec.submodule_search_locations:
+        raise PluginError(f"HIL suite {package!r} is not an installed package")
+    return next(iter(spec.submodule_search_locations))
 
 
-def run_hil(targets: Sequence[str], *, report: str | None = None, suite: str | None = None,
+def default_suites() -> list[str]:
+    """The contract suite, then each installed backend family's suite (by package name)."""
+    from .plugins import default_registry
+
+    families = sorted({spec.hil_suite for spec in default_registry().backends() if spec.hil_suite})
+    return [CONTRACT_SUITE, *families]
+
+
+def run_hil(targets: Sequence[str], *, report: str | None = None, suites: Sequence[str] = (),
             pytest_args: Sequence[str] = ()) -> int:
+    """Run ``suites`` (folders; default: :func:`default_suites`) against ``targets`` (default:
+    every bundled simulator); the pytest exit code."""
     import subprocess
 
-    args = [sys.executable, "-m", "pytest", suite or default_suite(), "-p", "no:cacheprovider", "--import-mode=importlib", "-ra"]
+    if importlib.util.find_spec("pytest") is None:
+        print("robohal hil: pytest is not installed (pip install pytest)", file=sys.stderr)
+        return 2
+    folders = list(suites) or [suite_folder(package) for package in default_suites()]
+    args = [sys.executable, "-m", "pytest", *folders, "-p", "no:cacheprovider", "--import-mode=importlib", "-ra"]
     for target in targets:
         args += ["--hil-target", target]
     junit = None

@@ -76,6 +76,9 @@ class BackendSpec:
     description: str = ""
     simulator: SimulatorSpec | None = None
     hil_targets: tuple[str, ...] = ()  # default HIL targets (URIs), usually the sim forms
+    #: the importable package holding this backend family's own HIL tests (pytest modules),
+    #: which ``robohal hil`` runs besides the contract suite; ship it inside the distribution
+    hil_suite: str | None = None
     features: frozenset[str] = frozenset()
     #: how close (rad) a settled joint move must land on its target, for the contract suite
     position_tolerance: float = 1e-3

@@ -57,7 +57,9 @@ def robohal_models():
 
 @hookimpl
 def robohal_backends():
-    # Add hil_targets=("{scheme}://sim?model={name}.arm2",) once the backend has a bundled simulator.
+    # Add hil_targets=("{scheme}://sim?model={name}.arm2",) once the backend has a bundled simulator,
+    # and hil_suite="robohal_{name}.hil" (a package of pytest modules) for tests of its own that
+    # `robohal hil` runs besides the contract suite.
     return [BackendSpec("{scheme}", factory={cls}Backend, description="{name} controller (skeleton)")]
 '''
 

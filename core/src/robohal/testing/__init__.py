@@ -3,8 +3,8 @@
 Run the HIL suites against the bundled simulators (the default) or a real
 robot::
 
-    pytest hil/                                   # every installed backend's simulator
-    pytest hil/ --hil-target franka://172.16.0.2  # a real Franka
+    robohal hil                                   # every installed backend's simulator
+    robohal hil --target franka://172.16.0.2      # a real Franka
 
 A plugin author runs the contract suite on their own backend with a test
 module containing::

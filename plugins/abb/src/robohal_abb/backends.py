@@ -47,6 +47,7 @@ def backend_specs() -> list[BackendSpec]:
                 description="simulated ABB controller streaming EGM on loopback, with fault injection",
             ),
             hil_targets=(f"abb-egm://sim?model={DEFAULT_MODEL}",),
+            hil_suite="robohal_abb.hil",
             features=FEATURES,
             position_tolerance=2e-3,
             settle_time=1.0,

@@ -32,7 +32,7 @@ def _toolchain_present() -> bool:
 
 def hil_targets() -> tuple[str, ...]:
     """The emulator always; the firmware in simavr where the AVR toolchain is installed (where
-    it is not, hil/arduino_planar/test_toolchain.py skips naming `make avr-deps`)."""
+    it is not, the HIL test robohal_arduino_planar.hil.test_toolchain skips naming the fix)."""
     return (SIMAVR_TARGET, EMULATOR_TARGET) if _toolchain_present() else (EMULATOR_TARGET,)
 
 
@@ -67,6 +67,7 @@ def backend_specs() -> list[BackendSpec]:
                 description="the real firmware in simavr (firmware=simavr) or a Python emulator (firmware=emulator) on a pty",
             ),
             hil_targets=hil_targets(),
+            hil_suite="robohal_arduino_planar.hil",
             features=FEATURES,
             position_tolerance=POSITION_TOLERANCE,
             settle_time=0.5,

@@ -114,6 +114,7 @@ def backend_specs() -> list[BackendSpec]:
                 description="FCI protocol simulator (TCP 1337 + 1 kHz UDP) on a loopback address",
             ),
             hil_targets=("franka://sim?model=franka.fr3", "franka://sim?model=franka.fr3&impl=stubs"),
+            hil_suite="robohal_franka.hil",
             features=frozenset({"cartesian", "collision_behavior", "recover", "reflex", "stall"}),
             position_tolerance=1e-3,
             settle_time=0.5,

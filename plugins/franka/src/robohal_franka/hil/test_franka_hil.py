@@ -1,8 +1,9 @@
 """Franka HIL suite: runs against every ``franka`` target (default: the FCI simulator
 through the real pylibfranka, and the pylibfranka-compatible stubs).
 
-    pytest hil/franka
-    pytest hil/franka --hil-target 'franka://172.16.0.2?model=franka.fr3'
+    robohal hil                                     # with the other suites, on the bundled simulators
+    pytest --pyargs robohal_franka.hil              # this suite alone
+    robohal hil --target 'franka://172.16.0.2?model=franka.fr3'
 
 Motions are small. The fault tests (raw bad stream, injected reflex, UDP stall)
 need the simulator and are skipped on a real arm.

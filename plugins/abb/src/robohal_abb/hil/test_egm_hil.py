@@ -1,7 +1,8 @@
 """ABB EGM HIL suite: runs against every ``abb-egm`` target (default: the simulated controller).
 
-    pytest hil/abb                                              # the bundled simulator
-    pytest hil/abb --hil-target 'abb-egm://0.0.0.0:6510?model=abb.irb1410&robot=192.168.125.1'
+    robohal hil                                                 # with the other suites, on the bundled simulators
+    pytest --pyargs robohal_abb.hil                             # this suite alone, on the bundled simulator
+    robohal hil --target 'abb-egm://0.0.0.0:6510?model=abb.irb1410&robot=192.168.125.1'
 
 Moves are small and head towards the middle of the joint ranges. The fault tests
 (packet loss, stall, restart, motors off) need the simulator's fault injection and

@@ -1,8 +1,8 @@
 """Arduino planar-arm HIL suite: runs against every ``arduino-planar`` target (default: the real
 firmware in simavr, where the AVR toolchain is installed, and the Python emulator).
 
-    pytest hil/arduino_planar
-    pytest hil/arduino_planar --hil-target 'arduino-planar://sim?model=arduino.planar2&firmware=simavr'
+    pytest --pyargs robohal_arduino_planar.hil
+    robohal hil --target 'arduino-planar://sim?model=arduino.planar2&firmware=simavr'
 
 The simulators measure every servo pulse on D9/D10 and take fault injection (reset, garbage
 bytes), so these tests need one; on a real board they are skipped (measure the pulses with a

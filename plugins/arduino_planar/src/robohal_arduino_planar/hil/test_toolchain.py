@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from robohal.plugins import default_registry
+
 from robohal_arduino_planar import firmware
 from robohal_arduino_planar.backends import SIMAVR_TARGET
 

@@ -1,0 +1,1 @@
+"""The backend contract suite that `robohal hil` runs against every target."""

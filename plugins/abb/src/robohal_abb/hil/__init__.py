@@ -1,0 +1,1 @@
+"""The ABB EGM HIL suite, run by `robohal hil` (see BackendSpec.hil_suite)."""

@@ -1,0 +1,1 @@
+"""The Arduino planar-arm HIL suite, run by `robohal hil` (see BackendSpec.hil_suite)."""
