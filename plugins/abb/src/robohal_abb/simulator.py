@@ -8,7 +8,7 @@ Like a real controller it is the UDP client: every 4 ms it sends a complete
 and planned joints, pose and time; motor, MCI and RAPID states, convergence
 flag, utilisation) to the sensor address, and follows the newest target it
 receives with a first-order lag inside the model's speed limits. It emulates
-the RAPID template in ``plugins/abb/rapid/``: ``\\CommTimeout`` (no sensor data
+the RAPID template in ``robohal_abb/rapid/``: ``\\CommTimeout`` (no sensor data
 for that long: motion stops, MCI error and RAPID stopped, as ERR_UDPUC_COMM),
 ``\\CondTime`` (convergence held that long ends the EGM run) and, with
 ``--retry-after``, the error handler that starts a new session (seqno 0).
