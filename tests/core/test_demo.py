@@ -20,3 +20,12 @@ def test_demo_drives_every_installed_simulator_and_writes_plots(tmp_path):
         plot = out / f"{name.lower().replace(' ', '-')}.png"
         assert plot.exists() and plot.stat().st_size > 10_000
     assert "robohal demo" in result.stdout and "failed" not in result.stdout
+
+
+def test_demo_says_why_there_are_no_plots(monkeypatch, tmp_path, capsys):
+    from robohal import demo, plots
+
+    monkeypatch.setattr(demo, "TASKS", [("nothing", "no-such-scheme", None, None)])
+    monkeypatch.setattr(plots, "matplotlib_pyplot", lambda: None)
+    assert demo.run_demo(str(tmp_path)) == 0
+    assert "matplotlib is not installed" in capsys.readouterr().out

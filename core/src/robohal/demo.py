@@ -167,6 +167,12 @@ def lost_packets(info: dict[str, Any]) -> str:
     return "-"
 
 
+def _no_matplotlib() -> bool:
+    from .plots import matplotlib_pyplot
+
+    return matplotlib_pyplot() is None
+
+
 def plot_run(run: DemoRun, folder: Path) -> Path | None:
     from .plots import matplotlib_pyplot
 
@@ -252,5 +258,7 @@ def run_demo(out: str) -> int:
     console.print(table)
     if plots:
         console.print(f"plots in {folder.resolve()}/: " + ", ".join(p.name for p in plots))
+    elif _no_matplotlib():
+        console.print("no plots: matplotlib is not installed (pip install 'robohal[plots]')")
     failed = [r for r in runs if r.error and r.task != "skipped"]
     return 1 if failed else 0
