@@ -77,7 +77,7 @@ def start_simulator(uri: RobotUri):
     return SimulatorProcess(python_module(SIMULATOR_MODULE, *simulator_args(uri, host)), ready)
 
 
-@click.command("franka", help="Run the Franka FCI simulator (pylibfranka connects to ADDRESS:1337).")
+@click.command("franka", help="Run the Franka FCI simulator (pylibfranka connects to ADDRESS:1337) until Ctrl-C.")
 @click.option("--address", default="127.0.0.2", show_default=True, help="loopback address to bind")
 @click.option("--model", default="franka.fr3", show_default=True, type=click.Choice(sorted(ARMS)))
 @click.option("--loss", default=0.0, type=float, help="probability of dropping each state datagram")

@@ -8,9 +8,10 @@ version 10) so that the real ``pylibfranka.Robot`` connects to it.
 The first stdout line is ``READY franka <address> <port> <model>``. Control
 lines on stdin (for tests): ``STALL`` (stop the state stream), ``RESUME``,
 ``LOSS P``, ``REFLEX NAME`` (the next cycle raises that libfranka error),
-``STATS`` (prints one ``STATS {json}`` line), ``QUIT``. The
-simulator exits at stdin end-of-file, so it never outlives its parent. It binds
-only the loopback address it is given. One client at a time, as the robot.
+``STATS`` (prints one ``STATS {json}`` line), ``QUIT``. With stdin a pipe or a
+terminal, the simulator exits at its end-of-file, so it never outlives its parent;
+otherwise (``</dev/null``, a background job) it runs until Ctrl-C or SIGTERM. It
+binds only the loopback address it is given. One client at a time, as the robot.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import random
 import selectors
 import socket
+import stat
 import sys
 import time
 
@@ -111,6 +113,8 @@ class FciSimulator:
     # Main loop --------------------------------------------------------------------
 
     def serve(self, stdin=None) -> None:
+        if stdin is not None and not _watchable(stdin):
+            stdin = None  # /dev/null or a file: no control lines, and its end means nothing
         if stdin is not None:
             os.set_blocking(stdin.fileno(), False)
             self.selector.register(stdin, selectors.EVENT_READ, "stdin")
@@ -326,6 +330,15 @@ class FciSimulator:
             "period_p99_us": float(np.percentile(periods, 99) * 1e6),
             "period_max_us": float(periods.max() * 1e6),
         }
+
+
+def _watchable(stream) -> bool:
+    """Whether ``stream`` is a pipe or a terminal: something a parent or a user holds open."""
+    try:
+        fd = stream.fileno()
+        return stat.S_ISFIFO(os.fstat(fd).st_mode) or os.isatty(fd)
+    except (OSError, ValueError):
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:
