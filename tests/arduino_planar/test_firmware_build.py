@@ -114,3 +114,12 @@ def test_build_failure_is_reported(monkeypatch, tmp_path):
         firmware.build_firmware()
     with pytest.raises(RuntimeError, match="does not exist"):
         firmware.build_harness()
+
+
+def test_firmware_command_prints_where_everything_is(firmware_build, capsys):
+    assert firmware.main([]) == 0
+    lines = dict(line.split(":", 1) for line in capsys.readouterr().out.splitlines())
+    assert Path(lines["elf"].strip()) == firmware_build[0]
+    assert Path(lines["hex"].strip()).is_file() and (Path(lines["sketch"].strip()) / "robohal_planar.ino").is_file()
+    with pytest.raises(SystemExit):
+        firmware.main(["--help"])                    # help, not a build

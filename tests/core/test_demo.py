@@ -28,4 +28,4 @@ def test_demo_says_why_there_are_no_plots(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(demo, "TASKS", [("nothing", "no-such-scheme", None, None)])
     monkeypatch.setattr(plots, "matplotlib_pyplot", lambda: None)
     assert demo.run_demo(str(tmp_path)) == 0
-    assert "matplotlib is not installed" in capsys.readouterr().out
+    assert "matplotlib is not installed (pip install 'robohal[plots]')" in capsys.readouterr().out

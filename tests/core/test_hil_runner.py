@@ -1,5 +1,6 @@
 """`robohal hil --report`: JUnit, a Markdown report and plots of recorded motions."""
 
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -57,3 +58,19 @@ def test_missing_pytest_is_said_plainly(monkeypatch, capsys):
     monkeypatch.setattr(hil_runner.importlib.util, "find_spec", lambda name, *a: None)
     assert hil_runner.run_hil(["sim://?model=generic.planar2"]) == 2
     assert "pytest is not installed" in capsys.readouterr().err
+
+
+def test_a_pytest_configuration_around_the_suites_does_not_apply(tmp_path):
+    # A user's project holding the venv may have its own pytest settings; robohal hil ignores them.
+    project = tmp_path / "project"
+    shutil.copytree(Path(robohal.testing.__file__).parent / "suite", project / "suite")
+    (project / "pytest.ini").write_text("[pytest]\naddopts = -k this_matches_nothing\n")
+    report = tmp_path / "report"
+    result = subprocess.run(
+        [sys.executable, "-m", "robohal.cli", "hil", "--suite", str(project / "suite"), "--report", str(report),
+         "--target", "sim://?model=generic.planar2&realtime=0", "-q"],
+        capture_output=True, text=True, timeout=300, cwd=project,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    names = {case.get("classname") for case in ET.parse(report / "junit.xml").iter("testcase")}
+    assert names == {"suite.test_contract.TestContract"}

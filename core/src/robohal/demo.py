@@ -259,6 +259,6 @@ def run_demo(out: str) -> int:
     if plots:
         console.print(f"plots in {folder.resolve()}/: " + ", ".join(p.name for p in plots))
     elif _no_matplotlib():
-        console.print("no plots: matplotlib is not installed (pip install 'robohal[plots]')")
+        console.print("no plots: matplotlib is not installed (pip install 'robohal[plots]')", markup=False)
     failed = [r for r in runs if r.error and r.task != "skipped"]
     return 1 if failed else 0

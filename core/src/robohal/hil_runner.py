@@ -11,6 +11,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from .errors import PluginError
 
@@ -45,8 +46,18 @@ def run_hil(targets: Sequence[str], *, report: str | None = None, suites: Sequen
     if importlib.util.find_spec("pytest") is None:
         print("robohal hil: pytest is not installed (pip install pytest)", file=sys.stderr)
         return 2
-    folders = list(suites) or [suite_folder(package) for package in default_suites()]
-    args = [sys.executable, "-m", "pytest", *folders, "-p", "no:cacheprovider", "--import-mode=importlib", "-ra"]
+    if suites:
+        folders = [os.path.abspath(folder) for folder in suites]
+        roots = [os.path.dirname(folder) for folder in folders]
+    else:
+        packages = default_suites()
+        folders = [suite_folder(package) for package in packages]
+        roots = [str(Path(folder).parents[package.count(".")]) for folder, package in zip(folders, packages, strict=True)]
+    # The suites' own settings only: no pytest configuration found around them (a user's
+    # project holding the venv) applies, and tests are named from the folder holding the
+    # suites' packages (robohal_abb.hil.test_egm_hil::...), wherever robohal is installed.
+    args = [sys.executable, "-m", "pytest", *folders, "-c", os.devnull, f"--rootdir={os.path.commonpath(roots)}",
+            "-p", "no:cacheprovider", "--import-mode=importlib", "-ra"]
     for target in targets:
         args += ["--hil-target", target]
     junit = None

@@ -141,7 +141,7 @@ README = '''\
 # robohal-{dist}
 
 ```sh
-pip install -e .[test]
+pip install -e '.[test]'
 robohal models | grep {name}
 pytest
 ```

@@ -125,8 +125,16 @@ def emulator_command(boot_ms: int = 300) -> list[str]:
     return [sys.executable, "-m", "robohal_arduino_planar.emulator", "--boot-ms", str(int(boot_ms))]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Build the firmware; print the sketch folder, the .hex and the .elf (last)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m robohal_arduino_planar.firmware",
+        description="Build the planar-arm firmware (if out of date) and print the sketch folder (for the "
+                    "Arduino IDE), the .hex (for avrdude) and the .elf. Builds go to "
+                    f"{build_dir()} (ROBOHAL_ARDUINO_BUILD overrides).")
+    parser.parse_args(argv)
     missing = toolchain_missing(simulation=False)
     if missing:
         print(f"cannot build the firmware: {missing}", file=sys.stderr)
