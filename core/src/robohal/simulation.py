@@ -8,6 +8,7 @@ prints (its address, a pty path, ...), and always stops the process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import selectors
@@ -76,6 +77,7 @@ class SimulatorProcess:
             self.uri: RobotUri = ready_line(first)
         except BaseException:
             self.stop()
+            self._discard_log()  # its tail is in the error
             raise
 
     @property
@@ -132,7 +134,11 @@ class SimulatorProcess:
             return ""
 
     def stop(self, timeout: float = 5.0) -> int | None:
-        """Stop the process (stdin closed, then SIGTERM, then SIGKILL); idempotent."""
+        """Stop the process (stdin closed, then SIGTERM, then SIGKILL); idempotent.
+
+        The stderr log is removed, unless the program had failed by itself (then it stays
+        at :attr:`log_path` to read)."""
+        failed_by_itself = self.process.poll() not in (None, 0)
         if self.process.poll() is None:
             try:
                 if self.process.stdin is not None:
@@ -156,7 +162,13 @@ class SimulatorProcess:
                 pass
         self._selector.close()
         self._log.close()
+        if not failed_by_itself:
+            self._discard_log()
         return self.process.returncode
+
+    def _discard_log(self) -> None:
+        with contextlib.suppress(OSError):  # (already gone: stop() is idempotent)
+            os.unlink(self.log_path)
 
     def __enter__(self) -> SimulatorProcess:
         return self
