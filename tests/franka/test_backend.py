@@ -3,6 +3,9 @@ error mapping; over the real pylibfranka against the FCI simulator, and over the
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
 import threading
 import time
 
@@ -39,6 +42,30 @@ def connect(start_simulator, reference_model):
     for backend in opened:
         backend.close()
         assert backend._process is None
+
+
+def _shared_memory_fds() -> set[str]:
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if "robohal-franka-" in target:
+                found.add(target)
+    return found
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_close_frees_the_shared_memory_at_once(connect, impl):
+    # Reconnecting all day must not pile up descriptors until a garbage collection.
+    before = _shared_memory_fds()
+    gc.disable()
+    try:
+        backend, _ = connect(impl)
+        assert _shared_memory_fds() - before
+        backend.close()
+        assert not _shared_memory_fds() - before
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("impl", IMPLS)

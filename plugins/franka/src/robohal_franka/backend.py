@@ -16,6 +16,7 @@ thresholds for the collision behaviour, in Nm and N: ``collision=40,60``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import mmap
@@ -106,6 +107,7 @@ class FrankaBackend(Backend):
         self.counters = LiveCounters(self)  # type: ignore[assignment]
         self._process: subprocess.Popen | None = None
         self._shm_file: Any = None
+        self._mmap: mmap.mmap | None = None
         self._state_bell: Doorbell | None = None
         self._setpoint_bell: Doorbell | None = None
         self._conn: Any = None
@@ -212,6 +214,12 @@ class FrankaBackend(Backend):
         if self._shared is not None:
             self._base_motion_setpoints = self._motion_setpoints()  # the next connection starts at 0
             self._shared = None
+        if self._mmap is not None:
+            # The map holds a file descriptor of its own; the backend lives in a reference cycle
+            # (its counters refer to it), so only an explicit close frees it at once.
+            with contextlib.suppress(BufferError):  # a view still held elsewhere: the GC frees it
+                self._mmap.close()
+            self._mmap = None
         if self._shm_file is not None:
             self._shm_file.close()
             self._shm_file = None
