@@ -34,6 +34,13 @@ def test_a_simulator_that_failed_by_itself_keeps_its_log():
         os.unlink(process.log_path)
 
 
+def test_a_silent_failure_leaves_no_empty_log():
+    process = _start("import sys; print('READY', flush=True); sys.exit(3)")
+    process.process.wait(timeout=20)
+    assert process.stop() == 3
+    assert not os.path.exists(process.log_path)
+
+
 def test_a_failed_start_shows_the_log_tail_and_removes_the_log(monkeypatch, tmp_path):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)        # tempfile reads TMPDIR again

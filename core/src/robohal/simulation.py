@@ -162,9 +162,15 @@ class SimulatorProcess:
                 pass
         self._selector.close()
         self._log.close()
-        if not failed_by_itself:
+        if not failed_by_itself or self._log_is_empty():
             self._discard_log()
         return self.process.returncode
+
+    def _log_is_empty(self) -> bool:
+        try:
+            return os.path.getsize(self.log_path) == 0
+        except OSError:
+            return True
 
     def _discard_log(self) -> None:
         with contextlib.suppress(OSError):  # (already gone: stop() is idempotent)
