@@ -123,3 +123,11 @@ def test_firmware_command_prints_where_everything_is(firmware_build, capsys):
     assert Path(lines["hex"].strip()).is_file() and (Path(lines["sketch"].strip()) / "robohal_planar.ino").is_file()
     with pytest.raises(SystemExit):
         firmware.main(["--help"])                    # help, not a build
+
+
+def test_the_install_hint_names_what_make_avr_deps_installs():
+    makefile = Path(firmware.__file__).resolve().parents[4] / "Makefile"
+    if not makefile.is_file():
+        pytest.skip("installed from a wheel: no repository Makefile")
+    line = next(line for line in makefile.read_text().splitlines() if line.startswith("AVR_PACKAGES"))
+    assert line.split(":=", 1)[1].split() == firmware.AVR_PACKAGES.split()
