@@ -23,9 +23,9 @@ def test_demo_drives_every_installed_simulator_and_writes_plots(tmp_path):
 
 
 def test_demo_says_why_there_are_no_plots(monkeypatch, tmp_path, capsys):
-    from robohal import demo, plots
+    from robohal import demo
 
     monkeypatch.setattr(demo, "TASKS", [("nothing", "no-such-scheme", None, None)])
-    monkeypatch.setattr(plots, "matplotlib_pyplot", lambda: None)
+    monkeypatch.setattr(demo, "matplotlib_pyplot", lambda: None)
     assert demo.run_demo(str(tmp_path)) == 0
     assert "matplotlib is not installed (pip install 'robohal[plots]')" in capsys.readouterr().out

@@ -25,6 +25,7 @@ import numpy as np
 from . import spatial
 from .connection import open_robot
 from .motion import MotionResult, Robot
+from .plots import matplotlib_pyplot
 from .plugins import default_registry
 from .trajectory import DoubleS
 
@@ -167,15 +168,7 @@ def lost_packets(info: dict[str, Any]) -> str:
     return "-"
 
 
-def _no_matplotlib() -> bool:
-    from .plots import matplotlib_pyplot
-
-    return matplotlib_pyplot() is None
-
-
 def plot_run(run: DemoRun, folder: Path) -> Path | None:
-    from .plots import matplotlib_pyplot
-
     plt = matplotlib_pyplot()
     merged = run.merged
     if plt is None or merged is None or merged.cycles == 0:
@@ -258,7 +251,7 @@ def run_demo(out: str) -> int:
     console.print(table)
     if plots:
         console.print(f"plots in {folder.resolve()}/: " + ", ".join(p.name for p in plots))
-    elif _no_matplotlib():
+    elif matplotlib_pyplot() is None:
         console.print("no plots: matplotlib is not installed (pip install 'robohal[plots]')", markup=False)
     failed = [r for r in runs if r.error and r.task != "skipped"]
     return 1 if failed else 0
