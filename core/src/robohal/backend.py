@@ -21,16 +21,21 @@ met by a motion running in the background is re-raised on the caller's next call
 
 Subclasses implement the wire: :meth:`_open`, :meth:`_close`, :meth:`_send`,
 :meth:`_receive` and, where the hardware has them, :meth:`_recover` and
-:meth:`_read_now`.
+:meth:`_read_now`. Threads that keep the link alive between cycles are started with
+:func:`start_link_thread`, which holds the backend only weakly: a backend dropped
+without ``close()`` is then closed when it is collected.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+import warnings
+import weakref
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -59,6 +64,9 @@ class Backend(ABC):
     #: with the setpoint already checked, so nothing else sits on the robot's
     #: critical path; the setpoint was computed from the previous message.
     answers_each_message: bool = False
+    #: the bundled simulator this backend talks to (host ``sim``), if any: stopped with the
+    #: :class:`~robohal.motion.Robot`, or when the backend is dropped without ``close()``
+    simulator: Any = None
 
     def __init__(self, uri: RobotUri, model: Kinematics, period: float) -> None:
         self.uri = uri
@@ -104,6 +112,34 @@ class Backend(ABC):
         finally:
             self._connected = False
             self._close()
+
+    def __del__(self) -> None:
+        # Dropped while connected (a Robot that went out of scope unclosed, a notebook cell
+        # run again): link threads hold a backend only weakly (start_link_thread), so the
+        # last reference going ends up here. Close it, and its simulator, like close() would.
+        if sys.is_finalizing():  # at exit, the processes and sockets go with the interpreter
+            return
+        simulator = getattr(self, "simulator", None)
+        alive = getattr(simulator, "alive", None)
+        simulator_running = simulator is not None and (alive is None or alive())
+        connected = getattr(self, "_connected", False)
+        if not (connected or simulator_running):
+            return
+        # The collector runs this in whatever thread it interrupts, even another robot's control
+        # loop: closing (joins, process waits) takes a thread of its own.
+        threading.Thread(target=self._close_abandoned, name="robohal-close-dropped", daemon=True).start()
+        left = "while connected" if connected else "with its simulator running"
+        warnings.warn(f"robohal: {type(self).__name__} for {getattr(self, 'uri', '?')} was dropped {left}"
+                      " (no close()); closing it", ResourceWarning, source=self)
+
+    def _close_abandoned(self) -> None:
+        try:
+            self.close()
+        except Exception:  # nobody is left to tell: closing is best effort here
+            pass
+        finally:
+            if self.simulator is not None:
+                self.simulator.stop()
 
     def __enter__(self) -> Backend:
         self.connect()
@@ -361,6 +397,31 @@ class Backend(ABC):
 
     def _stop_hardware(self) -> None:
         """Protocol-level stop where the hardware has one."""
+
+
+def start_link_thread(backend: Backend, step: Callable[[Any], float | None], stop: threading.Event,
+                      name: str) -> threading.Thread:
+    """Run ``step(backend)`` on a daemon thread until ``stop`` is set, ``step`` returns None
+    or the backend is gone, pausing between steps for the seconds it returns.
+
+    The thread holds the backend only during a step, so a backend its owner dropped can
+    be collected (and closed, :meth:`Backend.__del__`). ``step`` must be a plain
+    function (``type(self)._step``): a bound method would keep the backend alive.
+    """
+    backend_ref = weakref.ref(backend)
+
+    def loop() -> None:
+        pause: float | None = 0.0
+        while pause is not None and not stop.wait(pause):
+            owner = backend_ref()
+            if owner is None:
+                return
+            pause = step(owner)
+            del owner  # may be the last reference: then the backend closes now (on its own thread)
+
+    thread = threading.Thread(target=loop, name=name, daemon=True)
+    thread.start()
+    return thread
 
 
 def wait_until(predicate: Any, timeout: float, interval: float = 0.001) -> bool:

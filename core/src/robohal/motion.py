@@ -282,13 +282,17 @@ class Robot:
     """A connected robot: a model and a backend, and what users want to do with them.
 
     Use it as a context manager; it stops the motion, closes the link and stops
-    any simulator it started when the block ends.
+    any simulator it started when the block ends. One dropped without ``close()``
+    is closed (and its simulator stopped) once nothing refers to its backend, with
+    a :class:`ResourceWarning`, as an unclosed file is.
     """
 
     def __init__(self, backend: Backend, model: Kinematics, *, simulator: Any = None, name: str = "") -> None:
         self.backend = backend
         self.model = model
         self.simulator = simulator
+        if simulator is not None:  # it serves the backend, which may outlive this Robot
+            backend.simulator = simulator
         self.name = name or str(backend.uri)
 
     # Lifecycle
