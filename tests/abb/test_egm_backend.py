@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -367,6 +368,15 @@ def test_the_hold_thread_never_brakes_past_the_irb1410_linkage_limit(egm_sim) ->
         assert backend.counters["hold_braking_refused"] == 1
         linkage = np.array(sent)[:, 2] - np.array(sent)[:, 1]
         assert len(sent) > 20 and linkage.max() <= IRB1410_LINKAGE_UP + 1e-12
+
+
+def test_a_dropped_robot_stops_its_bundled_simulator() -> None:
+    robot = robohal.connect("abb-egm://sim?model=abb.irb1410")
+    simulator = robot.simulator.process
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        del robot  # a notebook cell run again: no close(), no with-block
+        assert wait_until(lambda: simulator.poll() is not None, 10.0)
 
 
 def test_only_six_axis_models() -> None:

@@ -16,7 +16,10 @@ in a clear cell.
 
 from __future__ import annotations
 
+import gc
 import time
+import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -171,6 +174,29 @@ class BackendContract:
             assert state.q.shape == q_before.shape
             assert np.isfinite(state.q).all()
             assert second.move_joints(small_target(second, size=np.radians(1.0)), speed=0.3).completed
+
+    def test_dropped_robot_closes_its_link(self, hil_target: HilTarget) -> None:
+        # A Robot that goes out of scope unclosed (a notebook cell run again) must not keep
+        # its link and threads: link threads hold a backend only weakly (start_link_thread).
+        robot = hil_target.connect()
+        backend = weakref.ref(robot.backend)
+        uri = str(robot.backend.uri)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            del robot
+            deadline = time.monotonic() + 10.0
+            while not caught and time.monotonic() < deadline:
+                gc.collect()
+                time.sleep(0.05)
+            assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning) and uri in str(w.message)], \
+                "a dropped Robot's backend stays alive (does a link thread hold it strongly?)"
+            caught.clear()  # the warning's source is the backend: let it go
+        while backend() is not None and time.monotonic() < deadline:  # closing, on a thread of its own
+            time.sleep(0.05)
+        assert backend() is None
+        # closed for real: the link (socket, serial port, FCI session) can be opened again
+        with hil_target.connect() as again:
+            assert again.move_joints(small_target(again, size=np.radians(1.0)), speed=0.3).completed
 
     def test_error_inside_cycle_resurfaces_on_next_call(self, robot: Robot) -> None:
         robot.run(FailingMotion(cycles=5), wait=False)

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 from robohal import Backend, ConnectionLost, HardwareFault, LimitViolation, RobotMode, RobotState, UriError
+from robohal.backend import start_link_thread
 from robohal.kinematics import Kinematics
 from robohal.state import Array
 from robohal.trajectory import STOP_SHARE, braking_step
@@ -189,8 +190,7 @@ class EgmBackend(Backend):
         with self._lock:
             self._newest, self._consumed, self._count, self._target = None, 0, 0, None
             self._restart_pending, self._thread_error = False, None
-        self._thread = threading.Thread(target=self._hold_loop, name=f"robohal-egm-{self.port}", daemon=True)
-        self._thread.start()
+        self._thread = start_link_thread(self, type(self)._hold_step, self._closing, f"robohal-egm-{self.port}")
         try:
             received = self._wait_active(self.connect_timeout, what="connect")
         except BaseException:
@@ -262,21 +262,22 @@ class EgmBackend(Backend):
         """The control loop answers: it is sending now, or sent within the last cycles."""
         return self._sending or time.monotonic() - self._last_send < 2.5 * self.period
 
-    def _hold_loop(self) -> None:
-        """Between motions: read the socket and answer every new message with the held target.
-        While the control loop streams it reads the socket itself and this thread rests."""
+    def _hold_step(self) -> float | None:
+        """Between motions: read the socket and answer every new message with the held target
+        (one step of the hold thread; returns the pause before the next, None to end). While
+        the control loop streams it reads the socket itself and this thread rests."""
+        if self._streaming():
+            # rest long: waking every cycle would take the GIL from the control loop; after a
+            # motion the first few messages stay unanswered, which EGM tolerates (it keeps the last target)
+            return HOLD_THREAD_REST
         try:
-            while not self._closing.is_set():
-                if self._streaming():
-                    # rest long: waking every cycle would take the GIL from the control loop; after a
-                    # motion the first few messages stay unanswered, which EGM tolerates (it keeps the last target)
-                    self._closing.wait(HOLD_THREAD_REST)
-                    continue
-                newest = self._newest
-                self._pump(0.02, newest.index if newest is not None else 0)
-                self._maybe_hold()
+            newest = self._newest
+            self._pump(0.02, newest.index if newest is not None else 0)
+            self._maybe_hold()
         except BaseException as exc:  # surfaced to the control loop on its next call
             self._thread_error = exc
+            return None
+        return 0.0
 
     def _accept(self, datagram: bytes, arrival: float, address: tuple[str, int]) -> None:
         counters = self.counters

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 import serial
-from robohal.backend import Backend
+from robohal.backend import Backend, start_link_thread
 from robohal.errors import ConnectionLost, InvalidArgument, ProtocolError, UriError
 from robohal.kinematics import Kinematics
 from robohal.state import Array, RobotMode, RobotState
@@ -168,9 +168,8 @@ class ArduinoPlanarBackend(Backend):
         self._previous = None
         if self.keepalive and self.watchdog_ms:
             self._keepalive_stop.clear()
-            self._keepalive_thread = threading.Thread(target=self._keep_alive, daemon=True,
-                                                      name=f"robohal-arduino-keepalive-{self.device}")
-            self._keepalive_thread.start()
+            self._keepalive_thread = start_link_thread(self, type(self)._keep_alive_step, self._keepalive_stop,
+                                                       f"robohal-arduino-keepalive-{self.device}")
         return self._snapshot()
 
     def _close(self) -> None:
@@ -373,20 +372,21 @@ class ArduinoPlanarBackend(Backend):
             self._pulses = reply.widths_us
         self._reset_fault = True
 
-    def _keep_alive(self) -> None:
-        """PING while the host is idle (not cycling), at a quarter of the watchdog timeout."""
+    def _keep_alive_step(self) -> float:
+        """PING while the host is idle (not cycling), at a quarter of the watchdog timeout
+        (one step of the keep-alive thread; returns the pause before the next)."""
         interval = self.watchdog_ms / 4000.0
-        while not self._keepalive_stop.wait(interval / 2):
-            if time.monotonic() - self._last_io < interval or not self._wire.acquire(timeout=0):
-                continue
-            try:
-                if self._port is not None:
-                    self._transact(p.Ping)
-                    self.counters["keepalive_pings"] += 1
-            except (_Silent, ConnectionLost, ProtocolError):
-                self.counters["keepalive_failures"] += 1  # the next cycle meets the problem itself
-            finally:
-                self._wire.release()
+        if time.monotonic() - self._last_io < interval or not self._wire.acquire(timeout=0):
+            return interval / 2
+        try:
+            if self._port is not None:
+                self._transact(p.Ping)
+                self.counters["keepalive_pings"] += 1
+        except (_Silent, ConnectionLost, ProtocolError):
+            self.counters["keepalive_failures"] += 1  # the next cycle meets the problem itself
+        finally:
+            self._wire.release()
+        return interval / 2
 
     # Backend hooks ------------------------------------------------------------------------------
 

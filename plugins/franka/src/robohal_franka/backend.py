@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -72,13 +73,14 @@ class LiveCounters(dict):
 
     def __init__(self, backend: FrankaBackend) -> None:
         super().__init__()
-        self._backend = backend
+        self._backend = weakref.ref(backend)  # not a cycle: a dropped backend is freed (and closed) at once
 
     def __missing__(self, key: str) -> int:
         return 0
 
     def _extra(self, key: str) -> int:
-        return self._backend._motion_setpoints() if key in ("cycles", "commands_sent") else 0
+        backend = self._backend()
+        return backend._motion_setpoints() if backend is not None and key in ("cycles", "commands_sent") else 0
 
     def __getitem__(self, key: str) -> int:
         return dict.get(self, key, 0) + self._extra(key)
@@ -169,7 +171,8 @@ class FrankaBackend(Backend):
         self._lost = None
         self._stream_error = None
         self._fault_names = ()
-        self._reader = threading.Thread(target=self._read_pipe, name="robohal-franka-pipe", daemon=True)
+        self._reader = threading.Thread(target=_read_pipe, args=(weakref.ref(self), self._conn, self._replies),
+                                        name="robohal-franka-pipe", daemon=True)
         self._reader.start()
         try:
             self._conn.send(config)
@@ -215,8 +218,8 @@ class FrankaBackend(Backend):
             self._base_motion_setpoints = self._motion_setpoints()  # the next connection starts at 0
             self._shared = None
         if self._mmap is not None:
-            # The map holds a file descriptor of its own; the backend lives in a reference cycle
-            # (its counters refer to it), so only an explicit close frees it at once.
+            # The map holds a file descriptor of its own: close it now, not whenever the
+            # backend is freed.
             with contextlib.suppress(BufferError):  # a view still held elsewhere: the GC frees it
                 self._mmap.close()
             self._mmap = None
@@ -232,28 +235,6 @@ class FrankaBackend(Backend):
                 end.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # already gone
-
-    def _read_pipe(self) -> None:
-        conn = self._conn
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                break
-            except Exception as exc:  # an answer that does not unpickle here
-                message = ("event", "error", pack_error(RobohalError(f"franka: unreadable message from the control process: {exc}")))
-            if message[0] == "reply":
-                _, request_id, ok, value = message
-                waiter = self._replies.get(request_id)
-                if waiter is not None:
-                    waiter.put((ok, value))
-            else:
-                self._on_event(message[1], message[2])
-        if self._connected and self._lost is None:
-            self._lost = ConnectionLost(f"franka: the control process for {self.uri.host} exited")
-        for waiter in list(self._replies.values()):
-            waiter.put((False, pack_error(self._lost or ConnectionLost("franka: closed"))))
-        self._motion_done.set()
 
     def _on_event(self, kind: str, payload: Any) -> None:
         if kind == "motion_done":
@@ -480,3 +461,34 @@ class FrankaBackend(Backend):
     @property
     def control_pid(self) -> int | None:
         return None if self._process is None else self._process.pid
+
+
+def _read_pipe(backend_ref: weakref.ref[FrankaBackend], conn: Connection, replies: dict[int, queue.Queue]) -> None:
+    """The pipe reader thread: replies go straight to their waiters, events to the backend.
+    It holds the backend only while handing it an event, so a backend dropped unclosed can be
+    collected (and closed): its close request's reply needs no backend to arrive."""
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            break
+        except Exception as exc:  # an answer that does not unpickle here
+            message = ("event", "error", pack_error(RobohalError(f"franka: unreadable message from the control process: {exc}")))
+        if message[0] == "reply":
+            _, request_id, ok, value = message
+            waiter = replies.get(request_id)
+            if waiter is not None:
+                waiter.put((ok, value))
+            continue
+        backend = backend_ref()
+        if backend is not None:
+            backend._on_event(message[1], message[2])
+        del backend
+    backend = backend_ref()
+    if backend is not None and backend._connected and backend._lost is None:
+        backend._lost = ConnectionLost(f"franka: the control process for {backend.uri.host} exited")
+    lost = None if backend is None else backend._lost
+    for waiter in list(replies.values()):
+        waiter.put((False, pack_error(lost or ConnectionLost("franka: closed"))))
+    if backend is not None:
+        backend._motion_done.set()
