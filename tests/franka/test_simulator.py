@@ -128,3 +128,4 @@ def test_without_a_pipe_on_stdin_it_runs_until_terminated():
     finally:
         process.terminate()
         process.wait(timeout=10)
+        process.stdout.close()
