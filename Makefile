@@ -33,7 +33,7 @@ demo: $(STAMP)
 
 ## hil: HIL suites against TARGET (a robot URI; default: every bundled simulator)
 hil: $(STAMP)
-	$(VENV)/bin/robohal hil $(if $(TARGET),--target '$(TARGET)') $(if $(REPORT),--report $(REPORT))
+	$(VENV)/bin/robohal hil $(if $(TARGET),--target '$(TARGET)') $(if $(REPORT),--report $(REPORT)) $(if $(YES),--yes)
 
 ## bench: speed figures as ratios against peers (printed, never asserted)
 bench: $(STAMP)

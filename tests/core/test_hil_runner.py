@@ -1,5 +1,6 @@
 """`robohal hil --report`: JUnit, a Markdown report and plots of recorded motions."""
 
+import io
 import shutil
 import subprocess
 import sys
@@ -7,6 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import robohal.testing
+from robohal.hil_runner import confirm_real_hardware, real_targets
 
 
 def test_hil_runner_writes_junit_report_and_plots(tmp_path):
@@ -74,3 +76,35 @@ def test_a_pytest_configuration_around_the_suites_does_not_apply(tmp_path):
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     names = {case.get("classname") for case in ET.parse(report / "junit.xml").iter("testcase")}
     assert names == {"suite.test_contract.TestContract"}
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+REAL = "abb-egm://127.0.0.1:6510?model=abb.irb1410"
+
+
+def test_real_hardware_is_told_apart_from_simulators():
+    assert real_targets([REAL, "abb-egm://sim?model=abb.irb1410", "sim://?model=generic.planar2",
+                         "arduino-planar:///dev/ttyACM0", "no uri", "nonexistent://x"]) == [REAL, "arduino-planar:///dev/ttyACM0"]
+
+
+def test_moving_real_hardware_waits_for_enter_at_a_terminal():
+    out = io.StringIO()
+    assert confirm_real_hardware([REAL], stdin=Terminal("\n"), out=out)
+    assert REAL in out.getvalue() and "MOVE" in out.getvalue() and "Enter" in out.getvalue()
+    assert not confirm_real_hardware([REAL], stdin=Terminal(""), out=io.StringIO())  # end of input
+    assert confirm_real_hardware(["sim://?model=generic.planar2"], stdin=io.StringIO(), out=io.StringIO())
+
+
+def test_without_a_terminal_real_hardware_needs_yes(tmp_path):
+    # Nothing may start: the refusal comes before pytest (no robot answers here anyway).
+    command = [sys.executable, "-m", "robohal.cli", "hil", "--target", REAL]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "--yes" in refused.stderr and "test session starts" not in refused.stdout
+    out = io.StringIO()
+    assert confirm_real_hardware([REAL], assume_yes=True, stdin=io.StringIO(), out=out)
+    assert REAL in out.getvalue()  # still said, not asked

@@ -249,16 +249,21 @@ def sim() -> None:
 @click.option("--suite", "suites", multiple=True, type=click.Path(exists=True),
               help="HIL test folder (repeatable; default: the contract suite and every installed backend's own).")
 @click.option("--list-suites", is_flag=True, help="Print the default suites' folders and exit.")
+@click.option("--yes", "assume_yes", is_flag=True, help="Do not wait for Enter before moving real hardware (scripts, CI on a cell).")
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
-def hil(targets: Sequence[str], report: str | None, suites: Sequence[str], list_suites: bool,
+def hil(targets: Sequence[str], report: str | None, suites: Sequence[str], list_suites: bool, assume_yes: bool,
         pytest_args: Sequence[str]) -> None:
-    """Run the HIL suites against robot URIs (extra arguments go to pytest)."""
-    from .hil_runner import default_suites, run_hil, suite_folder
+    """Run the HIL suites against robot URIs (extra arguments go to pytest).
+
+    Real robots move: robohal asks for Enter first (--yes skips the question)."""
+    from .hil_runner import confirm_real_hardware, default_suites, run_hil, suite_folder
 
     if list_suites:
         for package in default_suites():
             click.echo(f"{package}\t{suite_folder(package)}")
         return
+    if not confirm_real_hardware(targets, assume_yes=assume_yes):
+        sys.exit(2)
     sys.exit(run_hil(targets, report=report, suites=suites, pytest_args=pytest_args))
 
 

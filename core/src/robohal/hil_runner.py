@@ -13,7 +13,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import PluginError
+from .errors import PluginError, RobohalError
+from .uri import parse_uri
 
 CONTRACT_SUITE = "robohal.testing.suite"
 
@@ -35,6 +36,46 @@ def default_suites() -> list[str]:
 
     families = sorted({spec.hil_suite for spec in default_registry().backends() if spec.hil_suite})
     return [CONTRACT_SUITE, *families]
+
+
+def real_targets(targets: Sequence[str]) -> list[str]:
+    """The targets that are real hardware: neither a bundled simulator (host ``sim``) nor the
+    in-process ``sim`` backend. (A URI that does not parse, or names no installed backend,
+    moves nothing: the run reports it.)"""
+    from .plugins import default_registry
+
+    real = []
+    for target in targets:
+        try:
+            uri = parse_uri(target)
+            default_registry().backend_spec(uri.scheme)
+        except RobohalError:
+            continue
+        if not (uri.wants_simulator or uri.scheme == "sim"):
+            real.append(target)
+    return real
+
+
+def confirm_real_hardware(targets: Sequence[str], *, assume_yes: bool = False, stdin=None, out=None) -> bool:
+    """Before the suites move real robots: say so, and wait for Enter at a terminal
+    (``assume_yes`` for scripts and CI on a cell). False when nobody confirmed."""
+    stdin = sys.stdin if stdin is None else stdin
+    out = sys.stderr if out is None else out
+    real = real_targets(targets)
+    if not real:
+        return True
+    print("robohal hil: the HIL suites will MOVE these robots:", file=out)
+    for target in real:
+        print(f"  {target}", file=out)
+    print("Keep the user stop (enabling device) in hand and the cell clear.", file=out)
+    if assume_yes:
+        return True
+    if not (hasattr(stdin, "isatty") and stdin.isatty()):
+        print("robohal hil: not run: nobody at a terminal to confirm; pass --yes to run on real hardware"
+              " from a script", file=out)
+        return False
+    print("Press Enter to start, Ctrl-C to abort: ", end="", file=out, flush=True)
+    return bool(stdin.readline())  # end of input: nobody confirmed
 
 
 def run_hil(targets: Sequence[str], *, report: str | None = None, suites: Sequence[str] = (),
