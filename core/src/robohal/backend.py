@@ -127,7 +127,10 @@ class Backend(ABC):
             return
         # The collector runs this in whatever thread it interrupts, even another robot's control
         # loop: closing (joins, process waits) takes a thread of its own.
-        threading.Thread(target=self._close_abandoned, name="robohal-close-dropped", daemon=True).start()
+        try:
+            threading.Thread(target=self._close_abandoned, name="robohal-close-dropped", daemon=True).start()
+        except RuntimeError:  # no new threads while the interpreter shuts down: the links go with it
+            return
         left = "while connected" if connected else "with its simulator running"
         warnings.warn(f"robohal: {type(self).__name__} for {getattr(self, 'uri', '?')} was dropped {left}"
                       " (no close()); closing it", ResourceWarning, source=self)
