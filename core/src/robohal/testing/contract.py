@@ -98,7 +98,10 @@ class BackendContract:
         steps = np.diff(times)
         assert (steps > 0).all(), f"state time must rise every cycle, got steps {steps}"
         period = robot.backend.period
-        assert np.median(steps) == pytest.approx(period, rel=0.5), "state time should advance by about one period per cycle"
+        # A reader late on a busy machine sees some states skipped (steps of two periods or more),
+        # never shorter ones: the shortest step shows the unit (seconds) and the rate.
+        assert steps.min() == pytest.approx(period, rel=0.5), \
+            f"state time should advance by about one period ({period} s) per cycle, got steps {steps}"
 
     def test_hold_position(self, robot: Robot, hil_target: HilTarget) -> None:
         before = robot.backend.commanded
