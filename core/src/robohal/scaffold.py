@@ -85,7 +85,9 @@ BACKEND = '''\
 
 robohal.backend.Backend does the rest: the limit check of every setpoint before it
 is sent, holding the measured position after connect/recover, running motions,
-re-raising errors from background cycles.
+re-raising errors from background cycles. A thread that keeps the link alive between
+motions (a heartbeat, a reader) is best started with robohal.backend.start_link_thread:
+it holds the backend weakly, so a Robot dropped without close() still gets closed.
 """
 
 from __future__ import annotations
