@@ -181,6 +181,14 @@ def test_port_in_use_is_reported() -> None:
             robohal.connect(f"abb-egm://127.0.0.1:{port}?model=abb.irb1410&timeout=0.3")
 
 
+def test_a_second_connection_to_the_same_port_is_refused(egm_sim) -> None:
+    sim = egm_sim()
+    with robohal.connect(sim.connect_uri()) as first:
+        with pytest.raises(ConnectionLost, match="cannot bind.*another robohal connection"):
+            robohal.connect(sim.connect_uri(connect_timeout="1"))
+        assert first.move_joints(first.q + np.radians(1.0), speed=0.3).completed  # still the one in charge
+
+
 def test_only_the_configured_robot_is_heard(egm_sim) -> None:
     sim = egm_sim("--comm-timeout", "0")
     with pytest.raises(ConnectionLost, match=r"[1-9]\d* from other addresses"):

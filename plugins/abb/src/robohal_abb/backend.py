@@ -175,7 +175,8 @@ class EgmBackend(Backend):
     def _open(self) -> RobotState:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # No SO_REUSEADDR: on UDP it lets a second socket bind the same port, and the robot's
+            # messages would go to whichever connection bound last while the other one answers too.
             stamps.enable(sock)
             sock.bind((self.host, self.port))
         except OSError as exc:
