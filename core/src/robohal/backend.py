@@ -52,6 +52,10 @@ if TYPE_CHECKING:
     from .motion import Motion, MotionResult
 
 
+#: the name of the threads that close dropped backends
+CLOSER_THREAD = "robohal-close-dropped"
+
+
 class Backend(ABC):
     """Base class of every hardware backend (see the module docstring)."""
 
@@ -119,21 +123,18 @@ class Backend(ABC):
         # last reference going ends up here. Close it, and its simulator, like close() would.
         if sys.is_finalizing():  # at exit, the processes and sockets go with the interpreter
             return
-        simulator = getattr(self, "simulator", None)
-        alive = getattr(simulator, "alive", None)
-        simulator_running = simulator is not None and (alive is None or alive())
         connected = getattr(self, "_connected", False)
-        if not (connected or simulator_running):
+        if not connected and getattr(self, "simulator", None) is None:
             return
         # The collector runs this in whatever thread it interrupts, even another robot's control
         # loop: closing (joins, process waits) takes a thread of its own.
         try:
-            threading.Thread(target=self._close_abandoned, name="robohal-close-dropped", daemon=True).start()
+            threading.Thread(target=self._close_abandoned, name=CLOSER_THREAD, daemon=True).start()
         except RuntimeError:  # no new threads while the interpreter shuts down: the links go with it
             return
-        left = "while connected" if connected else "with its simulator running"
-        warnings.warn(f"robohal: {type(self).__name__} for {getattr(self, 'uri', '?')} was dropped {left}"
-                      " (no close()); closing it", ResourceWarning, source=self)
+        if connected:  # (a closed backend whose Robot was dropped only leaves the simulator to stop)
+            warnings.warn(f"robohal: {type(self).__name__} for {getattr(self, 'uri', '?')} was dropped while"
+                          " connected (no close()); closing it", ResourceWarning, source=self)
 
     def _close_abandoned(self) -> None:
         try:

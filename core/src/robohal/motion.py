@@ -306,6 +306,8 @@ class Robot:
         finally:
             if self.simulator is not None:
                 self.simulator.stop()
+                if self.backend.simulator is self.simulator:
+                    self.backend.simulator = None  # stopped: nothing left for the backend to stop
 
     def __enter__(self) -> Robot:
         if not self.backend.connected:
