@@ -17,6 +17,7 @@ in a clear cell.
 from __future__ import annotations
 
 import gc
+import threading
 import time
 import warnings
 import weakref
@@ -24,6 +25,7 @@ import weakref
 import numpy as np
 import pytest
 
+from ..backend import CLOSER_THREAD
 from ..errors import LimitViolation, RobohalError
 from ..kinematics import Kinematics
 from ..motion import Hold, Robot
@@ -76,6 +78,24 @@ def settle(robot: Robot, target: Array, tolerance: float, timeout: float) -> Rob
     return state
 
 
+def drop(robot: Robot):
+    """Let go of ``robot`` (the caller deletes its own name too); returns a function that
+    waits until its backend is collected and closed, and says whether that happened."""
+    backend = weakref.ref(robot.backend)
+
+    def gone(timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            gc.collect()  # (a backend in a reference cycle goes with a collection)
+            closing = any(thread.name == CLOSER_THREAD for thread in threading.enumerate())
+            if backend() is None and not closing:
+                return True
+            time.sleep(0.02)
+        return False
+
+    return gone
+
+
 class BackendContract:
     """The contract every backend must pass (run it with the robohal pytest plugin)."""
 
@@ -98,9 +118,9 @@ class BackendContract:
         steps = np.diff(times)
         assert (steps > 0).all(), f"state time must rise every cycle, got steps {steps}"
         period = robot.backend.period
-        # A reader late on a busy machine sees some states skipped (steps of two periods or more),
-        # never shorter ones: the shortest step shows the unit (seconds) and the rate.
-        assert steps.min() == pytest.approx(period, rel=0.5), \
+        # Seconds, at about the backend's rate: on a busy machine a late reader sees some states
+        # skipped (steps of two periods), and a clock taken at the host then catches up (shorter ones).
+        assert 0.5 * period <= np.median(steps) <= 2.5 * period, \
             f"state time should advance by about one period ({period} s) per cycle, got steps {steps}"
 
     def test_hold_position(self, robot: Robot, hil_target: HilTarget) -> None:
@@ -182,24 +202,33 @@ class BackendContract:
         # A Robot that goes out of scope unclosed (a notebook cell run again) must not keep
         # its link and threads: link threads hold a backend only weakly (start_link_thread).
         robot = hil_target.connect()
-        backend = weakref.ref(robot.backend)
         uri = str(robot.backend.uri)
-        with warnings.catch_warnings(record=True) as caught:
+        said: list[str] = []
+        with warnings.catch_warnings():
             warnings.simplefilter("always", ResourceWarning)
+            # the text only: a recorded warning would keep its source, the backend, alive
+            warnings.showwarning = lambda message, category, *_, **__: said.append(f"{category.__name__}: {message}")
+            gone = drop(robot)
             del robot
-            deadline = time.monotonic() + 10.0
-            while not caught and time.monotonic() < deadline:
-                gc.collect()
-                time.sleep(0.05)
-            assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning) and uri in str(w.message)], \
-                "a dropped Robot's backend stays alive (does a link thread hold it strongly?)"
-            caught.clear()  # the warning's source is the backend: let it go
-        while backend() is not None and time.monotonic() < deadline:  # closing, on a thread of its own
-            time.sleep(0.05)
-        assert backend() is None
+            assert gone(), "a dropped Robot's backend stays alive (does a link thread hold it strongly?)"
+        assert [text for text in said if text.startswith("ResourceWarning") and uri in text]
         # closed for real: the link (socket, serial port, FCI session) can be opened again
         with hil_target.connect() as again:
             assert again.move_joints(small_target(again, size=np.radians(1.0)), speed=0.3).completed
+
+    def test_dropped_robot_finishes_its_background_motion(self, hil_target: HilTarget) -> None:
+        # robohal.connect(uri).move_joints(q, wait=False): the motion was asked for; it runs to its end.
+        robot = hil_target.connect()
+        target = small_target(robot, size=np.radians(1.0))
+        guard = robot.backend.guard  # it outlives the backend and knows the last setpoint sent
+        robot.move_joints(target, speed=0.3, wait=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gone = drop(robot)
+            del robot
+            assert gone(timeout=30.0)
+        short = np.abs(guard.last - target).max()
+        assert short <= 1e-9, f"the motion was cut {np.degrees(short):.4f} deg short of its target"
 
     def test_error_inside_cycle_resurfaces_on_next_call(self, robot: Robot) -> None:
         robot.run(FailingMotion(cycles=5), wait=False)

@@ -67,6 +67,12 @@ def realtime_kernel() -> bool:
         return "PREEMPT_RT" in os.uname().version
 
 
+# Backends whose motion runs in their control process. No thread of ours holds such a
+# backend meanwhile, and a self-reference would be a cycle the collector frees: a Robot
+# dropped after move_joints(..., wait=False) must still see its motion through.
+_MOVING: set[FrankaBackend] = set()
+
+
 class LiveCounters(dict):
     """``counters`` that include what the control process did on its own
     (cycles and setpoints of motions it ran)."""
@@ -265,7 +271,11 @@ class FrankaBackend(Backend):
             self._fault_names = error.names
             self._fault = error
         self._motion_outcome = (result, error)
+        self._motion_ended()
+
+    def _motion_ended(self) -> None:
         self._motion_done.set()
+        _MOVING.discard(self)  # (the caller still holds it: freed, if at all, after it returns)
 
     def _request(self, kind: str, payload: Any, timeout: float = REQUEST_TIMEOUT) -> Any:
         if self._conn is None:
@@ -381,10 +391,11 @@ class FrankaBackend(Backend):
             raise RobohalError("a motion is already running; wait() for it or stop() it first")
         self._motion_outcome = None
         self._motion_done.clear()
+        _MOVING.add(self)
         try:
             self._request("run", motion)
         except BaseException:
-            self._motion_done.set()
+            self._motion_ended()
             raise
         if wait:
             try:
@@ -491,4 +502,4 @@ def _read_pipe(backend_ref: weakref.ref[FrankaBackend], conn: Connection, replie
     for waiter in list(replies.values()):
         waiter.put((False, pack_error(lost or ConnectionLost("franka: closed"))))
     if backend is not None:
-        backend._motion_done.set()
+        backend._motion_ended()
