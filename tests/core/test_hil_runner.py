@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import robohal.testing
-from robohal.hil_runner import confirm_real_hardware, real_targets
+from robohal.hil_runner import confirm_real_hardware, real_targets, targets_in_pytest_args
 
 
 def test_hil_runner_writes_junit_report_and_plots(tmp_path):
@@ -91,6 +91,10 @@ def test_real_hardware_is_told_apart_from_simulators():
                          "arduino-planar:///dev/ttyACM0", "no uri", "nonexistent://x"]) == [REAL, "arduino-planar:///dev/ttyACM0"]
 
 
+def test_targets_given_to_pytest_are_found():
+    assert targets_in_pytest_args(["-x", "--hil-target", REAL, f"--hil-target={REAL}2", "-k", "move"]) == [REAL, REAL + "2"]
+
+
 def test_moving_real_hardware_waits_for_enter_at_a_terminal():
     out = io.StringIO()
     assert confirm_real_hardware([REAL], stdin=Terminal("\n"), out=out)
@@ -102,9 +106,11 @@ def test_moving_real_hardware_waits_for_enter_at_a_terminal():
 def test_without_a_terminal_real_hardware_needs_yes(tmp_path):
     # Nothing may start: the refusal comes before pytest (no robot answers here anyway).
     command = [sys.executable, "-m", "robohal.cli", "hil", "--target", REAL]
-    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=tmp_path)
-    assert refused.returncode == 2
-    assert "--yes" in refused.stderr and "test session starts" not in refused.stdout
+    for given in (command, [*command[:-2], "--", "--hil-target", REAL], [*command[:-2], f"--hil-target={REAL}"]):
+        # (also when the target reaches pytest as one of its own arguments)
+        refused = subprocess.run(given, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=tmp_path)
+        assert refused.returncode == 2, given
+        assert "--yes" in refused.stderr and "test session starts" not in refused.stdout
     out = io.StringIO()
     assert confirm_real_hardware([REAL], assume_yes=True, stdin=io.StringIO(), out=out)
     assert REAL in out.getvalue()  # still said, not asked

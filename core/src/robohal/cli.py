@@ -256,13 +256,13 @@ def hil(targets: Sequence[str], report: str | None, suites: Sequence[str], list_
     """Run the HIL suites against robot URIs (extra arguments go to pytest).
 
     Real robots move: robohal asks for Enter first (--yes skips the question)."""
-    from .hil_runner import confirm_real_hardware, default_suites, run_hil, suite_folder
+    from .hil_runner import confirm_real_hardware, default_suites, run_hil, suite_folder, targets_in_pytest_args
 
     if list_suites:
         for package in default_suites():
             click.echo(f"{package}\t{suite_folder(package)}")
         return
-    if not confirm_real_hardware(targets, assume_yes=assume_yes):
+    if not confirm_real_hardware([*targets, *targets_in_pytest_args(pytest_args)], assume_yes=assume_yes):
         sys.exit(2)
     sys.exit(run_hil(targets, report=report, suites=suites, pytest_args=pytest_args))
 

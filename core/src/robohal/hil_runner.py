@@ -56,6 +56,17 @@ def real_targets(targets: Sequence[str]) -> list[str]:
     return real
 
 
+def targets_in_pytest_args(args: Sequence[str]) -> list[str]:
+    """The ``--hil-target`` values among arguments passed through to pytest."""
+    found = []
+    for i, arg in enumerate(args):
+        if arg == "--hil-target" and i + 1 < len(args):
+            found.append(args[i + 1])
+        elif arg.startswith("--hil-target="):
+            found.append(arg.split("=", 1)[1])
+    return found
+
+
 def confirm_real_hardware(targets: Sequence[str], *, assume_yes: bool = False, stdin=None, out=None) -> bool:
     """Before the suites move real robots: say so, and wait for Enter at a terminal
     (``assume_yes`` for scripts and CI on a cell). False when nobody confirmed."""
