@@ -184,7 +184,7 @@ def test_port_in_use_is_reported() -> None:
 def test_a_second_connection_to_the_same_port_is_refused(egm_sim) -> None:
     sim = egm_sim()
     with robohal.connect(sim.connect_uri()) as first:
-        with pytest.raises(ConnectionLost, match="cannot bind.*another robohal connection"):
+        with pytest.raises(ConnectionLost, match=r"cannot bind.*another robohal connection"):
             robohal.connect(sim.connect_uri(connect_timeout="1"))
         assert first.move_joints(first.q + np.radians(1.0), speed=0.3).completed  # still the one in charge
 
