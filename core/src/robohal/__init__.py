@@ -10,6 +10,7 @@ Models (kinematics) and backends (hardware drivers) come from plugins; see
 
 from __future__ import annotations
 
+import logging
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -34,6 +35,10 @@ from .plugins import Registry, default_registry, use_registry
 from .records import BackendSpec, ModelSpec, SimulatorSpec
 from .state import RobotMode, RobotState
 from .uri import RobotUri, parse_uri
+
+# Events (connect, close, faults, lost links, the first of each kind of bad datagram) go to
+# the "robohal" loggers; shown once the application configures logging (logging.basicConfig()).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 try:
     __version__ = version("robohal")

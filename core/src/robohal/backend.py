@@ -28,6 +28,7 @@ without ``close()`` is then closed when it is collected.
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
@@ -51,6 +52,8 @@ from .uri import RobotUri
 if TYPE_CHECKING:
     from .motion import Motion, MotionResult
 
+
+log = logging.getLogger(__name__)
 
 #: the name of the threads that close dropped backends
 CLOSER_THREAD = "robohal-close-dropped"
@@ -103,8 +106,9 @@ class Backend(ABC):
         self._connected = True
         self._state = state
         self._activate(state)
+        log.info("%s: connected%s, %g Hz", self.uri, f" to {self.identity}" if self.identity else "", 1.0 / self.period)
         if state.mode is RobotMode.FAULT:  # commands are refused until recover(), as after any fault
-            self._fault = self._fault_of(state)
+            self._set_fault(self._fault_of(state))
         return state
 
     def close(self) -> None:
@@ -116,6 +120,7 @@ class Backend(ABC):
         finally:
             self._connected = False
             self._close()
+            log.info("%s: closed", self.uri)
 
     def __del__(self) -> None:
         # Dropped while connected (a Robot that went out of scope unclosed, a notebook cell
@@ -133,6 +138,7 @@ class Backend(ABC):
         except RuntimeError:  # no new threads while the interpreter shuts down: the links go with it
             return
         if connected:  # (a closed backend whose Robot was dropped only leaves the simulator to stop)
+            log.warning("%s: dropped while connected (no close()); closing it", getattr(self, "uri", "?"))
             warnings.warn(f"robohal: {type(self).__name__} for {getattr(self, 'uri', '?')} was dropped while"
                           " connected (no close()); closing it", ResourceWarning, source=self)
 
@@ -203,21 +209,38 @@ class Backend(ABC):
         assert q is not None
         if self.model.coupled_limits and setpoint is not None:
             self.model.check_joints(q, "setpoint")
-        if self.answers_each_message:
-            state = self._answer_next(q)
-            self.guard.commit(q)
-            self.counters["commands_sent"] += 1
-        else:
-            self._send(q)
-            self.guard.commit(q)
-            self.counters["commands_sent"] += 1
-            state = self._receive(timeout=None)
+        try:
+            if self.answers_each_message:
+                state = self._answer_next(q)
+                self.guard.commit(q)
+                self.counters["commands_sent"] += 1
+            else:
+                self._send(q)
+                self.guard.commit(q)
+                self.counters["commands_sent"] += 1
+                state = self._receive(timeout=None)
+        except ConnectionLost as lost:
+            log.warning("%s: %s", self.uri, lost)
+            raise
         self.counters["cycles"] += 1
         self._state = state
         if state.mode is RobotMode.FAULT:
-            self._fault = self._fault_of(state)
-            raise self._fault
+            raise self._set_fault(self._fault_of(state))
         return state
+
+    def _set_fault(self, fault: HardwareFault) -> HardwareFault:
+        """Record the hardware's fault (commands are refused until recover()); logged when new."""
+        if self._fault is None:
+            log.warning("%s: %s", self.uri, fault)
+        self._fault = fault
+        return fault
+
+    def _anomaly(self, counter: str, what: str) -> None:
+        """Count an irregularity of the link in ``counters[counter]``; the first of each kind
+        is logged as a warning, the rest only counted."""
+        self.counters[counter] += 1
+        if self.counters[counter] == 1:
+            log.warning("%s: %s (the first; counters[%r] counts them)", self.uri, what, counter)
 
     def _fault_of(self, state: RobotState) -> HardwareFault:
         return HardwareFault(
@@ -311,8 +334,10 @@ class Backend(ABC):
             self._brake(recorder)
         except Exception as failure:  # the original error stays the one raised
             error.add_note(f"robohal: braking after this error failed too: {failure!r}")
+            log.error("%s: motion failed (%r) and braking failed too (%r)", self.uri, error, failure)
         else:
             error.add_note("robohal: the motion was braked to rest within the limits")
+            log.warning("%s: motion failed (%r); braked to rest within the limits", self.uri, error)
 
     def _brake(self, recorder: Any = None) -> None:
         """Bring the commanded motion to rest within the acceleration and jerk limits."""
@@ -358,6 +383,8 @@ class Backend(ABC):
         if self._fault is not None and not self._fault.recoverable:
             raise self._fault
         state = self._recover()
+        if self._fault is not None:
+            log.info("%s: recovered from %s; holding the measured position", self.uri, ", ".join(self._fault.names) or "a fault")
         self._fault = None
         self._state = state
         self._activate(state)

@@ -53,8 +53,19 @@ def _table(title: str, columns: Sequence[str], wrap: Sequence[str] = ()):
 
 @click.group(cls=RobohalGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="robohal")
-def main() -> None:
+@click.option("-v", "--verbose", count=True,
+              help="Log connects, closes and simulators too (-vv: debug); warnings are always shown.")
+def main(verbose: int) -> None:
     """robohal: one API for robot arms. Models and backends come from plugins."""
+    import logging
+
+    logger = logging.getLogger("robohal")
+    logger.setLevel(logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG)
+    if not any(getattr(handler, "robohal_cli", False) for handler in logger.handlers):  # once per process
+        handler = logging.StreamHandler()  # (sys.stderr as it is when a record comes)
+        handler.setFormatter(logging.Formatter("robohal: %(levelname)s %(name)s: %(message)s"))
+        handler.robohal_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
 
 
 # Plugins and models -------------------------------------------------------------------

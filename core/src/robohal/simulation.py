@@ -9,6 +9,7 @@ prints (its address, a pty path, ...), and always stops the process.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
 import selectors
@@ -23,6 +24,8 @@ from typing import Protocol, runtime_checkable
 
 from .errors import RobohalError
 from .uri import RobotUri
+
+log = logging.getLogger(__name__)
 
 START_TIMEOUT = 20.0  # s: a simulator that has not announced itself by then is broken
 
@@ -63,6 +66,7 @@ class SimulatorProcess:
             start_new_session=True,  # a Ctrl-C in the terminal reaches us, not the simulator
         )
         self._buffer = b""
+        self._failure_told = False
         self._selector = selectors.DefaultSelector()
         assert self.process.stdout is not None
         os.set_blocking(self.process.stdout.fileno(), False)
@@ -75,9 +79,11 @@ class SimulatorProcess:
                 raise SimulatorError(f"simulator {what}: {' '.join(self.argv)}\n{self.log_tail()}")
             self.first_line = first
             self.uri: RobotUri = ready_line(first)
+            log.info("simulator %d started: %s", self.process.pid, self.uri)
         except BaseException:
+            self._failure_told = True  # by the error, with the log's tail
             self.stop()
-            self._discard_log()  # its tail is in the error
+            self._discard_log()
             raise
 
     @property
@@ -140,6 +146,7 @@ class SimulatorProcess:
         at :attr:`log_path` to read)."""
         failed_by_itself = self.process.poll() not in (None, 0)
         if self.process.poll() is None:
+            log.info("simulator %d stopping", self.process.pid)
             try:
                 if self.process.stdin is not None:
                     self.process.stdin.close()
@@ -164,6 +171,10 @@ class SimulatorProcess:
         self._log.close()
         if not failed_by_itself or self._log_is_empty():
             self._discard_log()
+        elif not self._failure_told:
+            self._failure_told = True
+            log.warning("simulator %d had exited by itself (code %s); its log: %s", self.process.pid,
+                        self.process.returncode, self.log_path)
         return self.process.returncode
 
     def _log_is_empty(self) -> bool:
