@@ -3,6 +3,7 @@ faults, silence, pose mode, and the core's Cartesian layer on top."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 import warnings
@@ -520,6 +521,17 @@ def _inject(backend, model, joints_deg, seqno: int) -> None:
         injector.bind(("127.0.0.1", 0))
         injector.sendto(wire.encode_robot(seqno=seqno, tm=0, time=time.time(), q=q, q_planned=q, pose=pose,
                                           pose_planned=pose), ("127.0.0.1", backend.port))
+
+
+def test_the_first_bad_datagram_of_each_kind_is_logged(egm_sim, caplog) -> None:
+    sim = egm_sim("--comm-timeout", "0")
+    with caplog.at_level(logging.WARNING, logger="robohal"), robohal.connect(sim.connect_uri()) as robot:
+        backend = robot.backend
+        for _ in range(3):
+            _inject(backend, robot.model, [1e308, -1e308, 0, 0, 0, 0], seqno=0)
+        assert wait_until(lambda: backend.counters["bad_joint_range"] == 3, timeout=5.0)
+    told = [r.getMessage() for r in caplog.records if "bad datagram" in r.getMessage()]
+    assert len(told) == 1 and "bad_joint_range" in told[0] and "127.0.0.1" in told[0]
 
 
 def test_a_session_measured_outside_the_limits_is_not_held(egm_sim) -> None:

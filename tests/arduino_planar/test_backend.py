@@ -5,6 +5,7 @@ a firmware it does not know refused, and the sim URIs."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -209,13 +210,15 @@ class ScriptedBoard:
         os.close(self._slave)
 
 
-def test_unknown_firmware_is_refused(model) -> None:
+def test_unknown_firmware_is_refused(model, caplog) -> None:
     board = ScriptedBoard("1 grbl 1.1 2 1000 2000 1000 2000 1000 detach")
     try:
         backend = ArduinoPlanarBackend(RobotUri("arduino-planar", path=board.path, params={"model": MODEL}), model)
-        with pytest.raises(ProtocolError, match="grbl"):
+        with caplog.at_level(logging.WARNING, logger="robohal"), pytest.raises(ProtocolError, match="grbl"):
             backend.connect()
         assert backend.counters["garbage_lines"] >= 1
+        told = [r.getMessage() for r in caplog.records if "not a frame" in r.getMessage()]
+        assert len(told) == 1 and "noise" in told[0]  # the first is said, the rest counted
         assert not backend.connected
     finally:
         board.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 import threading
 import time
@@ -123,13 +124,14 @@ def test_background_motion_stops_smoothly(connect, impl, reference_model):
         assert simulator.stats()["robot_reflexes"] == 0
 
 
-def test_reflex_maps_to_hardware_fault_with_names_and_recovers(connect):
+def test_reflex_maps_to_hardware_fault_with_names_and_recovers(connect, caplog):
     backend, simulator = connect("pylibfranka")
     backend.run(Hold(3.0), wait=False)
     time.sleep(0.2)
     simulator.send("REFLEX joint_reflex")
-    with pytest.raises(HardwareFault) as fault:
+    with caplog.at_level(logging.INFO, logger="robohal"), pytest.raises(HardwareFault) as fault:
         backend.wait(10.0)
+    assert [r for r in caplog.records if r.levelno == logging.WARNING and "joint_reflex" in r.getMessage()]
     assert fault.value.names == ("joint_reflex",) and fault.value.recoverable
     with pytest.raises(HardwareFault):
         backend.cycle()  # still faulted until recover()

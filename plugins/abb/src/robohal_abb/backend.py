@@ -40,6 +40,7 @@ controller's joint-3 convention.
 
 from __future__ import annotations
 
+import logging
 import select
 import socket
 import threading
@@ -57,6 +58,8 @@ from robohal.trajectory import STOP_SHARE, braking_step
 from robohal.uri import RobotUri
 
 from . import stamps, wire
+
+log = logging.getLogger("robohal.abb")
 
 DEFAULT_HOST = "0.0.0.0"
 DEFAULT_TIMEOUT = 2.0  # s
@@ -224,7 +227,8 @@ class EgmBackend(Backend):
         and the state reports the fault."""
         if self._admissible(q):
             return q
-        self.counters["measured_outside_limits"] += 1
+        self._anomaly("measured_outside_limits", f"the robot reports joints outside the model's limits"
+                      f" ({np.degrees(q).round(2).tolist()} deg): nothing is held")
         return None
 
     # Reading the socket ---------------------------------------------------------------
@@ -246,8 +250,8 @@ class EgmBackend(Backend):
                     datagram, ancillary, _, address = self._sock.recvmsg(65536, stamps.ANCILLARY_SIZE)
                 except (BlockingIOError, InterruptedError):
                     break
-                except OSError:
-                    self.counters["receive_errors"] += 1
+                except OSError as exc:
+                    self._anomaly("receive_errors", f"receiving failed: {exc}")
                     break
                 arrivals.append((datagram, stamps.arrival_time(ancillary), address))
                 if not self._poller.poll(0):  # cheaper than a read that fails: the robot is waiting
@@ -276,6 +280,7 @@ class EgmBackend(Backend):
             self._pump(0.02, newest.index if newest is not None else 0)
             self._maybe_hold()
         except BaseException as exc:  # surfaced to the control loop on its next call
+            log.error("%s: the hold thread stopped: %r (the robot is no longer answered)", self.uri, exc)
             self._thread_error = exc
             return None
         return 0.0
@@ -283,12 +288,12 @@ class EgmBackend(Backend):
     def _accept(self, datagram: bytes, arrival: float, address: tuple[str, int]) -> None:
         counters = self.counters
         if self.robot_ip is not None and address[0] != self.robot_ip:
-            counters["foreign_datagrams"] += 1
+            self._anomaly("foreign_datagrams", f"ignored a datagram from {address[0]}:{address[1]} (robot={self.robot_ip})")
             return
         try:
             message = wire.decode_robot(datagram, self.model.dof)
         except wire.BadMessage as bad:
-            counters[f"bad_{bad.reason}"] += 1
+            self._anomaly(f"bad_{bad.reason}", f"bad datagram from {address[0]}: {bad}")
             self._bad += 1
             return
         with self._lock:
@@ -297,11 +302,11 @@ class EgmBackend(Backend):
             if previous is not None:
                 last = previous.message.seqno
                 if message.seqno == last:
-                    counters["duplicates_dropped"] += 1
+                    self._anomaly("duplicates_dropped", f"dropped a repeated message (seqno {last})")
                     return
                 if message.seqno < last:
                     if message.seqno != 0 and last - message.seqno <= REORDER_WINDOW:
-                        counters["reordered_dropped"] += 1
+                        self._anomaly("reordered_dropped", f"dropped a late message (seqno {message.seqno} after {last})")
                         return
                     new_session = True
                 elif message.seqno > last + 1:
@@ -311,6 +316,8 @@ class EgmBackend(Backend):
                 self._session += 1
                 if previous is not None:
                     counters["sessions_restarted"] += 1
+                    log.info("%s: the EGM session restarted (seqno %d after %d): holding the measured position",
+                             self.uri, message.seqno, previous.message.seqno)
                     self._restart_pending = True
                     # hold the measured position, never the old target (nothing, if it is outside the limits)
                     self._target = self._holdable(np.array(message.q))
@@ -354,7 +361,8 @@ class EgmBackend(Backend):
                     else:  # braking would cross a coupled (linkage) limit: stopping short is the lesser harm
                         q = guard.last
                         guard.reset(q)  # held from now on: no braking from the stop's own jump
-                        self.counters["hold_braking_refused"] += 1
+                        self._anomaly("hold_braking_refused", "braking the last motion would cross a linkage limit:"
+                                      " stopped short instead")
                 guard.commit(q)
                 self._target = q
                 self._held_since_send = True

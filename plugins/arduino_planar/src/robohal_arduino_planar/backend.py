@@ -37,6 +37,7 @@ Lines that are not valid frames are counted (``counters["garbage_lines"]``), nev
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import warnings
@@ -54,6 +55,8 @@ from robohal.uri import RobotUri
 
 from . import protocol as p
 from .calibration import Calibration
+
+log = logging.getLogger("robohal.arduino_planar")
 
 DEFAULT_RATE_HZ = 50.0  # one SET per 20 ms servo frame
 HELLO_INTERVAL_S = 0.2  # between handshake attempts while the board boots
@@ -283,7 +286,8 @@ class ArduinoPlanarBackend(Backend):
             try:
                 reply = p.decode_reply(line)
             except p.FrameError:
-                self.counters["garbage_lines"] += 1  # line noise, a half line from before a reset
+                # line noise, a half line from before a reset
+                self._anomaly("garbage_lines", f"ignored a line that is not a frame: {line[:40]!r}")
                 # maybe our reply, garbled: wait a little for it, not the full timeout (the servo
                 # holds its last width meanwhile), then resend
                 deadline = min(deadline, time.monotonic() + GARBAGE_GRACE_S)
@@ -294,23 +298,23 @@ class ArduinoPlanarBackend(Backend):
                 self.counters["boot_banners"] += 1
                 return None
             elif isinstance(reply, p.Event):
-                self.counters["watchdog_events"] += 1
+                self._anomaly("watchdog_events", f"the firmware reports {reply!r}")
             elif reply.seq == seq:
                 return reply
             elif isinstance(reply, p.ErrorReply) and reply.seq is None:
                 # The firmware refused a corrupted frame: maybe ours, maybe noise. Ours may
                 # still be answered; if not, the caller resends.
-                self.counters["firmware_rejects"] += 1
+                self._anomaly("firmware_rejects", f"the firmware refused a corrupted frame ({reply!r})")
                 deadline = min(deadline, time.monotonic() + GARBAGE_GRACE_S)
             else:
-                self.counters["stale_replies"] += 1  # a late reply to an earlier command
+                self._anomaly("stale_replies", f"ignored a late reply to an earlier command ({reply!r})")
 
     def _transact(self, build: Callable[[int], p.Command]) -> p.Reply | None:
         """Send a command and return its reply, resending (new seq) when none comes; None when
         the board's boot banner shows it reset meanwhile."""
         for attempt in range(self.retries + 1):
             if attempt:
-                self.counters["resends"] += 1
+                self._anomaly("resends", f"no reply within {self.timeout:g} s: resending")
                 self._write(b"\n")
             seq = self._next_seq()
             self._write(build(seq).encode())
@@ -358,6 +362,8 @@ class ArduinoPlanarBackend(Backend):
     def _handle_reset(self) -> None:
         """The board reset: configure it again and re-hold the last acknowledged widths."""
         self.counters["resets"] += 1
+        log.warning("%s: the board reset (a brownout of the servo supply?): configuring it again and"
+                    " re-holding the last acknowledged position", self.uri)
         self._boot_seen = False
         self._uptime_ms = self._frames_ok = -1
         self._configure()
@@ -411,14 +417,15 @@ class ArduinoPlanarBackend(Backend):
                     reply = None
                 if isinstance(reply, p.Ack) and tuple(reply.widths_us) != tuple(widths):
                     # the firmware applies a SET exactly or refuses it: any other echo is not to be trusted
-                    self.counters["ack_mismatches"] += 1
+                    self._anomaly("ack_mismatches", f"SET {widths} was acknowledged with widths {reply.widths_us}")
                     raise ProtocolError(f"arduino-planar: SET {widths} was acknowledged with widths {reply.widths_us}")
                 if isinstance(reply, p.Ack):
                     self._pulses = reply.widths_us
                     self._measured = self.calibration.to_joints(reply.widths_us)
                 elif isinstance(reply, p.ErrorReply) and reply.code == p.ErrorCode.OUT_OF_LIMITS:
                     # These widths are within the limits we sent: the board has forgotten them.
-                    self.counters["limits_forgotten"] += 1
+                    self._anomaly("limits_forgotten", "the board refused widths inside the limits it was given:"
+                                  " it forgot them (a reset)")
                     self._boot_seen = True
                 elif isinstance(reply, p.ErrorReply):
                     raise ProtocolError(f"arduino-planar: the firmware refused SET {widths}: {reply.name}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import math
 import mmap
 import os
@@ -66,6 +67,8 @@ def realtime_kernel() -> bool:
     except OSError:
         return "PREEMPT_RT" in os.uname().version
 
+
+log = logging.getLogger("robohal.franka")
 
 # Backends whose motion runs in their control process. No thread of ours holds such a
 # backend meanwhile, and a self-reference would be a cycle the collector frees: a Robot
@@ -251,13 +254,16 @@ class FrankaBackend(Backend):
             fault = unpack_error(payload)
             if isinstance(fault, HardwareFault):
                 self._fault_names = fault.names
-                self._fault = fault  # raised by every call until recover()
+                self._set_fault(fault)  # raised by every call until recover()
             else:
+                log.warning("%s: %s", self.uri, fault)
                 self._pending = fault
         elif kind == "lost":
             self._lost = unpack_error(payload)  # type: ignore[assignment]
+            log.warning("%s: %s", self.uri, self._lost)
         elif kind == "error":
             error = unpack_error(payload)
+            log.warning("%s: %s", self.uri, error)
             if isinstance(error, StreamStarved):
                 self._stream_error = error
             else:
@@ -267,9 +273,12 @@ class FrankaBackend(Backend):
         self.guard.reset(commanded)  # the control process brought it to rest here
         if isinstance(error, ConnectionLost):
             self._lost = error
+            log.warning("%s: %s", self.uri, error)
         elif isinstance(error, HardwareFault):
             self._fault_names = error.names
-            self._fault = error
+            self._set_fault(error)
+        elif error is not None:
+            log.warning("%s: motion failed (%r); the control process braked it to rest", self.uri, error)
         self._motion_outcome = (result, error)
         self._motion_ended()
 
@@ -498,6 +507,7 @@ def _read_pipe(backend_ref: weakref.ref[FrankaBackend], conn: Connection, replie
     backend = backend_ref()
     if backend is not None and backend._connected and backend._lost is None:
         backend._lost = ConnectionLost(f"franka: the control process for {backend.uri.host} exited")
+        log.warning("%s: %s", backend.uri, backend._lost)
     lost = None if backend is None else backend._lost
     for waiter in list(replies.values()):
         waiter.put((False, pack_error(lost or ConnectionLost("franka: closed"))))
