@@ -314,7 +314,7 @@ class ArduinoPlanarBackend(Backend):
         the board's boot banner shows it reset meanwhile."""
         for attempt in range(self.retries + 1):
             if attempt:
-                self._anomaly("resends", f"no reply within {self.timeout:g} s: resending")
+                self._anomaly("resends", "no valid reply to a command: resending it")
                 self._write(b"\n")
             seq = self._next_seq()
             self._write(build(seq).encode())
