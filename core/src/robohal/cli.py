@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -57,15 +58,25 @@ def _table(title: str, columns: Sequence[str], wrap: Sequence[str] = ()):
               help="Log connects, closes and simulators too (-vv: debug); warnings are always shown.")
 def main(verbose: int) -> None:
     """robohal: one API for robot arms. Models and backends come from plugins."""
-    import logging
-
     logger = logging.getLogger("robohal")
     logger.setLevel(logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG)
-    if not any(getattr(handler, "robohal_cli", False) for handler in logger.handlers):  # once per process
-        handler = logging.StreamHandler()  # (sys.stderr as it is when a record comes)
+    if not any(isinstance(handler, _StderrHandler) for handler in logger.handlers):  # once per process
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("robohal: %(levelname)s %(name)s: %(message)s"))
-        handler.robohal_cli = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
+
+
+class _StderrHandler(logging.StreamHandler):
+    """Logs to ``sys.stderr`` as it is when a record comes, not when the handler was made
+    (a test runner swaps it per invocation)."""
+
+    @property  # type: ignore[override]
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
 
 
 # Plugins and models -------------------------------------------------------------------
