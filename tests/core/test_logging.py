@@ -71,3 +71,14 @@ def test_the_command_shows_warnings_and_with_v_the_events(tmp_path):
     assert "INFO" not in run()
     verbose = run("-v")
     assert "robohal: INFO robohal.backend: sim://" in verbose and ": closed" in verbose
+
+
+def test_the_command_logs_to_the_stderr_of_each_invocation():
+    # (click's runner, like any embedding, swaps sys.stderr between invocations)
+    from click.testing import CliRunner
+    from robohal.cli import main
+
+    args = ["-v", "draw", FAST, "circle", "--radius", "0.01", "--speed", "0.2"]
+    for _ in range(2):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0 and "robohal: INFO robohal.backend" in result.output
