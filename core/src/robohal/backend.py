@@ -91,6 +91,7 @@ class Backend(ABC):
         self._motion_idle.set()
         self._motion_thread: threading.Thread | None = None
         self._fault: HardwareFault | None = None
+        self._loss_told = False  # the lost link of this connection has been logged
 
     # Lifecycle ---------------------------------------------------------------------
 
@@ -104,6 +105,7 @@ class Backend(ABC):
             return self.read()
         state = self._open()
         self._connected = True
+        self._loss_told = False
         self._state = state
         self._activate(state)
         log.info("%s: connected%s, %g Hz", self.uri, f" to {self.identity}" if self.identity else "", 1.0 / self.period)
@@ -220,7 +222,7 @@ class Backend(ABC):
                 self.counters["commands_sent"] += 1
                 state = self._receive(timeout=None)
         except ConnectionLost as lost:
-            log.warning("%s: %s", self.uri, lost)
+            self._link_lost(lost)
             raise
         self.counters["cycles"] += 1
         self._state = state
@@ -234,6 +236,12 @@ class Backend(ABC):
             log.warning("%s: %s", self.uri, fault)
         self._fault = fault
         return fault
+
+    def _link_lost(self, lost: ConnectionLost) -> None:
+        """Log a lost link, once per connection (a loss is usually met by several calls)."""
+        if not self._loss_told:
+            self._loss_told = True
+            log.warning("%s: %s", self.uri, lost)
 
     def _anomaly(self, counter: str, what: str) -> None:
         """Count an irregularity of the link in ``counters[counter]``; the first of each kind

@@ -260,7 +260,7 @@ class FrankaBackend(Backend):
                 self._pending = fault
         elif kind == "lost":
             self._lost = unpack_error(payload)  # type: ignore[assignment]
-            log.warning("%s: %s", self.uri, self._lost)
+            self._link_lost(self._lost)  # type: ignore[arg-type]
         elif kind == "error":
             error = unpack_error(payload)
             log.warning("%s: %s", self.uri, error)
@@ -273,7 +273,7 @@ class FrankaBackend(Backend):
         self.guard.reset(commanded)  # the control process brought it to rest here
         if isinstance(error, ConnectionLost):
             self._lost = error
-            log.warning("%s: %s", self.uri, error)
+            self._link_lost(error)
         elif isinstance(error, HardwareFault):
             self._fault_names = error.names
             self._set_fault(error)
@@ -507,7 +507,7 @@ def _read_pipe(backend_ref: weakref.ref[FrankaBackend], conn: Connection, replie
     backend = backend_ref()
     if backend is not None and backend._connected and backend._lost is None:
         backend._lost = ConnectionLost(f"franka: the control process for {backend.uri.host} exited")
-        log.warning("%s: %s", backend.uri, backend._lost)
+        backend._link_lost(backend._lost)
     lost = None if backend is None else backend._lost
     for waiter in list(replies.values()):
         waiter.put((False, pack_error(lost or ConnectionLost("franka: closed"))))
