@@ -71,13 +71,7 @@ def circle_path(model, start_q: np.ndarray, seconds: float):
 
 
 def stats(simulator) -> dict:
-    simulator.lines()
-    simulator.send("STATS")
-    for _ in range(100):
-        line = simulator.readline(0.1)
-        if line and line.startswith("STATS "):
-            return json.loads(line[6:])
-    raise RuntimeError("the simulator did not answer STATS")
+    return simulator.stats(timeout=10.0)
 
 
 def delta(after: dict, before: dict) -> dict:

@@ -48,3 +48,31 @@ def test_a_failed_start_shows_the_log_tail_and_removes_the_log(monkeypatch, tmp_
         _start("import sys; sys.stderr.write('no such ' + 'robot\\n'); sys.exit(2)")  # (not the argv)
     assert error.value.args[0].endswith("no such robot\n")
     assert not list(tmp_path.glob("robohal-sim-*.log"))
+
+
+STATS_PEER = """
+import sys
+print('READY', flush=True)
+for line in sys.stdin:
+    if line.strip() == 'STATS':
+        print('noise before the answer', flush=True)
+        print('STATS {"cycles": 42}', flush=True)
+"""
+
+
+def test_stats_asks_and_skips_other_lines():
+    process = _start(STATS_PEER)
+    try:
+        assert process.stats() == {"cycles": 42}
+        assert process.stats() == {"cycles": 42}  # again: nothing left over from the first answer
+    finally:
+        process.stop()
+
+
+def test_stats_from_a_simulator_that_never_answers_is_an_error_not_a_hang():
+    process = _start("import sys; print('READY', flush=True); sys.stdin.read()")
+    try:
+        with pytest.raises(SimulatorError, match="did not answer STATS"):
+            process.stats(timeout=0.5)
+    finally:
+        process.stop()

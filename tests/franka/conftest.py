@@ -29,15 +29,7 @@ class Simulator:
         self.process.send(line)
 
     def stats(self, timeout: float = 5.0) -> dict:
-        import json
-
-        self.process.lines()
-        self.send("STATS")
-        for _ in range(50):
-            line = self.process.readline(timeout / 50)
-            if line and line.startswith("STATS "):
-                return json.loads(line[6:])
-        raise AssertionError("the simulator did not answer STATS")
+        return self.process.stats(timeout)
 
     def stop(self) -> None:
         self.process.stop()

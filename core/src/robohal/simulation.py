@@ -9,6 +9,7 @@ prints (its address, a pty path, ...), and always stops the process.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import random
@@ -131,6 +132,17 @@ class SimulatorProcess:
             raise SimulatorError("simulator is not running")
         self.process.stdin.write(line.encode() + b"\n")
         self.process.stdin.flush()
+
+    def stats(self, timeout: float = 5.0) -> dict:
+        """The simulator's counters, for simulators that answer the control line ``STATS``
+        with ``STATS {json}`` (the bundled ones do). Lines printed before the answer are dropped."""
+        self.lines()
+        self.send("STATS")
+        deadline = time.monotonic() + timeout
+        while (line := self.readline(max(deadline - time.monotonic(), 0.0))) is not None:
+            if line.startswith("STATS "):
+                return json.loads(line[len("STATS "):])
+        raise SimulatorError(f"the simulator did not answer STATS within {timeout:g} s")
 
     def log_tail(self, lines: int = 20) -> str:
         try:

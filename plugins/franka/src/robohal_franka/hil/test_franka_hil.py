@@ -45,13 +45,7 @@ def simulator_stats(hil_target: HilTarget) -> dict | None:
     simulator = hil_target.simulator
     if simulator is None or not hasattr(simulator, "send"):
         return None
-    simulator.lines()
-    simulator.send("STATS")
-    for _ in range(50):
-        line = simulator.readline(0.1)
-        if line and line.startswith("STATS "):
-            return json.loads(line[6:])
-    raise AssertionError("the simulator did not answer STATS")
+    return simulator.stats()
 
 
 @pytest.fixture
