@@ -5,7 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-MEMBERS := requirements-dev.txt core/pyproject.toml plugins/abb/pyproject.toml \
+MEMBERS := requirements-dev.txt core/pyproject.toml core/setup.py core/src/robohal/kinematics/_cycle.c \
+	plugins/abb/pyproject.toml \
 	plugins/franka/pyproject.toml plugins/arduino_planar/pyproject.toml
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AVR_PACKAGES := gcc-avr avr-libc binutils-avr simavr libsimavr-dev libsimavrparts1 arduino-core-avr

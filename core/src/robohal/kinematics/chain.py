@@ -17,6 +17,7 @@ joint axes (no finite differences); the inverse is numeric (see
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,6 +27,11 @@ from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics
 from .limits import JointLimits
+
+try:  # the scalar path compiled (core/setup.py builds it where there is a C compiler)
+    from ._cycle import chain as _compiled_chain
+except ImportError:  # pragma: no cover (installed without a compiler)
+    _compiled_chain = None
 
 
 def _vector(values: ArrayLike, n: int, name: str) -> list[float]:
@@ -76,6 +82,12 @@ class DHChain(Kinematics):
         self._base_rows = self.base.tolist()
         self._flange_rows = self.flange.tolist()
         self._flange_turns = bool((self.flange[:3, :3] != np.eye(3)).any())
+        # The same constants for the compiled scalar path (layout: see _cycle.c).
+        self._packed = array("d", [
+            float(self.modified), float(self._flange_turns), *self.base[:3].ravel(), *self.flange[:3].ravel(),
+            *(x for joint in zip(self.offsets, self._kind, self.a, self.d, self._ca, self._sa, strict=True)
+              for x in joint),
+        ]).tobytes()
 
     @property
     def reach_bound(self) -> tuple[Array, float]:
@@ -137,10 +149,10 @@ class DHChain(Kinematics):
         if type(q) is np.ndarray and q.shape == (self.dof,) and q.dtype == np.float64:
             values = q.tolist()
             if all(map(math.isfinite, values)):
-                return self._pose_array(self._fk(values, None))
+                return self._pose_array(self._frame(values, False)[0])
         q = self._joints(q)
         if q.ndim == 1:
-            return self._pose_array(self._fk(q.tolist(), None))
+            return self._pose_array(self._frame(q.tolist(), False)[0])
         pose = np.broadcast_to(self.base, (*q.shape[:-1], 4, 4))
         for i in range(self.dof):
             pose = pose @ self._link(i, q[..., i] + self.offsets[i])
@@ -170,6 +182,13 @@ class DHChain(Kinematics):
         return np.concatenate([np.swapaxes(linear, -1, -2), np.swapaxes(axes, -1, -2)], axis=-2)
 
     # The scalar path: one configuration, plain floats -------------------------------------
+
+    def _frame(self, q: list[float], jacobian: bool) -> tuple[tuple, list | None]:
+        """Flange frame as (x, y, z, p) column tuples, and the 6 Jacobian rows if asked for."""
+        if _compiled_chain is not None:
+            return _compiled_chain(self._packed, q, jacobian)
+        jac = [[0.0] * self.dof for _ in range(6)] if jacobian else None
+        return self._fk(q, jac), jac
 
     def _fk(self, q: list[float], jac: list | None) -> tuple:
         """Flange frame as (x, y, z, p) column tuples; fills ``jac`` (6 lists) when given."""
@@ -255,13 +274,9 @@ class DHChain(Kinematics):
     def pose_and_jacobian(self, q: ArrayLike) -> tuple[Array, Array]:
         """Flange pose (4, 4) and geometric Jacobian (6, dof) of one configuration."""
         values = self._one_joints(q).tolist()
-        jac = [[0.0] * self.dof for _ in range(6)]
-        frame = self._fk(values, jac)
+        frame, jac = self._frame(values, True)
         return self._pose_array(frame), np.array(jac)
 
     def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
         """The scalar path's raw result (no validation): ((x, y, z, p) columns, 6 Jacobian rows)."""
-        if not jacobian:
-            return self._fk(q, None), None
-        jac = [[0.0] * self.dof for _ in range(6)]
-        return self._fk(q, jac), jac
+        return self._frame(q, jacobian)

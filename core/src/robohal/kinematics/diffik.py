@@ -233,8 +233,8 @@ def _joint_constants(limits: tuple[list[float], ...], period: float) -> list[tup
     return joints
 
 
-def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joints: list[tuple[float, ...]],
-         goal: list[float] | None = None, follow: list[float] | None = None) -> tuple[list, list]:
+def _box_python(h3: list[float], h2: list[float], h1: list[float], period: float, joints: list[tuple[float, ...]],
+                goal: list[float] | None = None, follow: list[float] | None = None) -> tuple[list, list]:
     """The lowest and highest next goal of each joint (see :func:`cycle_box`), from the
     last three goals and :func:`_joint_constants`.
 
@@ -314,6 +314,17 @@ def _box(h3: list[float], h2: list[float], h1: list[float], period: float, joint
         out_lo.append(base + t2 * lo)
         out_hi.append(base + t2 * hi)
     return out_lo, out_hi
+
+
+try:  # the same box compiled (core/setup.py builds it where there is a C compiler)
+    from ._cycle import box as _box
+    from ._cycle import steps as _compiled_steps
+
+    COMPILED = True
+except ImportError:  # pragma: no cover (installed without a compiler)
+    _box = _box_python
+    _compiled_steps = None
+    COMPILED = False
 
 
 def _limit_lists(limits: JointLimits) -> tuple[list[float], ...]:
@@ -406,8 +417,10 @@ class DifferentialIk:
         self._weights = [1.0, 1.0, 0.0, 0.0, 0.0, 0.0] if model.position_only else [1.0, 1.0, 1.0, rw, rw, rw]
         self._weight_column = np.array(self._weights)[:, None]
         damping = min(max(options.damping, DAMPING_RANGE[0]), DAMPING_RANGE[1])
+        self._damping2 = damping**2
         self._eyes = np.stack([np.eye(6) * damping ** 2, np.eye(6) * NULLSPACE_DAMPING ** 2])
         self._systems = np.zeros((2, 6, 6))
+        self._gains: tuple | None = None  # the last Jacobian's gains (numpy path)
         self._step_caps = (model.limits.velocity * SAFETY * self.period).tolist()
         self._last_goal: list | None = None
         self._cache: tuple | None = None  # (q, frame, Jacobian) where the last cycle ended
@@ -446,6 +459,33 @@ class DifferentialIk:
         self._cache = None
         self._last_goal = None
         self._ready = True
+
+    def _damped_steps(self, jac: list, error: list[float], motion: list[float] | None,
+                      offset: list[float] | None) -> tuple[list[float], list[float] | None, list[float] | None]:
+        """Joint steps for the (weighted) task ``error`` and target ``motion``, J~^T (J~ J~^T +
+        damping^2 I)^-1 e~, and the joint ``offset`` less what the task sees of it, the part
+        in the task's nullspace (through a barely damped projector: a damped one would leak the
+        pull into the task). ``motion`` and ``offset`` may be None (then so is their result)."""
+        if _compiled_steps is not None:
+            return _compiled_steps(jac, self._weights, self._damping2, NULLSPACE_DAMPING**2, error, motion, offset)
+        cached = self._gains
+        if cached is None or cached[0] is not jac:  # one factorisation per Jacobian
+            jw = np.array(jac)
+            jw *= self._weight_column
+            # The damped pseudo-inverse (dof, 6) and the barely damped one (for the nullspace)
+            # in one product; both systems damped, so never singular.
+            gain, null_gain = jw.T @ _inverses(np.add(jw @ jw.T, self._eyes, out=self._systems))
+            self._gains = cached = (jac, jw, gain, null_gain)
+        _, jw, gain, null_gain = cached
+        if motion is None:
+            delta, follow = (gain @ np.array(error)).tolist(), None  # (lists convert faster by np.array than inside @)
+        else:
+            delta, follow = (np.array([error, motion]) @ gain.T).tolist()
+        null = None
+        if offset is not None:
+            offset_array = np.array(offset)
+            null = (offset_array - null_gain @ (jw @ offset_array)).tolist()
+        return delta, follow, null
 
     def _frame_and_jacobian(self, q: list[float], with_jacobian: bool = True) -> tuple[tuple, list]:
         return self.model.frame_and_jacobian_lists(q, with_jacobian)
@@ -551,7 +591,7 @@ class DifferentialIk:
             frame, jac = self._frame_and_jacobian(q, True)
         error = self._error(goal, frame)
         residual = math.sqrt(sum(map(mul, error, error)))
-        gain = None
+        start_jac = None
         for iteration in range(options.iterations):
             on_target = residual < options.tolerance
             if on_target and iteration > 0:
@@ -560,27 +600,19 @@ class DifferentialIk:
                 # Nothing to correct: hold here, braking inside the box if the joints still move.
                 delta = follow = [0.0] * self.dof
             else:
-                if gain is None:
-                    # One factorisation per cycle: the joints move ~1 mrad in a cycle, so the
-                    # Jacobian of its start serves every iteration.
-                    jw = np.array(jac)
-                    jw *= self._weight_column
-                    # The damped pseudo-inverse (dof, 6) and the barely damped one (for the
-                    # nullspace) in one product; both systems damped, so never singular.
-                    gain, null_gain = jw.T @ _inverses(np.add(jw @ jw.T, self._eyes, out=self._systems))
+                if start_jac is None:
+                    # The joints move ~1 mrad in a cycle: the Jacobian of its start serves every iteration.
+                    start_jac = jac
                 if iteration > 0:
-                    delta = (gain @ np.array(error)).tolist()  # (lists convert faster by np.array than inside @)
+                    delta = self._damped_steps(start_jac, error, None, None)[0]
                 else:
-                    # The step toward the target, and the joint motion that follows the target's
-                    # own motion (capped at the speed limits), in one product.
-                    delta, motion = (np.array([error, self._target_motion(goal)]) @ gain.T).tolist()
+                    # The step toward the target, the joint motion that follows the target's own
+                    # motion (capped at the speed limits) and the posture offset's nullspace part.
+                    delta, motion, null = self._damped_steps(jac, error, self._target_motion(goal), offset)
                     follow = [-cap if f < -cap else cap if f > cap else f for f, cap in zip(motion, self._step_caps, strict=True)]
                     if offset is not None:
-                        # The posture offset projected into the task's nullspace (barely damped
-                        # projector: a damped one would leak the pull into the task), scaled (not
-                        # clipped, so it stays in the nullspace) by the gain and to the rate cap.
-                        offset_array = np.array(offset)
-                        null = (offset_array - null_gain @ (jw @ offset_array)).tolist()
+                        # The nullspace part is scaled (not clipped, so it stays in the nullspace)
+                        # by the gain and to the rate cap.
                         largest = max(map(abs, null))
                         scale = min(options.nullspace_gain * self.period, MAX_POSTURE_RATE * self.period / max(largest, 1e-300))
                         delta = [d + scale * n for d, n in zip(delta, null, strict=True)]

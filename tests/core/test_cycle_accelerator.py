@@ -1,0 +1,162 @@
+"""The compiled IK cycle (robohal.kinematics._cycle) against its Python reference.
+
+The box and the chain FK are the same arithmetic in the same order, so they must
+agree to the last bit; the damped steps solve instead of inverting, so they agree to
+round-off. Every model's cycle must then follow the same path either way.
+"""
+
+import math
+import shutil
+import sysconfig
+
+import numpy as np
+import pytest
+import robohal
+from robohal.kinematics import chain, diffik
+from robohal.kinematics.chain import DHChain
+from robohal.kinematics.diffik import DifferentialIk, IkOptions
+
+try:
+    from robohal.kinematics import _cycle
+except ImportError:  # installed without a C compiler: only the first test has something to say
+    _cycle = None
+compiled_only = pytest.mark.skipif(_cycle is None, reason="robohal was installed without a C compiler")
+
+MODELS = ["franka.fr3", "franka.panda", "abb.irb1410", "abb.irb2400", "arduino.planar2"]
+
+
+def test_the_accelerator_is_built_where_there_is_a_compiler():
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler})")
+    assert diffik.COMPILED, "a C compiler is here, yet robohal.kinematics._cycle was not built"
+    assert diffik._box is _cycle.box and chain._compiled_chain is _cycle.chain
+
+
+def _histories(rng, limits, period, count):
+    """Histories at rest, creeping and at full speed and acceleration (some past the limits)."""
+    for _ in range(count):
+        q = rng.uniform(limits.lower, limits.upper)
+        v = rng.uniform(-1.2, 1.2, limits.dof) * limits.velocity * rng.choice([0.0, 0.01, 1.0])
+        a = rng.uniform(-1.2, 1.2, limits.dof) * limits.acceleration * rng.choice([0.0, 0.01, 1.0])
+        h2 = q - v * period
+        yield (2 * h2 - q + a * period**2).tolist(), h2.tolist(), q.tolist()
+
+
+@compiled_only
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("period", [0.001, 0.004])
+def test_the_compiled_box_equals_the_python_box_bit_for_bit(name, period):
+    limits = robohal.get_model(name).limits
+    joints = diffik._joint_constants(diffik._limit_lists(limits), period)
+    rng = np.random.default_rng(7)
+    narrowed = 0
+    for h3, h2, h1 in _histories(rng, limits, period, 1500):
+        goal = (np.array(h1) + rng.normal(0, 1, limits.dof) * rng.choice([1e-5, 1e-3, 0.1])).tolist()
+        follow = (rng.normal(0, 1, limits.dof) * rng.choice([0.0, 1e-5, 1e-3])).tolist()
+        assert _cycle.box(h3, h2, h1, period, joints) == diffik._box_python(h3, h2, h1, period, joints)
+        compiled = _cycle.box(h3, h2, h1, period, joints, goal, follow)
+        assert compiled == diffik._box_python(h3, h2, h1, period, joints, goal, follow)
+        narrowed += compiled != _cycle.box(h3, h2, h1, period, joints)
+    assert narrowed > 100  # the goal narrowing ran, not only the plain box
+
+
+def _chains():
+    yield from (robohal.get_model(name) for name in ("franka.fr3", "franka.panda"))
+    turned = np.array([[0.0, -1, 0, 0.1], [1, 0, 0, 0.2], [0, 0, 1, 0.3], [0, 0, 0, 1]])
+    # standard DH with every kind of twist, an offset, a base and a turning flange
+    yield DHChain([0.1, 0.4, 0.05, 0, 0, 0], [0.3, 0, 0, 0.4, 0, 0.08], [math.pi / 2, 0, 0.3, -math.pi / 2, math.pi / 2, 0],
+                  offsets=[0, 0.2, 0, 0, 0, 0], base=turned, flange=turned)
+    yield DHChain([0.1, 0.4, 0.05, 0], [0.3, 0, 0.1, 0.4], [math.pi / 2, 0.7, -math.pi / 2, 0], modified=True, flange=turned)
+
+
+@compiled_only
+@pytest.mark.parametrize("model", list(_chains()), ids=["fr3", "panda", "dh", "modified-dh"])
+def test_the_compiled_chain_equals_the_python_chain_bit_for_bit(model):
+    while not isinstance(model, DHChain):  # the Franka models wrap their chain
+        model = model.robot
+    rng = np.random.default_rng(8)
+    for _ in range(2000):
+        q = rng.uniform(-4, 4, model.dof).tolist()
+        jac = [[0.0] * model.dof for _ in range(6)]
+        frame = model._fk(q, jac)
+        assert _cycle.chain(model._packed, q, True) == (frame, jac)
+        assert _cycle.chain(model._packed, q, False) == (frame, None)
+
+
+def _without_accelerator(monkeypatch):
+    monkeypatch.setattr(diffik, "_box", diffik._box_python)
+    monkeypatch.setattr(diffik, "_compiled_steps", None)
+    monkeypatch.setattr(chain, "_compiled_chain", None)
+
+
+@compiled_only
+@pytest.mark.parametrize("name", MODELS)
+def test_the_compiled_steps_agree_with_numpy_to_round_off(name, monkeypatch):
+    model = robohal.get_model(name)
+    compiled = DifferentialIk(model, IkOptions(damping=0.05, rotation_weight=0.3))
+    reference = DifferentialIk(model, IkOptions(damping=0.05, rotation_weight=0.3))
+    rng = np.random.default_rng(9)
+    cases = []
+    for _ in range(300):
+        _, jac = model.frame_and_jacobian_lists(rng.uniform(model.limits.lower, model.limits.upper).tolist())
+        cases.append((jac, rng.normal(0, 0.01, 6).tolist(), rng.normal(0, 1e-4, 6).tolist(),
+                      rng.normal(0, 0.3, model.dof).tolist()))
+    ours = [compiled._damped_steps(*case) for case in cases]
+    only_error = [compiled._damped_steps(jac, error, None, None) for jac, error, _, _ in cases]
+    _without_accelerator(monkeypatch)
+    for case, got, error_only in zip(cases, ours, only_error, strict=True):
+        expected = reference._damped_steps(*case)
+        # Round-off of a solve grows with the system's condition number; the nullspace part of
+        # a 6-joint arm's offset is a cancellation, so it is measured against the offset.
+        weighted = np.array(case[0]) * np.array(reference._weights)[:, None]
+        systems = weighted @ weighted.T + np.eye(6) * np.array([[reference._damping2], [diffik.NULLSPACE_DAMPING**2]])[:, :, None]
+        damped, barely_damped = np.linalg.cond(systems)
+        scales = [max(map(abs, expected[0])) * damped, max(map(abs, expected[1])) * damped,
+                  max(map(abs, case[3])) * barely_damped]
+        for ours_part, numpy_part, scale in zip(got, expected, scales, strict=True):
+            np.testing.assert_allclose(ours_part, numpy_part, rtol=0, atol=1e-13 * scale)
+        assert error_only[1] is None and error_only[2] is None
+        np.testing.assert_allclose(error_only[0], got[0], rtol=0, atol=1e-15)
+
+
+@compiled_only
+@pytest.mark.parametrize("name", MODELS)
+def test_the_cycle_follows_the_same_path_compiled_or_not(name, monkeypatch):
+    model = robohal.get_model(name)
+    start = model.limits.centre
+    centre = model.forward(start)
+
+    def circle(cycles=400):
+        ik = DifferentialIk(model)
+        ik.reset(start)
+        goals = []
+        for i in range(cycles):  # 2 cm at one turn a second, then a 5 cm jump held
+            target = centre.copy()
+            angle = 2 * math.pi * i / 1000
+            target[:3, 3] += [0.02 * (math.cos(angle) - 1), 0.02 * math.sin(angle), 0.0] if i < 300 else [0.05, 0, 0]
+            goals.append(ik.step(target))
+        return np.array(goals), ik.last_residual
+
+    compiled, compiled_residual = circle()
+    _without_accelerator(monkeypatch)
+    python, python_residual = circle()
+    assert np.ptp(compiled, axis=0).max() > 1e-3  # it moved
+    # round-off apart: after the jump the box's bound searches can grow it to ~1e-8 rad
+    np.testing.assert_allclose(compiled, python, rtol=0, atol=1e-6)
+    assert compiled_residual == pytest.approx(python_residual, rel=1e-3, abs=1e-9)
+
+
+@compiled_only
+@pytest.mark.parametrize("call", [
+    lambda: _cycle.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 9]),
+    lambda: _cycle.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 10], [0.0, 1.0], [0.0]),
+    lambda: _cycle.chain(b"\0" * 27 * 8, [0.0], True),
+    lambda: _cycle.steps([[0.0] * 3] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
+    lambda: _cycle.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 5, None, None),
+    lambda: _cycle.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, [0.0] * 2),
+])
+def test_malformed_calls_raise_instead_of_reading_past_the_end(call):
+    with pytest.raises((ValueError, TypeError)):
+        call()
+
