@@ -87,7 +87,8 @@ def test_a_closed_robot_leaves_no_warning_when_dropped(resource_warnings):
 
 
 def test_a_background_motion_keeps_its_backend_until_it_ends(resource_warnings):
-    robot = robohal.connect(FAST)
+    # in real time: a fast-forwarded motion can end before this thread runs again
+    robot = robohal.connect("sim://?model=generic.planar2&rate=250")
     start = robot.q
     robot.move_joints(start + np.radians(5.0), speed=0.5, wait=False)
     backend = weakref.ref(robot.backend)
