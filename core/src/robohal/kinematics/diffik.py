@@ -18,9 +18,12 @@ without a braking-distance lag. Coupled limits (a parallelogram's linkage angle,
 the box edge that turns the linkage away until, braking from there, the linkage
 stays inside its range.
 
-The hot path works on plain floats, one 6 x 6 factorisation per cycle (the
-Jacobian of the cycle's start serves its iterations) and the models' scalar
-:meth:`~robohal.kinematics.Kinematics.frame_and_jacobian_lists`.
+The hot path works on plain floats, one 6 x 6 system per cycle (the Jacobian of
+the cycle's start serves its iterations) and the models' scalar
+:meth:`~robohal.kinematics.Kinematics.frame_and_jacobian_lists`. The box and the
+damped steps also exist compiled (``robohal.kinematics._cycle``, built where a C
+compiler was at install; :data:`COMPILED` says which one runs): the Python here
+is their reference.
 """
 
 from __future__ import annotations
