@@ -29,7 +29,7 @@ from .base import Array, Kinematics
 from .limits import JointLimits
 
 try:  # the scalar path compiled (core/setup.py builds it where there is a C compiler)
-    from ._cycle import chain as _compiled_chain
+    from ._kernels import chain as _compiled_chain
 except ImportError:  # pragma: no cover (installed without a compiler)
     _compiled_chain = None
 
@@ -82,7 +82,7 @@ class DHChain(Kinematics):
         self._base_rows = self.base.tolist()
         self._flange_rows = self.flange.tolist()
         self._flange_turns = bool((self.flange[:3, :3] != np.eye(3)).any())
-        # The same constants for the compiled scalar path (layout: see _cycle.c).
+        # The same constants for the compiled scalar path (layout: see _kernels.c).
         self._packed = array("d", [
             float(self.modified), float(self._flange_turns), *self.base[:3].ravel(), *self.flange[:3].ravel(),
             *(x for joint in zip(self.offsets, self._kind, self.a, self.d, self._ca, self._sa, strict=True)

@@ -21,7 +21,7 @@ stays inside its range.
 The hot path works on plain floats, one 6 x 6 system per cycle (the Jacobian of
 the cycle's start serves its iterations) and the models' scalar
 :meth:`~robohal.kinematics.Kinematics.frame_and_jacobian_lists`. The box and the
-damped steps also exist compiled (``robohal.kinematics._cycle``, built where a C
+damped steps also exist compiled (``robohal.kinematics._kernels``, built where a C
 compiler was at install; :data:`COMPILED` says which one runs): the Python here
 is their reference.
 """
@@ -320,8 +320,8 @@ def _box_python(h3: list[float], h2: list[float], h1: list[float], period: float
 
 
 try:  # the same box compiled (core/setup.py builds it where there is a C compiler)
-    from ._cycle import box as _box
-    from ._cycle import steps as _compiled_steps
+    from ._kernels import box as _box
+    from ._kernels import steps as _compiled_steps
 
     COMPILED = True
 except ImportError:  # pragma: no cover (installed without a compiler)

@@ -18,6 +18,7 @@ eight solutions: shoulder (front/back) x elbow (up/down) x wrist (flip/no flip).
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -28,6 +29,11 @@ from ..errors import InvalidArgument
 from .base import Array, Kinematics, Solutions, pose_rows
 from .constraints import Constraints
 from .limits import JointLimits
+
+try:  # the single-pose solver compiled (core/setup.py builds it where there is a C compiler)
+    from ._kernels import opw as _compiled_solve
+except ImportError:  # pragma: no cover (installed without a compiler)
+    _compiled_solve = None
 
 PI = math.pi
 TWO_PI = 2.0 * math.pi
@@ -114,6 +120,9 @@ class OPW(Kinematics):
         self._offsets = np.array(self.offsets)
         self._constants = (self.a1, self.a2, self.b, self.c1, self.c2, self.c3, self.c4, self._k, self._psi)
         self._signs = np.array(self.signs)
+        # The same constants for the compiled solver (layout: see _kernels.c).
+        self._packed = array("d", [*self._constants, *self.signs, *self.offsets, NEAR_DEGENERATE, RIM_SLACK,
+                                   VERIFY_POSITION, VERIFY_ROTATION, WRIST_DEGENERATE]).tobytes()
 
     def __repr__(self) -> str:
         return (f"OPW(a1={self.a1}, a2={self.a2}, b={self.b}, c1={self.c1}, c2={self.c2}, c3={self.c3},"
@@ -312,6 +321,25 @@ class OPW(Kinematics):
         """All verified solutions (joint lists, normalised) for one pose given as
         rows, the reason when there is none, and whether two may coincide (near a
         singularity; the finisher looks for repeats only then)."""
+        if _compiled_solve is None:
+            return self._solve_python(m, previous, j6)
+        rows, failure, may_repeat = _compiled_solve(self._packed, m, self._bounds()[2] if previous is None else previous, j6)
+        return (rows, None, may_repeat) if failure is None else ([], self._failure(*failure), False)
+
+    def _failure(self, kind: str, *values: float) -> str:
+        """Why a pose has no solution: the wrist centre (x, y) inside the offset b, the
+        shoulder-to-wrist vector (u, v) out of reach, or a degenerate target."""
+        if kind == "offset":
+            return (f"the wrist centre is {math.hypot(*values):.6g} m from the joint-1 axis, closer than the"
+                    f" offset b = {self.b:.4f} m")
+        if kind == "reach":
+            return (f"the wrist centre is {math.hypot(*values):.6g} m from joint 2; the arm reaches"
+                    f" {abs(self.c2 - self._k):.4f} to {self.c2 + self._k:.4f} m")
+        return "no configuration reproduces the pose (numerically degenerate target)"
+
+    def _solve_python(self, m: list[list[float]], previous: list[float] | None,
+                      j6: float | None = None) -> tuple[list, str | None, bool]:
+        """:meth:`_solve` in Python: the reference of the compiled solver."""
         r00, r01, r02, px = m[0]
         r10, r11, r12, py = m[1]
         r20, r21, r22, pz = m[2]
@@ -324,8 +352,7 @@ class OPW(Kinematics):
         cz = pz - c4 * r22
         rho2 = cx * cx + cy * cy - b * b
         if rho2 < -1e-12:
-            return [], (f"the wrist centre is {math.hypot(cx, cy):.6g} m from the joint-1 axis, closer than the"
-                        f" offset b = {b:.4f} m"), False
+            return [], self._failure("offset", cx, cy), False
         r = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
         near_degenerate = r < NEAR_DEGENERATE
         # On the J1 axis J1 is free: it stays at the reference (previous, else the limits' centre).
@@ -417,10 +444,7 @@ class OPW(Kinematics):
                     rows.append([q1, q2, q3, PI - (PI - s3 * (t4 + PI + o3)) % TWO_PI, PI - (PI - s4 * (o4 - t5)) % TWO_PI,
                                  PI - (PI - s5 * (t6f + o5)) % TWO_PI])
         if not rows:
-            if out_of_reach is not None:
-                return [], (f"the wrist centre is {math.hypot(*out_of_reach):.6g} m from joint 2; the arm reaches"
-                            f" {abs(c2 - k):.4f} to {c2 + k:.4f} m"), False
-            return [], "no configuration reproduces the pose (numerically degenerate target)", False
+            return [], self._failure("degenerate" if out_of_reach is None else "reach", *(out_of_reach or ())), False
         return rows, None, near_degenerate
 
     def _reference(self, previous: list[float] | None, i: int) -> float:

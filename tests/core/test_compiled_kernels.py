@@ -1,8 +1,8 @@
-"""The compiled IK cycle (robohal.kinematics._cycle) against its Python reference.
+"""The compiled kernels (robohal.kinematics._kernels) against their Python reference.
 
-The box and the chain FK are the same arithmetic in the same order, so they must
-agree to the last bit; the damped steps solve instead of inverting, so they agree to
-round-off. Every model's cycle must then follow the same path either way.
+The box, the chain FK and the OPW solver are the same arithmetic in the same order,
+so they must agree to the last bit; the damped steps solve instead of inverting, so
+they agree to round-off. Every model's IK cycle must then follow the same path either way.
 """
 
 import math
@@ -12,15 +12,15 @@ import sysconfig
 import numpy as np
 import pytest
 import robohal
-from robohal.kinematics import chain, diffik
+from robohal.kinematics import chain, diffik, opw
 from robohal.kinematics.chain import DHChain
 from robohal.kinematics.diffik import DifferentialIk, IkOptions
 
 try:
-    from robohal.kinematics import _cycle
+    from robohal.kinematics import _kernels
 except ImportError:  # installed without a C compiler: only the first test has something to say
-    _cycle = None
-compiled_only = pytest.mark.skipif(_cycle is None, reason="robohal was installed without a C compiler")
+    _kernels = None
+compiled_only = pytest.mark.skipif(_kernels is None, reason="robohal was installed without a C compiler")
 
 MODELS = ["franka.fr3", "franka.panda", "abb.irb1410", "abb.irb2400", "arduino.planar2"]
 
@@ -29,8 +29,8 @@ def test_the_accelerator_is_built_where_there_is_a_compiler():
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(compiler) is None:
         pytest.skip(f"no C compiler ({compiler})")
-    assert diffik.COMPILED, "a C compiler is here, yet robohal.kinematics._cycle was not built"
-    assert diffik._box is _cycle.box and chain._compiled_chain is _cycle.chain
+    assert diffik.COMPILED, "a C compiler is here, yet robohal.kinematics._kernels was not built"
+    assert diffik._box is _kernels.box and chain._compiled_chain is _kernels.chain and opw._compiled_solve is _kernels.opw
 
 
 def _histories(rng, limits, period, count):
@@ -54,10 +54,10 @@ def test_the_compiled_box_equals_the_python_box_bit_for_bit(name, period):
     for h3, h2, h1 in _histories(rng, limits, period, 1500):
         goal = (np.array(h1) + rng.normal(0, 1, limits.dof) * rng.choice([1e-5, 1e-3, 0.1])).tolist()
         follow = (rng.normal(0, 1, limits.dof) * rng.choice([0.0, 1e-5, 1e-3])).tolist()
-        assert _cycle.box(h3, h2, h1, period, joints) == diffik._box_python(h3, h2, h1, period, joints)
-        compiled = _cycle.box(h3, h2, h1, period, joints, goal, follow)
+        assert _kernels.box(h3, h2, h1, period, joints) == diffik._box_python(h3, h2, h1, period, joints)
+        compiled = _kernels.box(h3, h2, h1, period, joints, goal, follow)
         assert compiled == diffik._box_python(h3, h2, h1, period, joints, goal, follow)
-        narrowed += compiled != _cycle.box(h3, h2, h1, period, joints)
+        narrowed += compiled != _kernels.box(h3, h2, h1, period, joints)
     assert narrowed > 100  # the goal narrowing ran, not only the plain box
 
 
@@ -80,8 +80,8 @@ def test_the_compiled_chain_equals_the_python_chain_bit_for_bit(model):
         q = rng.uniform(-4, 4, model.dof).tolist()
         jac = [[0.0] * model.dof for _ in range(6)]
         frame = model._fk(q, jac)
-        assert _cycle.chain(model._packed, q, True) == (frame, jac)
-        assert _cycle.chain(model._packed, q, False) == (frame, None)
+        assert _kernels.chain(model._packed, q, True) == (frame, jac)
+        assert _kernels.chain(model._packed, q, False) == (frame, None)
 
 
 def _without_accelerator(monkeypatch):
@@ -149,14 +149,54 @@ def test_the_cycle_follows_the_same_path_compiled_or_not(name, monkeypatch):
 
 @compiled_only
 @pytest.mark.parametrize("call", [
-    lambda: _cycle.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 9]),
-    lambda: _cycle.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 10], [0.0, 1.0], [0.0]),
-    lambda: _cycle.chain(b"\0" * 27 * 8, [0.0], True),
-    lambda: _cycle.steps([[0.0] * 3] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
-    lambda: _cycle.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 5, None, None),
-    lambda: _cycle.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, [0.0] * 2),
+    lambda: _kernels.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 9]),
+    lambda: _kernels.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 10], [0.0, 1.0], [0.0]),
+    lambda: _kernels.chain(b"\0" * 27 * 8, [0.0], True),
+    lambda: _kernels.steps([[0.0] * 3] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
+    lambda: _kernels.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 5, None, None),
+    lambda: _kernels.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, [0.0] * 2),
 ])
 def test_malformed_calls_raise_instead_of_reading_past_the_end(call):
     with pytest.raises((ValueError, TypeError)):
         call()
 
+
+
+OPW_ARMS = {  # (a1, a2, b, c1, c2, c3, c4), offsets, signs: sign flips (KR6 R700) and b != 0 (TX40)
+    "irb2400": ((0.100, -0.135, 0.0, 0.615, 0.705, 0.755, 0.085), (0, 0, -math.pi / 2, 0, 0, 0), (1,) * 6),
+    "kr6_r700": ((0.025, -0.035, 0.0, 0.400, 0.315, 0.365, 0.080), (0, -math.pi / 2, 0, 0, 0, 0), (-1, 1, 1, -1, 1, -1)),
+    "tx40": ((0.0, 0.0, 0.035, 0.320, 0.225, 0.225, 0.065), (0, 0, -math.pi / 2, 0, 0, 0), (1,) * 6),
+}
+
+
+def _opw_poses(model, rng, count):
+    """Poses of random joints, at the wrist singularities, on the J1 axis, out of reach and inside b."""
+    for i in range(count):
+        q = rng.uniform(-math.pi, math.pi, 6)
+        kind = i % 6
+        if kind == 1:
+            q[4] = model.offsets[4] * model.signs[4] + rng.choice([0.0, math.pi, 1e-9])
+        pose = model.forward(q)
+        if kind == 2:  # the wrist centre at the base origin, on the J1 axis
+            pose[:3, 3] = model.c4 * pose[:3, 2]
+        elif kind == 3:
+            pose[:3, 3] *= rng.choice([3.0, 1e-3])
+        yield pose
+
+
+@compiled_only
+@pytest.mark.parametrize("name", list(OPW_ARMS))
+def test_the_compiled_opw_solver_equals_the_python_solver_bit_for_bit(name):
+    lengths, offsets, signs = OPW_ARMS[name]
+    model = opw.OPW(*lengths, offsets=offsets, signs=signs)
+    rng = np.random.default_rng(10)
+    outcomes = set()
+    for pose in _opw_poses(model, rng, 3000):
+        rows = pose.tolist()
+        previous = rng.uniform(-math.pi, math.pi, 6).tolist()
+        for args in ((None,), (previous,), (None, 0.3), (previous, -2.0)):  # previous, then j6 (5-DOF)
+            compiled = model._solve(rows, *args)
+            assert compiled == model._solve_python(rows, *args)
+            reason = compiled[1] or ""
+            outcomes.add("reach" if "reaches" in reason else "offset" if "offset b" in reason else reason or "solved")
+    assert outcomes >= ({"solved", "reach", "offset"} if model.b else {"solved", "reach"})

@@ -1,11 +1,12 @@
 /*
- * Compiled forms of the differential-IK cycle's scalar hot spots.
+ * Compiled forms of the kinematics' scalar hot paths: the differential-IK cycle
+ * and the single-pose OPW solver.
  *
- * robohal.kinematics.diffik holds the reference implementation in Python; this
- * module computes the same thing, step for step and in the same floating-point
- * order, so both give the same joint goals (tests/core/test_cycle_accelerator.py
- * compares them). diffik uses it when it was built and falls back to Python
- * otherwise. Inputs are trusted: the Python callers have validated them.
+ * Each function has a Python reference (named below) that computes the same thing
+ * step for step, in the same floating-point order, so both give the same answers
+ * (tests/core/test_compiled_kernels.py compares them). The Python modules use these
+ * when they were built and fall back to their reference otherwise. Inputs are
+ * trusted in value (the callers validate them) but not in shape.
  *
  *   box(h3, h2, h1, period, joints, goal, follow) -> (lower list, upper list)
  *       diffik._box: the cycle's joint box, narrowed toward a moving goal.
@@ -13,7 +14,10 @@
  *       chain.DHChain._fk: a DH chain's flange frame and geometric Jacobian;
  *       constants packed by DHChain._packed.
  *   steps(jac, weights, damping2, null_damping2, error, motion, offset) -> (delta, follow, null)
- *       diffik's damped least-squares steps for one Jacobian (see _damped_steps there).
+ *       diffik.DifferentialIk._damped_steps: the damped least-squares steps for one Jacobian
+ *       (solving the 6 x 6 systems where numpy inverts them: equal to round-off).
+ *   opw(constants, pose rows, reference, j6) -> (rows, failure, near_degenerate)
+ *       opw.OPW._solve_python: the verified branches of one pose; constants packed by OPW._packed.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -556,6 +560,179 @@ done:
     return result;
 }
 
+/* Layout of OPW._packed: a1, a2, b, c1, c2, c3, c4, k, psi, signs (6), offsets (6), then the
+ * thresholds NEAR_DEGENERATE, RIM_SLACK, VERIFY_POSITION, VERIFY_ROTATION, WRIST_DEGENERATE. */
+#define OPW_CONSTANTS 26
+
+/* Python's float x % m for m > 0 (the sign of the divisor, as float_rem computes it) */
+static double python_mod(double x, double m)
+{
+    double mod = fmod(x, m);
+    if (mod != 0.0) {
+        if ((m < 0) != (mod < 0))
+            mod += m;
+    } else {
+        mod = copysign(0.0, m);
+    }
+    return mod;
+}
+
+/* An angle into (-pi, pi] as opw.py writes it: pi - (pi - x) % 2 pi */
+static double wrapped(double x)
+{
+    return M_PI - python_mod(M_PI - x, 2.0 * M_PI);
+}
+
+static PyObject *opw(PyObject *self, PyObject *args)
+{
+    Py_buffer packed;
+    PyObject *rows_arg, *reference_arg, *j6_arg;
+    if (!PyArg_ParseTuple(args, "y*OOO:opw", &packed, &rows_arg, &reference_arg, &j6_arg))
+        return NULL;
+    PyObject *rows = NULL, *result = NULL;
+    double m[12], reference[6];
+    const double *c = packed.buf;
+    if (packed.len != OPW_CONSTANTS * (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "OPW constants have the wrong length");
+        goto done;
+    }
+    PyObject *pose = PySequence_Fast(rows_arg, "the pose must be a sequence of rows");
+    if (!pose)
+        goto done;
+    int bad = PySequence_Fast_GET_SIZE(pose) < 3;
+    for (int r = 0; !bad && r < 3; r++)
+        bad = read_doubles(PySequence_Fast_GET_ITEM(pose, r), m + 4 * r, 4, "a pose row");
+    Py_DECREF(pose);
+    if (bad) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "the pose needs 3 rows of 4");
+        goto done;
+    }
+    if (read_doubles(reference_arg, reference, 6, "reference"))
+        goto done;
+    int has_j6 = j6_arg != Py_None;
+    double j6 = has_j6 ? PyFloat_AsDouble(j6_arg) : 0.0;
+    if (has_j6 && j6 == -1.0 && PyErr_Occurred())
+        goto done;
+    double r00 = m[0], r01 = m[1], r02 = m[2], px = m[3], r10 = m[4], r11 = m[5], r12 = m[6], py = m[7];
+    double r20 = m[8], r21 = m[9], r22 = m[10], pz = m[11];
+    double a1 = c[0], a2 = c[1], b = c[2], c1 = c[3], c2 = c[4], c3 = c[5], c4 = c[6], k = c[7], psi = c[8];
+    const double *sg = c + 9, *of = c + 15;
+    double near_limit = c[21], rim_slack = c[22], verify_position = c[23], verify_rotation = c[24];
+    double wrist_degenerate = c[25];
+    double cx = px - c4 * r02, cy = py - c4 * r12, cz = pz - c4 * r22;
+    double rho2 = cx * cx + cy * cy - b * b;
+    if (rho2 < -1e-12) {
+        result = Py_BuildValue("([](sdd)O)", "offset", cx, cy, Py_False);
+        goto done;
+    }
+    double r = sqrt(rho2 > 0.0 ? rho2 : 0.0);
+    int near_degenerate = r < near_limit;
+    double phi = cx * cx + cy * cy > 1e-24 ? atan2(cy, cx) : sg[0] * reference[0] - of[0];
+    double v = cz - c1, kk = c2 * c2 + k * k, two_c2k = 2.0 * c2 * k;
+    int out_of_reach = 0;
+    double reach_u = 0.0, reach_v = 0.0;
+    if (!(rows = PyList_New(0)))
+        goto done;
+    for (int side = 0; side < 2; side++) {
+        double xp = side == 0 ? r : -r;
+        double u = xp - a1;
+        double d = (u * u + v * v - kk) / two_c2k;
+        if (fabs(d) > 1.0 + rim_slack) {
+            if (!out_of_reach) {
+                out_of_reach = 1;
+                reach_u = u, reach_v = v;
+            }
+            continue;
+        }
+        d = d > -1.0 ? d : -1.0;
+        d = d < 1.0 ? d : 1.0;
+        double t1 = phi - atan2(b, xp);
+        double sn1 = sin(t1), cs1 = cos(t1);
+        double h_x = cs1 * r00 + sn1 * r10, h_y = cs1 * r01 + sn1 * r11, h_z = cs1 * r02 + sn1 * r12;
+        double m12 = cs1 * r12 - sn1 * r02;
+        double along = atan2(u, v);
+        double root = sqrt(1.0 - d * d);
+        if (root < near_limit)
+            near_degenerate = 1;
+        double q1 = wrapped(sg[0] * (t1 + of[0]));
+        int elbows = root > 0 ? 2 : 1;
+        for (int e = 0; e < elbows; e++) {
+            double sin_elbow = elbows == 1 ? 0.0 : (e == 0 ? root : -root);
+            double t3 = atan2(sin_elbow, d) - psi;
+            double t2 = along - atan2(k * sin_elbow, c2 + k * d);
+            double t23 = t2 + t3, s23 = sin(t23), c23 = cos(t23);
+            double xw = a1 + c2 * sin(t2) + a2 * c23 + c3 * s23;
+            double zw = c1 + c2 * cos(t2) - a2 * s23 + c3 * c23;
+            if (fabs(cs1 * xw - sn1 * b - cx) > verify_position || fabs(sn1 * xw + cs1 * b - cy) > verify_position
+                || fabs(zw - cz) > verify_position)
+                continue;
+            double m02 = c23 * h_z - s23 * r22, m22 = s23 * h_z + c23 * r22;
+            double sin5 = sqrt(m02 * m02 + m12 * m12);
+            double t5 = atan2(sin5, m22), t4, t6;
+            if (sin5 < near_limit)
+                near_degenerate = 1;
+            int flip = sin5 >= wrist_degenerate;
+            if (flip) {
+                t4 = atan2(m12, m02);
+                t6 = has_j6 ? j6 : atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20));
+            } else {
+                t4 = sg[3] * reference[3] - of[3];
+                if (has_j6) {
+                    t6 = j6;
+                } else {
+                    double m00 = c23 * h_x - s23 * r20, m10 = cs1 * r10 - sn1 * r00;
+                    t6 = m22 > 0 ? atan2(m10, m00) - t4 : t4 - atan2(-m10, -m00);
+                }
+            }
+            double sn4 = sin(t4), cs4 = cos(t4), sn5 = sin(t5), cs5 = cos(t5);
+            double e02 = cs4 * sn5, e12 = sn4 * sn5;
+            double u2 = c23 * e02 + s23 * cs5;
+            if (fabs(cs1 * u2 - sn1 * e12 - r02) > verify_rotation || fabs(sn1 * u2 + cs1 * e12 - r12) > verify_rotation
+                || fabs(c23 * cs5 - s23 * e02 - r22) > verify_rotation)
+                continue;
+            if (!has_j6) {
+                double sn6 = sin(t6), cs6 = cos(t6);
+                double e00 = cs4 * cs5 * cs6 - sn4 * sn6, e10 = sn4 * cs5 * cs6 + cs4 * sn6, e20 = -sn5 * cs6;
+                double u0 = c23 * e00 + s23 * e20;
+                if (fabs(cs1 * u0 - sn1 * e10 - r00) > verify_rotation || fabs(sn1 * u0 + cs1 * e10 - r10) > verify_rotation
+                    || fabs(c23 * e20 - s23 * e00 - r20) > verify_rotation)
+                    continue;
+            }
+            double q2 = wrapped(sg[1] * (t2 + of[1])), q3 = wrapped(sg[2] * (t3 + of[2]));
+            double row[6] = {q1, q2, q3, wrapped(sg[3] * (t4 + of[3])), wrapped(sg[4] * (t5 + of[4])),
+                             wrapped(sg[5] * (t6 + of[5]))};
+            PyObject *item = float_list(row, 6);
+            if (!item || PyList_Append(rows, item)) {
+                Py_XDECREF(item);
+                goto done;
+            }
+            Py_DECREF(item);
+            if (flip) {
+                double t6f = has_j6 ? t6 : t6 + M_PI;
+                double flipped[6] = {q1, q2, q3, wrapped(sg[3] * (t4 + M_PI + of[3])), wrapped(sg[4] * (of[4] - t5)),
+                                     wrapped(sg[5] * (t6f + of[5]))};
+                item = float_list(flipped, 6);
+                if (!item || PyList_Append(rows, item)) {
+                    Py_XDECREF(item);
+                    goto done;
+                }
+                Py_DECREF(item);
+            }
+        }
+    }
+    if (PyList_GET_SIZE(rows) > 0)
+        result = Py_BuildValue("(OOO)", rows, Py_None, near_degenerate ? Py_True : Py_False);
+    else if (out_of_reach)
+        result = Py_BuildValue("([](sdd)O)", "reach", reach_u, reach_v, Py_False);
+    else
+        result = Py_BuildValue("([](s)O)", "degenerate", Py_False);
+done:
+    PyBuffer_Release(&packed);
+    Py_XDECREF(rows);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"box", box, METH_VARARGS,
      "box(h3, h2, h1, period, joints, goal=None, follow=None) -> (lower, upper): diffik._box, compiled."},
@@ -563,18 +740,20 @@ static PyMethodDef methods[] = {
      "chain(constants, q, jacobian) -> ((x, y, z, p), rows or None): DHChain._fk, compiled."},
     {"steps", steps, METH_VARARGS,
      "steps(jac, weights, damping2, null_damping2, error, motion, offset) -> (delta, follow, null)."},
+    {"opw", opw, METH_VARARGS,
+     "opw(constants, pose rows, reference, j6) -> (rows, failure, near_degenerate): OPW._solve, compiled."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "_cycle",
-    .m_doc = "Compiled forms of the differential-IK cycle's scalar hot spots.",
+    .m_name = "_kernels",
+    .m_doc = "Compiled forms of the kinematics' scalar hot paths (see the Python references).",
     .m_size = -1,
     .m_methods = methods,
 };
 
-PyMODINIT_FUNC PyInit__cycle(void)
+PyMODINIT_FUNC PyInit__kernels(void)
 {
     return PyModule_Create(&module);
 }
