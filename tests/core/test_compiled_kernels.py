@@ -30,7 +30,8 @@ def test_the_accelerator_is_built_where_there_is_a_compiler():
     if shutil.which(compiler) is None:
         pytest.skip(f"no C compiler ({compiler})")
     assert diffik.COMPILED, "a C compiler is here, yet robohal.kinematics._kernels was not built"
-    assert diffik._box is _kernels.box and chain._compiled_chain is _kernels.chain and opw._compiled_solve is _kernels.opw
+    assert diffik._box is _kernels.box and chain._compiled_chain is _kernels.chain
+    assert opw._compiled_solve is _kernels.opw and opw._compiled_forward is _kernels.opw_forward
 
 
 def _histories(rng, limits, period, count):
@@ -155,6 +156,10 @@ def test_the_cycle_follows_the_same_path_compiled_or_not(name, monkeypatch):
     lambda: _kernels.steps([[0.0] * 3] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
     lambda: _kernels.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 5, None, None),
     lambda: _kernels.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, [0.0] * 2),
+    lambda: _kernels.opw_forward(b"\0" * 8, [0.0] * 6),
+    lambda: _kernels.opw_forward(opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)._packed, [0.0] * 5),
+    lambda: _kernels.opw(opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)._packed, [[1.0, 0, 0, 0]] * 2, [0.0] * 6, None),
+    lambda: _kernels.opw(opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)._packed, np.eye(4).tolist(), [0.0] * 5, None),
 ])
 def test_malformed_calls_raise_instead_of_reading_past_the_end(call):
     with pytest.raises((ValueError, TypeError)):
@@ -186,7 +191,7 @@ def _opw_poses(model, rng, count):
 
 @compiled_only
 @pytest.mark.parametrize("name", list(OPW_ARMS))
-def test_the_compiled_opw_solver_equals_the_python_solver_bit_for_bit(name):
+def test_the_compiled_opw_solver_and_forward_equal_the_python_ones_bit_for_bit(name):
     lengths, offsets, signs = OPW_ARMS[name]
     model = opw.OPW(*lengths, offsets=offsets, signs=signs)
     rng = np.random.default_rng(10)
@@ -197,6 +202,8 @@ def test_the_compiled_opw_solver_equals_the_python_solver_bit_for_bit(name):
         for args in ((None,), (previous,), (None, 0.3), (previous, -2.0)):  # previous, then j6 (5-DOF)
             compiled = model._solve(rows, *args)
             assert compiled == model._solve_python(rows, *args)
+            for q in compiled[0]:
+                assert model._fk_scalar(q) == model._fk_scalar_python(q)
             reason = compiled[1] or ""
             outcomes.add("reach" if "reaches" in reason else "offset" if "offset b" in reason else reason or "solved")
     assert outcomes >= ({"solved", "reach", "offset"} if model.b else {"solved", "reach"})

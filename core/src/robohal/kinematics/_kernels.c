@@ -16,6 +16,8 @@
  *   steps(jac, weights, damping2, null_damping2, error, motion, offset) -> (delta, follow, null)
  *       diffik.DifferentialIk._damped_steps: the damped least-squares steps for one Jacobian
  *       (solving the 6 x 6 systems where numpy inverts them: equal to round-off).
+ *   opw_forward(constants, q) -> 12 floats
+ *       opw.OPW._fk_scalar_python: the flange pose of one configuration (R row-major, then p).
  *   opw(constants, pose rows, reference, j6) -> (rows, failure, near_degenerate)
  *       opw.OPW._solve_python: the verified branches of one pose; constants packed by OPW._packed.
  */
@@ -733,6 +735,48 @@ done:
     return result;
 }
 
+static PyObject *opw_forward(PyObject *self, PyObject *args)
+{
+    Py_buffer packed;
+    PyObject *q_arg, *result = NULL;
+    double q[6];
+    if (!PyArg_ParseTuple(args, "y*O:opw_forward", &packed, &q_arg))
+        return NULL;
+    const double *c = packed.buf;
+    if (packed.len != OPW_CONSTANTS * (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "OPW constants have the wrong length");
+        goto done;
+    }
+    if (read_doubles(q_arg, q, 6, "joints"))
+        goto done;
+    double a1 = c[0], a2 = c[1], b = c[2], c1 = c[3], c2 = c[4], c3 = c[5], c4 = c[6];
+    const double *sg = c + 9, *of = c + 15;
+    double t1 = sg[0] * q[0] - of[0], t2 = sg[1] * q[1] - of[1];
+    double t23 = t2 + sg[2] * q[2] - of[2];
+    double t4 = sg[3] * q[3] - of[3], t5 = sg[4] * q[4] - of[4], t6 = sg[5] * q[5] - of[5];
+    double sn1 = sin(t1), cs1 = cos(t1), sn2 = sin(t2), cs2 = cos(t2), s23 = sin(t23), c23 = cos(t23);
+    double sn4 = sin(t4), cs4 = cos(t4), sn5 = sin(t5), cs5 = cos(t5), sn6 = sin(t6), cs6 = cos(t6);
+    /* R3_6 = Rz(t4) Ry(t5) Rz(t6); R0_3 = Rz(t1) Ry(t23) (as opw.OPW._pose_entries) */
+    double c4c5 = cs4 * cs5, s4c5 = sn4 * cs5;
+    double e00 = c4c5 * cs6 - sn4 * sn6, e01 = -c4c5 * sn6 - sn4 * cs6, e02 = cs4 * sn5;
+    double e10 = s4c5 * cs6 + cs4 * sn6, e11 = -s4c5 * sn6 + cs4 * cs6, e12 = sn4 * sn5;
+    double e20 = -sn5 * cs6, e21 = sn5 * sn6, e22 = cs5;
+    double u0 = c23 * e00 + s23 * e20, u1 = c23 * e01 + s23 * e21, u2 = c23 * e02 + s23 * e22;
+    double r02 = cs1 * u2 - sn1 * e12, r12 = sn1 * u2 + cs1 * e12, r22 = c23 * e22 - s23 * e02;
+    double xw = a1 + c2 * sn2 + a2 * c23 + c3 * s23;
+    double zw = c1 + c2 * cs2 - a2 * s23 + c3 * c23;
+    double m[12] = {
+        cs1 * u0 - sn1 * e10, cs1 * u1 - sn1 * e11, r02,
+        sn1 * u0 + cs1 * e10, sn1 * u1 + cs1 * e11, r12,
+        c23 * e20 - s23 * e00, c23 * e21 - s23 * e01, r22,
+        cs1 * xw - sn1 * b + c4 * r02, sn1 * xw + cs1 * b + c4 * r12, zw + c4 * r22,
+    };
+    result = float_list(m, 12);
+done:
+    PyBuffer_Release(&packed);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"box", box, METH_VARARGS,
      "box(h3, h2, h1, period, joints, goal=None, follow=None) -> (lower, upper): diffik._box, compiled."},
@@ -740,6 +784,7 @@ static PyMethodDef methods[] = {
      "chain(constants, q, jacobian) -> ((x, y, z, p), rows or None): DHChain._fk, compiled."},
     {"steps", steps, METH_VARARGS,
      "steps(jac, weights, damping2, null_damping2, error, motion, offset) -> (delta, follow, null)."},
+    {"opw_forward", opw_forward, METH_VARARGS, "opw_forward(constants, q) -> 12 floats: OPW._fk_scalar, compiled."},
     {"opw", opw, METH_VARARGS,
      "opw(constants, pose rows, reference, j6) -> (rows, failure, near_degenerate): OPW._solve, compiled."},
     {NULL, NULL, 0, NULL},

@@ -161,8 +161,9 @@ class DHChain(Kinematics):
     @staticmethod
     def _pose_array(frame: tuple) -> Array:
         x, y, z, p = frame
-        return np.array([[x[0], y[0], z[0], p[0]], [x[1], y[1], z[1], p[1]], [x[2], y[2], z[2], p[2]],
-                         [0.0, 0.0, 0.0, 1.0]])
+        # (a flat list converts faster than nested ones)
+        return np.array([x[0], y[0], z[0], p[0], x[1], y[1], z[1], p[1], x[2], y[2], z[2], p[2],
+                         0.0, 0.0, 0.0, 1.0]).reshape(4, 4)
 
     def jacobian(self, q: ArrayLike) -> Array:
         """Geometric Jacobian (..., 6, dof) of the flange from the joint axes."""

@@ -32,8 +32,9 @@ from .limits import JointLimits
 
 try:  # the single-pose solver compiled (core/setup.py builds it where there is a C compiler)
     from ._kernels import opw as _compiled_solve
+    from ._kernels import opw_forward as _compiled_forward
 except ImportError:  # pragma: no cover (installed without a compiler)
-    _compiled_solve = None
+    _compiled_solve = _compiled_forward = None
 
 PI = math.pi
 TWO_PI = 2.0 * math.pi
@@ -137,6 +138,12 @@ class OPW(Kinematics):
 
     def _fk_scalar(self, q: list[float]) -> list[float]:
         """Flange pose for one configuration: R row-major then p, 12 floats."""
+        if _compiled_forward is not None:
+            return _compiled_forward(self._packed, q)
+        return self._fk_scalar_python(q)
+
+    def _fk_scalar_python(self, q: list[float]) -> list[float]:
+        """:meth:`_fk_scalar` in Python: the reference of the compiled one."""
         s, o = self.signs, self.offsets
         t1 = s[0] * q[0] - o[0]
         t2 = s[1] * q[1] - o[1]
@@ -242,7 +249,9 @@ class OPW(Kinematics):
             values = q.tolist() if type(q) is np.ndarray else list(q)
             if all(map(math.isfinite, values)):
                 m = self._fk_scalar(values)
-                return np.array([[*m[0:3], m[9]], [*m[3:6], m[10]], [*m[6:9], m[11]], [0.0, 0.0, 0.0, 1.0]])
+                # (a flat list converts faster than nested ones)
+                return np.array([m[0], m[1], m[2], m[9], m[3], m[4], m[5], m[10], m[6], m[7], m[8], m[11],
+                                 0.0, 0.0, 0.0, 1.0]).reshape(4, 4)
         q = self._joints(q)
         if q.ndim == 1:
             return self.forward(q.tolist())
