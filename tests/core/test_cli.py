@@ -17,7 +17,11 @@ def cli():
 
 
 def test_version_and_lists(cli):
-    assert cli("--version").exit_code == 0
+    from robohal.kinematics import diffik
+
+    version = cli("--version")
+    assert version.exit_code == 0
+    assert ("kinematics kernels: compiled" in version.output) == diffik.COMPILED
     models = json.loads(cli("models", "--json").output)
     assert {"name": "generic.planar2", "dof": 2, "plugin": "builtin"}.items() <= models[0].items() or any(
         m["name"] == "generic.planar2" and m["plugin"] == "builtin" for m in models

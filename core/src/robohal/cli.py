@@ -52,8 +52,15 @@ def _table(title: str, columns: Sequence[str], wrap: Sequence[str] = ()):
     return table
 
 
+def _version_message() -> str:
+    from .kinematics import diffik
+
+    kernels = "compiled" if diffik.COMPILED else "pure Python (no C compiler at install)"
+    return f"%(prog)s, version %(version)s; kinematics kernels: {kernels}"
+
+
 @click.group(cls=RobohalGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="robohal")
+@click.version_option(__version__, prog_name="robohal", message=_version_message())
 @click.option("-v", "--verbose", count=True,
               help="Log connects, closes and simulators too (-vv: debug); warnings are always shown.")
 def main(verbose: int) -> None:
