@@ -46,7 +46,7 @@ def _histories(rng, limits, period, count):
 
 @compiled_only
 @pytest.mark.parametrize("name", MODELS)
-@pytest.mark.parametrize("period", [0.001, 0.004])
+@pytest.mark.parametrize("period", [0.001, 0.004, 1 / 91, 1 / 972, 1 / 1904])  # (odd rates once found 1-ulp slips)
 def test_the_compiled_box_equals_the_python_box_bit_for_bit(name, period):
     limits = robohal.get_model(name).limits
     joints = diffik._joint_constants(diffik._limit_lists(limits), period)
@@ -89,6 +89,8 @@ def _without_accelerator(monkeypatch):
     monkeypatch.setattr(diffik, "_box", diffik._box_python)
     monkeypatch.setattr(diffik, "_compiled_steps", None)
     monkeypatch.setattr(chain, "_compiled_chain", None)
+    monkeypatch.setattr(opw, "_compiled_solve", None)
+    monkeypatch.setattr(opw, "_compiled_forward", None)
 
 
 @compiled_only
@@ -146,6 +148,63 @@ def test_the_cycle_follows_the_same_path_compiled_or_not(name, monkeypatch):
     # round-off apart: after the jump the box's bound searches can grow it to ~1e-8 rad
     np.testing.assert_allclose(compiled, python, rtol=0, atol=1e-6)
     assert compiled_residual == pytest.approx(python_residual, rel=1e-3, abs=1e-9)
+
+
+@compiled_only
+def test_a_list_shrunk_while_it_converts_is_an_error_not_a_crash():
+    class Shrinking:  # a number whose conversion empties the list that holds it
+        def __init__(self, values: list) -> None:
+            self.values = values
+
+        def __float__(self) -> float:
+            del self.values[1:]
+            return 0.0
+
+    def shrinking(length: int) -> list:
+        values = [0.0] * length
+        values[0] = Shrinking(values)
+        return values
+
+    model = robohal.get_model("franka.fr3")
+    while not isinstance(model, DHChain):
+        model = model.robot
+    joints = diffik._joint_constants(diffik._limit_lists(model.limits), 0.001)
+    calls = [
+        lambda: _kernels.chain(model._packed, shrinking(7), True),
+        lambda: _kernels.box(shrinking(7), [0.0] * 7, [0.0] * 7, 0.001, joints),
+        lambda: _kernels.steps([shrinking(7)] + [[0.0] * 7] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
+        lambda: _kernels.opw(opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)._packed, [shrinking(4), *np.eye(4).tolist()[1:]],
+                             [0.0] * 6, None),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match="changed size"):
+            call()
+
+
+def test_a_models_geometry_is_fixed_so_its_packed_constants_stay_true():
+    import pickle
+
+    arm = opw.OPW(*OPW_ARMS["tx40"][0], offsets=OPW_ARMS["tx40"][1])
+    with pytest.raises(AttributeError, match="fixed at construction"):
+        arm.c2 = 0.5
+    with pytest.raises(AttributeError, match="fixed at construction"):
+        arm.offsets = (0.0,) * 6
+    fr3 = robohal.get_model("franka.fr3")
+    flange_chain = fr3
+    while not isinstance(flange_chain, DHChain):
+        flange_chain = flange_chain.robot
+    with pytest.raises(AttributeError, match="fixed at construction"):
+        flange_chain.a = (0.0,) * 7
+    with pytest.raises((TypeError, ValueError)):
+        flange_chain.offsets[0] = 0.5  # a tuple
+    with pytest.raises(ValueError, match="read-only"):
+        flange_chain.flange[0, 3] = 0.1
+    arm.limits = arm.limits.scaled(0.5)  # limits may change
+    q = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    for model in (arm, fr3):
+        copy = pickle.loads(pickle.dumps(model))
+        joints = q + [0.7] * (model.dof - 6)
+        np.testing.assert_array_equal(copy.forward(np.array(joints)), model.forward(np.array(joints)))
 
 
 @compiled_only

@@ -172,11 +172,23 @@ static void joint_box(double x3, double x2, double x1, double t, const double *c
     *out_hi = base + t2 * hi;
 }
 
-/* Item i of a list or tuple as a double: 0, or -1 with the exception set. */
+/* Item i of a list or tuple (from PySequence_Fast) as a double: 0, or -1 with the exception
+ * set. Converting an item that is not a float runs Python code, which may shrink a list: the
+ * size is checked at every call and the item held while it converts. */
 static int item_double(PyObject *sequence, Py_ssize_t i, double *out)
 {
+    if (i >= PySequence_Fast_GET_SIZE(sequence)) {
+        PyErr_SetString(PyExc_ValueError, "a sequence changed size during the call");
+        return -1;
+    }
     PyObject *item = PySequence_Fast_GET_ITEM(sequence, i);
+    if (PyFloat_CheckExact(item)) {
+        *out = PyFloat_AS_DOUBLE(item);
+        return 0;
+    }
+    Py_INCREF(item);
     *out = PyFloat_AsDouble(item);
+    Py_DECREF(item);
     return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
 }
 
@@ -191,7 +203,7 @@ static PyObject *box(PyObject *self, PyObject *args)
     PyObject *lower = NULL, *upper = NULL, *result = NULL;
     if (!(h3 = PySequence_Fast(h3_arg, "h3 must be a sequence")) || !(h2 = PySequence_Fast(h2_arg, "h2 must be a sequence"))
         || !(h1 = PySequence_Fast(h1_arg, "h1 must be a sequence"))
-        || !(joints = PySequence_Fast(joints_arg, "joints must be a sequence")))
+        || !(joints = PySequence_Tuple(joints_arg)))  /* a tuple: item conversions cannot change it */
         goto done;
     /* zip over the history and the joints stops at the shortest; goal and follow match the joints */
     Py_ssize_t n = PySequence_Fast_GET_SIZE(joints);
@@ -474,7 +486,7 @@ static PyObject *steps(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOddOOO:steps", &jac_arg, &weights_arg, &damping2, &null_damping2, &error_arg,
                           &motion_arg, &offset_arg))
         return NULL;
-    PyObject *rows = PySequence_Fast(jac_arg, "the Jacobian must be a sequence of 6 rows");
+    PyObject *rows = PySequence_Tuple(jac_arg);  /* a tuple: item conversions cannot change it */
     if (!rows)
         return NULL;
     double *jw = NULL, weights[TASK], rhs[2][TASK], a[TASK][TASK], system[TASK][TASK];
@@ -582,7 +594,7 @@ static double python_mod(double x, double m)
 /* An angle into (-pi, pi] as opw.py writes it: pi - (pi - x) % 2 pi */
 static double wrapped(double x)
 {
-    return M_PI - python_mod(M_PI - x, 2.0 * M_PI);
+    return Py_MATH_PI - python_mod(Py_MATH_PI - x, 2.0 * Py_MATH_PI);
 }
 
 static PyObject *opw(PyObject *self, PyObject *args)
@@ -598,7 +610,7 @@ static PyObject *opw(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "OPW constants have the wrong length");
         goto done;
     }
-    PyObject *pose = PySequence_Fast(rows_arg, "the pose must be a sequence of rows");
+    PyObject *pose = PySequence_Tuple(rows_arg);  /* a tuple: item conversions cannot change it */
     if (!pose)
         goto done;
     int bad = PySequence_Fast_GET_SIZE(pose) < 3;
@@ -711,8 +723,8 @@ static PyObject *opw(PyObject *self, PyObject *args)
             }
             Py_DECREF(item);
             if (flip) {
-                double t6f = has_j6 ? t6 : t6 + M_PI;
-                double flipped[6] = {q1, q2, q3, wrapped(sg[3] * (t4 + M_PI + of[3])), wrapped(sg[4] * (of[4] - t5)),
+                double t6f = has_j6 ? t6 : t6 + Py_MATH_PI;
+                double flipped[6] = {q1, q2, q3, wrapped(sg[3] * (t4 + Py_MATH_PI + of[3])), wrapped(sg[4] * (of[4] - t5)),
                                      wrapped(sg[5] * (t6f + of[5]))};
                 item = float_list(flipped, 6);
                 if (!item || PyList_Append(rows, item)) {

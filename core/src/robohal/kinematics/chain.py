@@ -34,18 +34,34 @@ except ImportError:  # pragma: no cover (installed without a compiler)
     _compiled_chain = None
 
 
-def _vector(values: ArrayLike, n: int, name: str) -> list[float]:
+def _vector(values: ArrayLike, n: int, name: str) -> tuple[float, ...]:
     array = np.broadcast_to(np.asarray(values, dtype=np.float64), (n,))
     if not np.isfinite(array).all():
         raise InvalidArgument(f"DH {name} must be finite")
-    return [float(x) for x in array]
+    return tuple(float(x) for x in array)
+
+
+def _fixed(pose: Array) -> Array:
+    pose.setflags(write=False)
+    return pose
 
 
 class DHChain(Kinematics):
-    """A serial chain of revolute joints (see the module docstring)."""
+    """A serial chain of revolute joints (see the module docstring).
+
+    The geometry (``a``, ``d``, ``alpha``, ``offsets``, ``modified``, ``base``,
+    ``flange``) is fixed at construction: the scalar paths keep constants derived
+    from it. ``limits`` and ``constraints`` may change.
+    """
 
     closed_form = False
     max_solutions = 8
+    _GEOMETRY = frozenset({"a", "d", "alpha", "offsets", "modified", "base", "flange"})
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in self._GEOMETRY and name in self.__dict__:
+            raise AttributeError(f"DHChain.{name} is fixed at construction; make a new DHChain")
+        super().__setattr__(name, value)
 
     def __init__(
         self,
@@ -68,8 +84,8 @@ class DHChain(Kinematics):
         self.alpha = _vector(alpha, n, "alpha")
         self.offsets = _vector(offsets, n, "offsets")
         self.modified = bool(modified)
-        self.base = np.eye(4) if base is None else spatial.as_pose(base, "base transform").reshape(4, 4).copy()
-        self.flange = np.eye(4) if flange is None else spatial.as_pose(flange, "flange transform").reshape(4, 4).copy()
+        self.base = _fixed(np.eye(4) if base is None else spatial.as_pose(base, "base transform").reshape(4, 4).copy())
+        self.flange = _fixed(np.eye(4) if flange is None else spatial.as_pose(flange, "flange transform").reshape(4, 4).copy())
         self.limits = limits or JointLimits([-math.pi] * n, [math.pi] * n, 2.0, 10.0, 200.0)
         if self.limits.dof != n:
             raise InvalidArgument(f"limits are for {self.limits.dof} joints, the chain has {n}")
@@ -98,7 +114,7 @@ class DHChain(Kinematics):
 
     def __repr__(self) -> str:
         kind = "modified" if self.modified else "classic"
-        return f"DHChain({kind}, dof={self.dof}, a={self.a}, d={self.d}, alpha={[round(x, 6) for x in self.alpha]})"
+        return f"DHChain({kind}, dof={self.dof}, a={list(self.a)}, d={list(self.d)}, alpha={[round(x, 6) for x in self.alpha]})"
 
     # Batched frames -------------------------------------------------------------------
 

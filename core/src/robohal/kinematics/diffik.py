@@ -187,7 +187,7 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
     # any of them.
     high = a_to
     lever = braking / jerk + t
-    disc = (t + lever) ** 2 - 2.0 * (base - t * v - bound) / braking
+    disc = (t + lever) * (t + lever) - 2.0 * (base - t * v - bound) / braking  # (not ** 2: pow may round differently)
     if disc >= 0.0:
         s = (braking * (math.sqrt(disc) - t - lever) - v) / t
         high = s if low < s < high else high
@@ -211,7 +211,7 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
     return s if s > low else low
 
 
-def _joint_constants(limits: tuple[list[float], ...], period: float) -> list[tuple[float, ...]]:
+def _joint_constants(limits: tuple[list[float], ...], period: float) -> tuple[tuple[float, ...], ...]:
     """Per joint what :func:`_box` needs, computed once from :func:`_limit_lists`:
     (lower, upper, velocity, acceleration, jerk, jerk * period, braking deceleration,
     braking deceleration toward the position limits, velocity room, position room).
@@ -233,10 +233,10 @@ def _joint_constants(limits: tuple[list[float], ...], period: float) -> list[tup
         peak = vel + t * acc + acc * acc / (2.0 * jrk)  # the fastest a joint within its limits gets
         position_room = t * t * acc + peak * (acc / jrk + end_braking / jrk + t) + peak * peak / (2.0 * end_braking)
         joints.append((low, high, vel, acc, jrk, jt, braking, end_braking, velocity_room, position_room * (1.0 + 1e-9)))
-    return joints
+    return tuple(joints)
 
 
-def _box_python(h3: list[float], h2: list[float], h1: list[float], period: float, joints: list[tuple[float, ...]],
+def _box_python(h3: list[float], h2: list[float], h1: list[float], period: float, joints: tuple[tuple[float, ...], ...],
                 goal: list[float] | None = None, follow: list[float] | None = None) -> tuple[list, list]:
     """The lowest and highest next goal of each joint (see :func:`cycle_box`), from the
     last three goals and :func:`_joint_constants`.
@@ -579,6 +579,7 @@ class DifferentialIk:
             raise InvalidArgument("call reset(q) with the current joints before step()")
         goal = pose_rows(target, "target pose")
         options = self.options
+        self._gains = None  # the numpy path's factorisation serves this cycle only
         h3, h2, h1 = self._history
         q = h1
         # Toward the posture: its full offset now, the rate-limited share after projection.

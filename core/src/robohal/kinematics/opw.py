@@ -70,11 +70,19 @@ class OPW(Kinematics):
     """An OPW arm; see the module docstring for the parameters.
 
     ``offsets`` (rad) and ``signs`` (+1/-1) map the controller's joints to the
-    model's angles. ``limits`` default to +-pi on every joint.
+    model's angles. ``limits`` default to +-pi on every joint. The geometry
+    (lengths, offsets, signs) is fixed at construction: the solvers keep
+    constants derived from it. ``limits`` and ``constraints`` may change.
     """
 
     closed_form = True
     max_solutions = 8
+    _GEOMETRY = frozenset({"a1", "a2", "b", "c1", "c2", "c3", "c4", "offsets", "signs"})
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in self._GEOMETRY and name in self.__dict__:
+            raise AttributeError(f"OPW.{name} is fixed at construction; make a new OPW")
+        super().__setattr__(name, value)
 
     def __init__(
         self,
