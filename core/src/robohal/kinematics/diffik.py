@@ -187,7 +187,7 @@ def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float,
     # any of them.
     high = a_to
     lever = braking / jerk + t
-    disc = (t + lever) * (t + lever) - 2.0 * (base - t * v - bound) / braking  # (not ** 2: pow may round differently)
+    disc = (t + lever) * (t + lever) - 2.0 * (base - t * v - bound) / braking  # (not ** 2: pow rounds differently from the compiled box)
     if disc >= 0.0:
         s = (braking * (math.sqrt(disc) - t - lever) - v) / t
         high = s if low < s < high else high
@@ -319,7 +319,7 @@ def _box_python(h3: list[float], h2: list[float], h1: list[float], period: float
     return out_lo, out_hi
 
 
-try:  # the same box compiled (core/setup.py builds it where there is a C compiler)
+try:  # the box and the damped steps compiled (core/setup.py builds them where there is a C compiler)
     from ._kernels import box as _box
     from ._kernels import steps as _compiled_steps
 
@@ -421,7 +421,7 @@ class DifferentialIk:
         self._weight_column = np.array(self._weights)[:, None]
         damping = min(max(options.damping, DAMPING_RANGE[0]), DAMPING_RANGE[1])
         self._damping2 = damping**2
-        self._eyes = np.stack([np.eye(6) * damping ** 2, np.eye(6) * NULLSPACE_DAMPING ** 2])
+        self._eyes = np.stack([np.eye(6) * self._damping2, np.eye(6) * NULLSPACE_DAMPING ** 2])
         self._systems = np.zeros((2, 6, 6))
         self._gains: tuple | None = None  # the last Jacobian's gains (numpy path)
         self._step_caps = (model.limits.velocity * SAFETY * self.period).tolist()
