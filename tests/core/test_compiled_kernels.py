@@ -8,6 +8,7 @@ they agree to round-off. Every model's IK cycle must then follow the same path e
 import math
 import shutil
 import sysconfig
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,7 +30,9 @@ def test_the_accelerator_is_built_where_there_is_a_compiler():
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(compiler) is None:
         pytest.skip(f"no C compiler ({compiler})")
-    assert diffik.COMPILED, "a C compiler is here, yet robohal.kinematics._kernels was not built"
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        pytest.skip("no Python headers (python3-dev)")
+    assert diffik.COMPILED, "a C compiler and Python's headers are here, yet robohal.kinematics._kernels was not built"
     assert diffik._box is _kernels.box and chain._compiled_chain is _kernels.chain
     assert opw._compiled_solve is _kernels.opw and opw._compiled_forward is _kernels.opw_forward
 
