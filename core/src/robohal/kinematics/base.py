@@ -95,6 +95,14 @@ class Kinematics(ABC):
     closed_form: bool = False
     #: optional extra joint constraints (:class:`~robohal.kinematics.Constraints`) for filtering and sorting
     constraints: Any = None
+    #: attributes fixed once set in ``__init__`` (a model's geometry, when it keeps constants derived from it)
+    fixed_attributes: frozenset[str] = frozenset()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.fixed_attributes and name in self.__dict__:
+            kind = type(self).__name__
+            raise AttributeError(f"{kind}.{name} is fixed at construction; make a new {kind}")
+        super().__setattr__(name, value)
 
     # Input validation shared by every model ----------------------------------
 

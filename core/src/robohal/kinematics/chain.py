@@ -56,12 +56,7 @@ class DHChain(Kinematics):
 
     closed_form = False
     max_solutions = 8
-    _GEOMETRY = frozenset({"a", "d", "alpha", "offsets", "modified", "base", "flange"})
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in self._GEOMETRY and name in self.__dict__:
-            raise AttributeError(f"DHChain.{name} is fixed at construction; make a new DHChain")
-        super().__setattr__(name, value)
+    fixed_attributes = frozenset({"a", "d", "alpha", "offsets", "modified", "base", "flange"})
 
     def __init__(
         self,

@@ -77,12 +77,7 @@ class OPW(Kinematics):
 
     closed_form = True
     max_solutions = 8
-    _GEOMETRY = frozenset({"a1", "a2", "b", "c1", "c2", "c3", "c4", "offsets", "signs"})
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in self._GEOMETRY and name in self.__dict__:
-            raise AttributeError(f"OPW.{name} is fixed at construction; make a new OPW")
-        super().__setattr__(name, value)
+    fixed_attributes = frozenset({"a1", "a2", "b", "c1", "c2", "c3", "c4", "offsets", "signs"})
 
     def __init__(
         self,
