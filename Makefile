@@ -11,7 +11,15 @@ MEMBERS := requirements-dev.txt core/pyproject.toml core/setup.py core/src/roboh
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AVR_PACKAGES := gcc-avr avr-libc binutils-avr simavr libsimavr-dev libsimavrparts1 arduino-core-avr
 
-.PHONY: venv test lint demo hil bench avr-deps firmware harness proto clean
+# Third-party parts the Franka tests run against (tests/franka/test_third_party*.py): the
+# franky-sim FCI simulator (MuJoCo, pinocchio) and the franky-control client (its own libfranka).
+# They live in their own venv, away from the project's numpy and pylibfranka. Pinned: the versions
+# these tests were written against; mujoco and pin too, as franky-sim leaves them open.
+FRANKY_SIM_VENV := .venv-franky-sim
+FRANKY_SIM_STAMP := $(FRANKY_SIM_VENV)/.installed
+FRANKY_SIM_PACKAGES := franky-sim==1.0.4 franky-control==2.0.0 mujoco==4.0.0 pin==4.1.0
+
+.PHONY: venv franky-sim test lint demo hil bench avr-deps firmware harness proto clean
 
 $(STAMP): $(MEMBERS)
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +29,21 @@ $(STAMP): $(MEMBERS)
 
 venv: $(STAMP)
 
+# Rebuilt when this file changes (the pins live here); pip leaves what is already installed.
+# The venv's own .gitignore keeps it out of git and ruff.
+$(FRANKY_SIM_STAMP): Makefile
+	$(PYTHON) -m venv $(FRANKY_SIM_VENV)
+	echo '*' > $(FRANKY_SIM_VENV)/.gitignore
+	$(FRANKY_SIM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(FRANKY_SIM_VENV)/bin/python -m pip install --quiet $(FRANKY_SIM_PACKAGES)
+	touch $(FRANKY_SIM_STAMP)
+
+## franky-sim: the third-party Franka simulator and client venv that the Franka tests use
+franky-sim: $(FRANKY_SIM_STAMP)
+
 ## test: lint, then every unit test (tests/) and HIL suite (in the packages) against the bundled simulators
-test: $(STAMP) lint
+## (and the Franka backend against franky-sim, franky-control against the bundled FCI simulator)
+test: $(STAMP) $(FRANKY_SIM_STAMP) lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -58,4 +79,4 @@ proto: $(STAMP)
 
 clean:
 	-@[ -x $(PY) ] && $(PY) -c 'import shutil; from robohal_arduino_planar.firmware import build_dir; shutil.rmtree(build_dir(), ignore_errors=True)'
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(FRANKY_SIM_VENV) .pytest_cache .ruff_cache
