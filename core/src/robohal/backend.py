@@ -239,8 +239,9 @@ class Backend(ABC):
 
     def _link_lost(self, lost: ConnectionLost) -> None:
         """Log a lost link, once per connection (a loss is usually met by several calls)."""
-        if not self._loss_told:
-            self._loss_told = True
+        with self._lock:  # the caller's thread and a link thread may meet the same loss at once
+            told, self._loss_told = self._loss_told, True
+        if not told:
             log.warning("%s: %s", self.uri, lost)
 
     def _anomaly(self, counter: str, what: str) -> None:

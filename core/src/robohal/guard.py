@@ -112,8 +112,8 @@ class SetpointGuard:
             return setpoint.astype(np.float64, copy=True)
         return self.check_thoroughly(setpoint)
 
-    def check_thoroughly(self, setpoint: ArrayLike) -> Array:
-        """The reference check, numpy throughout, with the reason for a refusal."""
+    def check_static(self, setpoint: ArrayLike) -> Array:
+        """The checks that need no history: numbers, joint count, position limits."""
         try:
             q = np.array(setpoint, dtype=np.float64)
         except (TypeError, ValueError):
@@ -124,6 +124,11 @@ class SetpointGuard:
             raise InvalidArgument("setpoint contains NaN or inf")
         if "position" in self.checks:
             self.limits.check_position(q, "setpoint")
+        return q
+
+    def check_thoroughly(self, setpoint: ArrayLike) -> Array:
+        """The reference check, numpy throughout, with the reason for a refusal."""
+        q = self.check_static(setpoint)
         if not self._history:
             return q
         history = [*self._history, q]

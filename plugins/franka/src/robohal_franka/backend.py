@@ -43,7 +43,7 @@ from robohal.state import RobotMode, RobotState
 from robohal.uri import RobotUri
 
 from .control import MODES, ControlConfig, StreamStarved, pack_error, unpack_error
-from .shared import Doorbell, Layout, SharedBlock
+from .shared import SESSION_MOTION, SESSION_STREAM, Doorbell, Layout, SharedBlock
 from .wire import ERROR_NAMES
 
 PERIOD = 0.001
@@ -259,8 +259,10 @@ class FrankaBackend(Backend):
                 log.warning("%s: %s", self.uri, fault)
                 self._pending = fault
         elif kind == "lost":
-            self._lost = unpack_error(payload)  # type: ignore[assignment]
-            self._link_lost(self._lost)  # type: ignore[arg-type]
+            lost = unpack_error(payload)
+            # told before any caller can meet it: a caller that raises it has seen the log
+            self._link_lost(lost)  # type: ignore[arg-type]
+            self._lost = lost  # type: ignore[assignment]
         elif kind == "error":
             error = unpack_error(payload)
             log.warning("%s: %s", self.uri, error)
@@ -272,8 +274,8 @@ class FrankaBackend(Backend):
     def _after_motion(self, result: MotionResult, error: BaseException | None, commanded: np.ndarray) -> None:
         self.guard.reset(commanded)  # the control process brought it to rest here
         if isinstance(error, ConnectionLost):
-            self._lost = error
             self._link_lost(error)
+            self._lost = error
         elif isinstance(error, HardwareFault):
             self._fault_names = error.names
             self._set_fault(error)
@@ -356,6 +358,38 @@ class FrankaBackend(Backend):
 
     # Streaming ---------------------------------------------------------------------------
 
+    @property
+    def commanded(self) -> np.ndarray:
+        """The last setpoint of the running stream or motion; between them, the position the
+        robot holds (its ``q_d``), where the next stream or motion starts."""
+        shared = self._shared
+        if shared is None or not self._connected:
+            raise ConnectionLost(f"franka: not connected to {self.uri.host}")
+        session = shared.get(Layout.SESSION)
+        if session == SESSION_STREAM:
+            return super().commanded
+        if session == SESSION_MOTION:
+            return shared.snapshot()[Layout.COMMANDED]
+        return shared.snapshot()[Layout.Q_D]
+
+    def cycle(self, setpoint: ArrayLike | None = None) -> RobotState:
+        """One 1 kHz cycle of a stream. The first cycle after connect, a motion, stop() or
+        recover() opens the stream where the robot holds (``commanded`` until then): both this
+        side's check and the control process's then start from that same position."""
+        self._check_usable()
+        if self.busy:
+            raise RobohalError("a motion is running; wait for it or stop() it before streaming")
+        if setpoint is not None:
+            self.guard.check_static(setpoint)  # never open a stream for a setpoint that cannot pass
+        assert self._shared is not None
+        if self._shared.get(Layout.SESSION) != SESSION_STREAM:
+            try:
+                self.guard.reset(self._request("stream", None))
+            except ConnectionLost as lost:
+                self._link_lost(lost)
+                raise
+        return self._cycle(setpoint)
+
     def _send(self, q: np.ndarray) -> None:
         assert self._shared is not None
         self._sent_seq = self._shared.post_setpoint(q)
@@ -373,6 +407,9 @@ class FrankaBackend(Backend):
             return shared.get(Layout.CONSUMED) >= seq and shared.get(Layout.STATE_COUNT) > shared.get(Layout.CONSUMED_AT)
 
         while True:
+            if shared.get(Layout.DROPPED) >= seq > 0:
+                raise RobohalError("franka: the stream ended (stop() or a fault) before this setpoint reached the"
+                                   " robot; it was not sent. The next cycle() opens a new stream where the robot holds.")
             if self._lost is not None:
                 raise self._lost
             if self._stream_error is not None:
@@ -506,8 +543,9 @@ def _read_pipe(backend_ref: weakref.ref[FrankaBackend], conn: Connection, replie
         del backend
     backend = backend_ref()
     if backend is not None and backend._connected and backend._lost is None:
-        backend._lost = ConnectionLost(f"franka: the control process for {backend.uri.host} exited")
-        backend._link_lost(backend._lost)
+        lost = ConnectionLost(f"franka: the control process for {backend.uri.host} exited")
+        backend._link_lost(lost)
+        backend._lost = lost
     lost = None if backend is None else backend._lost
     for waiter in list(replies.values()):
         waiter.put((False, pack_error(lost or ConnectionLost("franka: closed"))))

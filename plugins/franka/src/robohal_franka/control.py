@@ -10,8 +10,14 @@ here, at 1 kHz), and passes every setpoint through its own
 stream misses cycles it brakes smoothly (jerk-limited) instead of holding
 still, and reports the starvation.
 
+Every session (a stream or a motion) starts where the robot says it holds: its
+desired position ``q_d``, which a real arm holds still while its measured ``q``
+lags and jitters around it (libfranka's examples and franky start there too).
+The parent asks for a stream with ``stream`` and is told that start, so both
+sides check the first setpoint against the same history.
+
 Messages on the pipe, parent -> here: ``(kind, request_id, payload)`` with kind
-``connect``, ``run``, ``stop``, ``recover``, ``collision``, ``close``. Here ->
+``connect``, ``run``, ``stream``, ``stop``, ``recover``, ``collision``, ``close``. Here ->
 parent: ``("reply", request_id, ok, value)`` and ``("event", kind, payload)``
 (``fault``, ``error``, ``lost``, ``motion_done``).
 """
@@ -150,6 +156,8 @@ class ControlLoop:
         self.stop_reply: int | None = None
         self.motion_error: BaseException | None = None
         self.stream_refused = False
+        self.session_start: np.ndarray | None = None  # the held position a session starts from
+        self.starved_at_start = 0.0  # Layout.STARVED when the session started
         self.closing = False
         self.lost = False
         self.failures = 0  # loop iterations in a row that raised
@@ -211,8 +219,7 @@ class ControlLoop:
         self.robot.set_collision_behavior(*[list(v) for v in config.collision])
         self.state = self.robot.read_once()
         self.publish(self.state)
-        self.guard.reset(self.state.q)
-        self.shared.set(Layout.COMMANDED, np.array(self.state.q))
+        self.hold_here()
 
     def shutdown(self) -> None:
         self.drop_control()
@@ -243,8 +250,8 @@ class ControlLoop:
             self.handle(*self.conn.recv())
             if self.closing:
                 return
-        if self.control is None and self.motion is None and self.shared.take_setpoint() is not None and not self.stream_refused:
-            self.start_session(SESSION_STREAM)
+        if self.control is None and self.motion is None:
+            self.refuse_sessionless_setpoint()
         if self.control is not None:
             self.write()
 
@@ -256,11 +263,33 @@ class ControlLoop:
         if self.state_bell is not None and self.shared.get(Layout.PARENT_WAITING):
             self.state_bell.ring()
 
+    def held_position(self) -> np.ndarray:
+        """Where the robot holds: its desired position. A session's first command must be this
+        (the measured ``q`` lags it and jitters around it: starting there would be a step)."""
+        return np.array(self.state.q_d, dtype=np.float64)
+
+    def hold_here(self) -> None:
+        """No session: the next one starts from the held position; say so to the parent."""
+        q = self.held_position()
+        self.guard.reset(q)
+        self.shared.set(Layout.COMMANDED, q)
+
+    def refuse_sessionless_setpoint(self) -> None:
+        """A streamed setpoint with no stream session (it was posted as the session ended: a
+        stop() or a fault from another thread): never send it; the parent's cycle() raises."""
+        taken = self.shared.take_setpoint()
+        if taken is None:
+            return
+        self.shared.set(Layout.DROPPED, taken[0])
+        self.shared.set(Layout.CONSUMED, taken[0])
+
     def start_session(self, kind: int) -> None:
         gc.disable()  # a full collection can take longer than a cycle; collect between sessions
+        self.session_start = self.held_position()  # before the Move: the start the parent is told
         self.control = self.robot.start_joint_position_control(self.lib.ControllerMode.JointImpedance)
         self.first_write = True
-        self.guard.reset(self.state.q)
+        self.guard.reset(self.session_start)
+        self.starved_at_start = self.shared.get(Layout.STARVED)
         self.braking = None
         self.prepared = None
         self.finish_after_brake = False
@@ -278,10 +307,10 @@ class ControlLoop:
     def write(self) -> None:
         finish = False
         checked = False
-        if self.first_write:  # the robot wants the first command at the measured position
+        if self.first_write:  # the robot wants the first command at the position it holds
             self.first_write = False
-            q = np.array(self.state.q)
-            self.guard.reset(q)
+            assert self.session_start is not None
+            q = self.session_start
         elif self.braking is not None:
             q, finish = self.brake_step()
         elif self.motion is not None:
@@ -356,13 +385,20 @@ class ControlLoop:
         try:
             return self.guard.check(q)
         except LimitViolation as exc:
-            # The setpoint was fine for the parent's history but not after braking: the parent fell behind.
+            # The setpoint passed the parent's guard, whose history starts where ours does (the
+            # session's start): ours differs only after cycles we braked through without a setpoint.
             self.stream_refused = True
-            starved = int(self.shared.get(Layout.STARVED))
-            self.event("error", pack_error(StreamStarved(
-                f"franka: the setpoint stream fell behind the robot's 1 kHz cycle while moving ({starved} cycles"
-                f" starved so far); the control process braked the robot to rest ({exc}). Call recover() to resume;"
-                " run whole motions with run() to keep them in the control loop.")))
+            starved = int(self.shared.get(Layout.STARVED) - self.starved_at_start)
+            if starved:
+                error: RobohalError = StreamStarved(
+                    f"franka: the setpoint stream fell behind the robot's 1 kHz cycle while moving ({starved} cycles"
+                    f" starved in this stream); the control process braked the robot to rest ({exc}). Call recover()"
+                    " to resume; run whole motions with run() to keep them in the control loop.")
+            else:
+                error = StreamStarved(
+                    f"franka: the control process refused a streamed setpoint that the caller's check had passed, with"
+                    f" no cycle starved ({exc}); it braked the robot to rest. Call recover() to resume.")
+            self.event("error", pack_error(error))
             self.begin_brake(finish=True)
             q, _ = self.brake_step()
             return q
@@ -418,6 +454,8 @@ class ControlLoop:
             if kind == "run":
                 self.start_motion(payload)
                 self.reply(request_id, True)
+            elif kind == "stream":
+                self.reply(request_id, True, self.start_stream())
             elif kind == "stop":
                 if self.control is None:
                     self.reply(request_id, True, self.guard.last)
@@ -447,13 +485,28 @@ class ControlLoop:
             raise StreamStarved("franka: the stream was braked after starving; call recover() first")
         if self.control is None:
             # Plan before the robot starts waiting for commands: start() may take milliseconds.
-            motion.start(to_robot_state(self.state), np.array(self.state.q), self.model, PERIOD)
+            motion.start(to_robot_state(self.state), self.held_position(), self.model, PERIOD)
             self.start_session(SESSION_MOTION)
         else:
             motion.start(to_robot_state(self.state), self.guard.last, self.model, PERIOD)
             self.shared.set(Layout.SESSION, SESSION_MOTION)
         self.motion = motion
         self.recorder = MotionRecorder(PERIOD, self.model.dof)
+
+    def start_stream(self) -> np.ndarray:
+        """Open a stream session (if none is open) and return the position it starts from."""
+        if self.motion is not None:
+            raise RobohalError("a motion is running; wait() for it or stop() it before streaming")
+        if self.stream_refused:
+            raise StreamStarved("franka: the stream was braked after it was refused; call recover() first")
+        if self.control is None:
+            # A setpoint still in the mailbox was posted for a session that has ended: stale.
+            self.shared.set(Layout.CONSUMED, self.shared.get(Layout.SETPOINT_SEQ))
+            self.start_session(SESSION_STREAM)
+            return self.session_start.copy()
+        last = self.guard.last
+        assert last is not None
+        return last
 
     def recover(self) -> None:
         if self.motion is not None:
@@ -465,8 +518,7 @@ class ControlLoop:
             if int(self.state.robot_mode) != 4:  # Reflex
                 break
         self.publish(self.state)
-        self.guard.reset(self.state.q)
-        self.shared.set(Layout.COMMANDED, np.array(self.state.q))
+        self.hold_here()
         self.shared.set(Layout.CONSUMED, self.shared.get(Layout.SETPOINT_SEQ))
         self.stream_refused = False
 

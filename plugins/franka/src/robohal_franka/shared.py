@@ -44,7 +44,8 @@ class Layout:
     SETPOINT = slice(82, 89)
     PARENT_WAITING = 89  # 1 while the parent waits for a state: ring its doorbell
     CONSUMED_AT = 90  # STATE_COUNT when the last mailbox setpoint was consumed
-    SIZE = 91
+    DROPPED = 91  # the last mailbox sequence number refused because no stream session was open
+    SIZE = 92
 
 
 SESSION_NONE, SESSION_STREAM, SESSION_MOTION = 0, 1, 2
