@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from robohal.uri import parse_uri
 from robohal_franka.reference_arm import ReferenceArm
 
 RAW_CLIENT = Path(__file__).with_name("raw_client.py")
+THIRD_PARTY = Path(__file__).with_name("third_party.py")
 
 
 class Simulator:
@@ -81,3 +83,14 @@ def reference_model():
         return robohal.get_model("franka.fr3")
     except UnknownNameError:
         return ReferenceArm("franka.fr3")
+
+
+@pytest.fixture(scope="session")
+def third_party():
+    """tests/franka/third_party.py (franky-sim and the franky client), loaded by path: the
+    tests are imported by path too, so it is no importable module."""
+    spec = importlib.util.spec_from_file_location("franka_third_party", THIRD_PARTY)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
