@@ -3,6 +3,7 @@ in its own process on a pty, driven with pyserial."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import threading
@@ -28,6 +29,8 @@ class SimProcess:
                                      text=True, env=env)
         self.lines: list[str] = []
         self.pulses: list[tuple[float, int, float]] = []   # (sim_us, pin, width_us)
+        self.horns: list[tuple[float, int, float]] = []    # (sim_us, pin, position_us)
+        self.stats_lines: list[dict] = []
         self._cond = threading.Condition()
         self._ports: list[serial.Serial] = []
         first = self._readline_with_timeout(20.0)
@@ -54,6 +57,11 @@ class SimProcess:
                 if line.startswith("PULSE "):
                     _, t, pin, width = line.split()
                     self.pulses.append((float(t), int(pin), float(width)))
+                elif line.startswith("HORN "):
+                    _, t, pin, position = line.split()
+                    self.horns.append((float(t), int(pin), float(position)))
+                elif line.startswith("STATS "):
+                    self.stats_lines.append(json.loads(line[len("STATS "):]))
                 else:
                     self.lines.append(line.strip())
                 self._cond.notify_all()
@@ -98,6 +106,30 @@ class SimProcess:
             if self.pulse_mark() == mark:
                 return True
         return False
+
+    def horn_mark(self) -> int:
+        with self._cond:
+            return len(self.horns)
+
+    def horns_since(self, mark: int, pin: int) -> list[tuple[float, float]]:
+        """(sim_us, position_us) of the pin's horn reports after `mark`."""
+        with self._cond:
+            return [(t, x) for t, pn, x in self.horns[mark:] if pn == pin]
+
+    def wait_horns(self, mark: int, count: int, timeout: float = 10.0) -> dict[int, list[tuple[float, float]]]:
+        """Waits for `count` horn reports on each servo pin after `mark`."""
+        self.wait_for(lambda: all(len([1 for _, pn, _ in self.horns[mark:] if pn == pin]) >= count
+                                  for pin in p.SERVO_PINS), timeout)
+        return {pin: self.horns_since(mark, pin) for pin in p.SERVO_PINS}
+
+    def stats(self, timeout: float = 5.0) -> dict:
+        """Sends STATS and returns the simulator's answer."""
+        with self._cond:
+            seen = len(self.stats_lines)
+        self.control("STATS")
+        assert self.wait_for(lambda: len(self.stats_lines) > seen, timeout), "no STATS answer"
+        with self._cond:
+            return self.stats_lines[seen]
 
     def resets(self) -> list[str]:
         with self._cond:

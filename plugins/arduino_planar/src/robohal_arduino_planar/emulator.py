@@ -7,9 +7,12 @@ the first stdout line is the pty slave path; the port resets when the host opens
 --boot-ms, then a BOOT banner); it speaks protocol version 1 with the firmware's replies, error
 codes, limits, counters and watchdog, and with the board's serial timing (:class:`SerialTiming`),
 so a host that bursts commands loses bytes here too; stdout carries ``RESET <sim_us> <open|stdin>`` and one
-``PULSE <sim_us> <9|10> <width_us>`` line per attached servo per 20 ms frame; stdin takes the
-harness's control lines ``RESET``, ``INJECT_RX <hex>``, ``INJECT_TX <hex>``, ``DROP_RX <n>`` and
-``QUIT``. Exits on QUIT, stdin EOF or SIGTERM.
+``PULSE <sim_us> <9|10> <width_us>`` line per attached servo per 20 ms frame, each followed by
+``HORN <sim_us> <9|10> <position_us>``: where the servo's horn is as that pulse ends, by the slew
+model of :mod:`.servo` (``--servo-speed`` rad/s, default the SG90's rated 10.47; ``--ideal``: the
+horn jumps to each pulse at once); stdin takes the harness's control lines ``RESET``,
+``INJECT_RX <hex>``, ``INJECT_TX <hex>``, ``DROP_RX <n>``, ``STATS`` (answered with
+``STATS {json}``: the horns now) and ``QUIT``. Exits on QUIT, stdin EOF or SIGTERM.
 
 :class:`FirmwareModel` is the firmware's logic without I/O, so it can be tested on its own.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import collections
 import ctypes
+import json
 import os
 import select
 import signal
@@ -30,10 +34,25 @@ import tty
 from collections.abc import Callable
 
 from . import protocol as p
+from .servo import SG90_SPEED, ServoHorn
 
+# servo_timer1.h: ICR1 = 39999 at 0.5 us per tick (prescaler 8, 16 MHz): a 20 ms pulse frame.
 FRAME_US = 20000
-SAFE_FROM_S = 5200 * 0.5e-6      # servo_timer1.h: outputs change only between these timer ticks
+# servo_timer1.h: SERVO_SAFE_FROM_TICK / SERVO_SAFE_UNTIL_TICK; outputs change only between them.
+SAFE_FROM_S = 5200 * 0.5e-6
 SAFE_UNTIL_S = 39600 * 0.5e-6
+# Our choices for the process loop, not firmware rules: how long one select() may sleep when
+# nothing is due (bounds the reaction to stdin and opens) and while the MCU runs (bounds the
+# jitter of its timing against the wire model's events, well under one 20 ms frame).
+IDLE_WAIT_S = 0.1
+RUN_WAIT_S = 0.005
+# Our choice, as the harness's out_buf: output nobody reads is dropped beyond this many bytes.
+MAX_UNREAD_OUT = 65536
+# Our choice, as the harness's control buffer: a control line longer than this is junk.
+MAX_CONTROL_LINE = 256
+# Our choice: the boot hold after an open. A real Uno's bootloader takes 1-2 s (research notes);
+# tests want it shorter, the backend's boot budget (2 s) covers the real one.
+DEFAULT_BOOT_MS = 300
 
 
 class FirmwareModel:
@@ -231,8 +250,11 @@ class SerialTiming:
     reply has left on the wire. So a host that bursts commands loses bytes here as it would there.
     """
 
+    # 8N1 (PROTOCOL.md): start + 8 data + stop = 10 bit times per byte at 115200 baud.
     BYTE_S = 10 / p.BAUDRATE
-    RING = 63                                     # a 64-byte ring holds 63 bytes
+    # Arduino core 1.8.7 HardwareSerial.h: SERIAL_RX_BUFFER_SIZE and SERIAL_TX_BUFFER_SIZE are 64
+    # on a 2 KB-RAM chip, and a ring of N bytes holds N - 1 (head == tail means empty).
+    RING = 63
 
     def __init__(self) -> None:
         self.rx_wire: collections.deque[tuple[float, int]] = collections.deque()  # (arrival, byte)
@@ -285,8 +307,13 @@ class Emulator:
     """Runs a FirmwareModel behind a pty with reset-on-open, wire timing, pulse reports and
     control lines."""
 
-    def __init__(self, boot_ms: int, watchdog_ms: int, watchdog_action: str) -> None:
+    def __init__(self, boot_ms: int, watchdog_ms: int, watchdog_action: str,
+                 servo_speed: float = SG90_SPEED, ideal: bool = False) -> None:
         self.boot_ms = boot_ms
+        # The servos are physical: they keep their horns through MCU resets.
+        self.horns = [ServoHorn(servo_speed, ideal) for _ in p.SERVO_PINS]
+        self.servo_speed = servo_speed
+        self.ideal = ideal
         self.watchdog_ms = watchdog_ms
         self.watchdog_action = watchdog_action
         self.master, self.spare = os.openpty()
@@ -318,6 +345,8 @@ class Emulator:
         return int((time.monotonic() - self.reset_at) * 1000)
 
     def hold(self, reason: str) -> None:
+        for horn in self.horns:             # a held MCU sends no pulses: the servos go limp
+            horn.unpowered(time.monotonic() - self.t0)
         self.model = None
         self.serial = SerialTiming()
         self.output_wait_end = 0.0
@@ -352,10 +381,21 @@ class Emulator:
                 self.out += bytes.fromhex(arg)
             elif word == "DROP_RX":                # the next n host bytes are lost
                 self.drop_rx += int(arg)
+            elif word == "STATS":
+                self._stats()
             elif word:
                 print(f"emulator: unknown control line: {line.strip()}", file=sys.stderr)
         except ValueError:
             print(f"emulator: bad control line: {line.strip()}", file=sys.stderr)
+
+    def _stats(self) -> None:
+        """``STATS {json}``: the horns now, as the harness reports them."""
+        now = time.monotonic() - self.t0
+        horns = [horn.advance(now) for horn in self.horns]
+        stats = {"sim_us": self.sim_us(), "horn_us": [round(h, 4) for h in horns],
+                 "target_us": [h.target_us for h in self.horns], "moving": [h.moving for h in self.horns],
+                 "servo_speed": None if self.ideal else self.servo_speed, "ideal": self.ideal}
+        print("STATS " + json.dumps(stats), flush=True)
 
     def _wait_safe_window(self) -> None:
         """As servoWaitSafeWindow(): outputs change only while no pulse can be in progress."""
@@ -388,11 +428,11 @@ class Emulator:
         ctl = b""
         while not self.stop:
             now = time.monotonic()
-            timeout = 0.1
+            timeout = IDLE_WAIT_S
             if self.boot_deadline is not None:
                 timeout = min(timeout, self.boot_deadline - now)
             if self.model is not None:
-                timeout = min(timeout, 0.005, self.next_frame - now, self.serial.next_event(now))
+                timeout = min(timeout, RUN_WAIT_S, self.next_frame - now, self.serial.next_event(now))
             wants_write = [self.master] if self.out else []
             try:
                 readable, _, _ = select.select([0, self.watch.fd, self.master], wants_write, [],
@@ -407,7 +447,7 @@ class Emulator:
                 *lines, ctl = ctl.split(b"\n")
                 for raw in lines:
                     self.control(raw.decode("ascii", "replace"))
-                ctl = ctl[-256:]
+                ctl = ctl[-MAX_CONTROL_LINE:]
             if self.watch.fd in readable and self.watch.read():
                 self.hold("open")
             if self.boot_deadline is not None and time.monotonic() >= self.boot_deadline:
@@ -427,19 +467,22 @@ class Emulator:
                     n = os.write(self.master, self.out)
                     del self.out[:n]
                 except BlockingIOError:
-                    if self.watch.opens == 0 or len(self.out) > 65536:
+                    if self.watch.opens == 0 or len(self.out) > MAX_UNREAD_OUT:
                         self.out.clear()       # nobody listening: the bytes fall off the wire
         sys.stdout.flush()
 
     def _frames(self, now: float) -> None:
-        """One PULSE line per attached servo per 20 ms frame; a late loop skips frames."""
+        """One PULSE line per attached servo per 20 ms frame, each with the HORN line of that
+        servo as the pulse ends; a late loop skips frames (and the servo misses those pulses)."""
         if now < self.next_frame:
             return
         widths = self.model.pin_widths() if self.model else (0, 0)
         t = self.sim_us(self.next_frame)
-        for pin, w in zip(p.SERVO_PINS, widths, strict=True):
+        for pin, w, horn in zip(p.SERVO_PINS, widths, self.horns, strict=True):
             if w:
+                end = self.next_frame - self.t0 + w / 1e6
                 print(f"PULSE {t} {pin} {w:.4f}")
+                print(f"HORN {self.sim_us(self.t0 + end)} {pin} {horn.pulse(end, w):.4f}")
         sys.stdout.flush()
         self.next_frame += FRAME_US / 1e6
         if self.next_frame < now:
@@ -448,13 +491,21 @@ class Emulator:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m robohal_arduino_planar.emulator", description=__doc__.split("\n")[0])
-    parser.add_argument("--boot-ms", type=int, default=300, help="reset hold after open/RESET (default 300)")
+    parser.add_argument("--boot-ms", type=int, default=DEFAULT_BOOT_MS,
+                        help=f"reset hold after open/RESET (default {DEFAULT_BOOT_MS})")
     parser.add_argument("--watchdog-ms", type=int, default=p.DEFAULT_WATCHDOG_MS, help="power-up watchdog timeout")
     parser.add_argument("--watchdog-action", choices=p.WATCHDOG_ACTIONS, default=p.DEFAULT_WATCHDOG_ACTION)
+    parser.add_argument("--servo-speed", type=float, default=SG90_SPEED,
+                        help=f"servo slew rate in rad/s (default {SG90_SPEED:.2f}: SG90, 0.1 s/60 deg at 4.8 V)")
+    parser.add_argument("--ideal", action="store_true", help="the horns follow each pulse at once (perfect tracking)")
     parser.add_argument("--realtime", action="store_true", help="accepted for harness compatibility")
     parser.add_argument("--fast", action="store_true", help="accepted for harness compatibility")
     args = parser.parse_args(argv)
-    emulator = Emulator(args.boot_ms, args.watchdog_ms, args.watchdog_action)
+    if not args.ideal and not (args.servo_speed > 0 and args.servo_speed != float("inf")):
+        parser.error("--servo-speed must be a positive number of rad/s (or use --ideal)")
+    if not 0 <= args.boot_ms <= 60000:     # the harness's range
+        parser.error("--boot-ms must be 0..60000")
+    emulator = Emulator(args.boot_ms, args.watchdog_ms, args.watchdog_action, args.servo_speed, args.ideal)
 
     def on_signal(signum: int, frame: object) -> None:
         emulator.stop = True

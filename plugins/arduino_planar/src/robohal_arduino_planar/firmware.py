@@ -107,22 +107,34 @@ def build_harness() -> Path:
     return _make("harness")
 
 
-def harness_command(boot_ms: int = 300, realtime: bool = True) -> list[str]:
+def _servo_args(servo_speed: float | None, ideal: bool) -> list[str]:
+    if ideal:
+        return ["--ideal"]
+    return [] if servo_speed is None else ["--servo-speed", repr(float(servo_speed))]
+
+
+def harness_command(boot_ms: int = 300, realtime: bool = True, servo_speed: float | None = None,
+                    ideal: bool = False) -> list[str]:
     """argv that runs the real firmware in simavr on a pty (builds both first if out of date).
 
-    The process prints the pty path as its first stdout line; see PROTOCOL.md for the rest.
+    ``servo_speed`` (rad/s) is the servos' slew rate (None: the harness's default, the SG90's
+    rating); ``ideal`` makes the horns follow each pulse at once. The process prints the pty path
+    as its first stdout line; see PROTOCOL.md for the rest.
     """
     elf = build_firmware()
     harness = build_harness()
-    return [str(harness), str(elf), "--boot-ms", str(int(boot_ms)), "--realtime" if realtime else "--fast"]
+    return [str(harness), str(elf), "--boot-ms", str(int(boot_ms)), "--realtime" if realtime else "--fast",
+            *_servo_args(servo_speed, ideal)]
 
 
-def emulator_command(boot_ms: int = 300) -> list[str]:
-    """argv that runs the Python emulator on a pty, with the same stdout/stdin conventions.
+def emulator_command(boot_ms: int = 300, servo_speed: float | None = None, ideal: bool = False) -> list[str]:
+    """argv that runs the Python emulator on a pty, with the same stdout/stdin conventions
+    (and the same servo options as :func:`harness_command`).
 
     The child imports this package, so its environment must find it (an installed package does).
     """
-    return [sys.executable, "-m", "robohal_arduino_planar.emulator", "--boot-ms", str(int(boot_ms))]
+    return [sys.executable, "-m", "robohal_arduino_planar.emulator", "--boot-ms", str(int(boot_ms)),
+            *_servo_args(servo_speed, ideal)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,15 +6,23 @@ toolchain is missing is an error naming ``make avr-deps``, never a silent swap).
 their own process on a pseudo-terminal; ``.uri`` of the started simulator is
 ``arduino-planar://<pty>?model=...`` plus the backend parameters of the sim URI. Simulator
 options ride along with a ``sim_`` prefix: ``sim_boot_ms=300`` (the reset-on-open hold),
-``sim_fast=1`` (simavr free-running instead of real time).
+``sim_fast=1`` (simavr free-running instead of real time), ``sim_servo_speed=10.47`` (the servos'
+slew rate in rad/s; default the SG90's rated 0.1 s/60 deg, see :mod:`.servo`) and ``sim_ideal=1``
+(the horns follow each pulse at once: perfect tracking, for unit tests that need it; never a
+HIL default).
 
 :class:`ArduinoSimulator` keeps reading the simulator's stdout (so the pipe never fills and
-stalls it) and collects its ``PULSE`` and ``RESET`` lines for HIL suites; :meth:`control` sends
-the harness control lines (``RESET``, ``INJECT_RX``, ``INJECT_TX``, ``DROP_RX``).
+stalls it) and collects its ``PULSE``, ``HORN`` and ``RESET`` lines for HIL suites;
+:meth:`control` sends the harness control lines (``RESET``, ``INJECT_RX``, ``INJECT_TX``,
+``DROP_RX``) and :meth:`stats` asks where the horns are now.
+
+The backend cannot see the horns (a hobby servo has no position feedback): its ``q`` is the
+acknowledged pulse widths. The horns are what the arm physically does, for tests to compare.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import deque
@@ -25,10 +33,11 @@ from robohal.simulation import SimulatorError, SimulatorProcess
 from robohal.uri import RobotUri
 
 from . import firmware
+from .servo import SG90_SPEED
 
 KINDS = ("simavr", "emulator")
-DEFAULT_BOOT_MS = 300
-PULSE_HISTORY = 20000  # pulses kept (about 100 s of both servos at 50 Hz)
+DEFAULT_BOOT_MS = 300  # our choice (a real Uno boots 1-2 s; tests want less): see emulator.py
+PULSE_HISTORY = 20000  # pulses (and horn reports) kept: about 100 s of both servos at 50 Hz
 
 
 @dataclass(frozen=True)
@@ -40,14 +49,33 @@ class Pulse:
     width_us: float
 
 
-class ArduinoSimulator(SimulatorProcess):
-    """A running planar-arm simulator (firmware in simavr, or the emulator)."""
+@dataclass(frozen=True)
+class Horn:
+    """Where a servo's horn was as one of its pulses ended: simulated time (us), Arduino pin, and
+    the horn's angle written as the pulse width (us) whose target it is (see :mod:`.servo`)."""
 
-    def __init__(self, kind: str, argv: list[str], ready_line) -> None:
+    time_us: float
+    pin: int
+    position_us: float
+
+
+class ArduinoSimulator(SimulatorProcess):
+    """A running planar-arm simulator (firmware in simavr, or the emulator).
+
+    ``servo_speed`` (rad/s, None when ``ideal``) and ``ideal`` are the servo model it runs.
+    """
+
+    def __init__(self, kind: str, argv: list[str], ready_line, servo_speed: float | None = None,
+                 ideal: bool = False) -> None:
         self.kind = kind
+        self.ideal = ideal
+        self.servo_speed = None if ideal else (SG90_SPEED if servo_speed is None else servo_speed)
         self.pulses: deque[Pulse] = deque(maxlen=PULSE_HISTORY)
+        self.horns: deque[Horn] = deque(maxlen=PULSE_HISTORY)
         self.events: list[str] = []  # RESET lines and anything else that is not a pulse
+        self._stats_lines: deque[str] = deque(maxlen=16)
         self.pulse_count = 0
+        self.horn_count = 0
         self._cond = threading.Condition()
         self._stopping = threading.Event()
         super().__init__(argv, ready_line)
@@ -74,6 +102,14 @@ class ArduinoSimulator(SimulatorProcess):
                             self.pulse_count += 1
                         except ValueError:
                             self.events.append(line)
+                    elif len(parts) == 4 and parts[0] == "HORN":
+                        try:
+                            self.horns.append(Horn(float(parts[1]), int(parts[2]), float(parts[3])))
+                            self.horn_count += 1
+                        except ValueError:
+                            self.events.append(line)
+                    elif line.startswith("STATS "):
+                        self._stats_lines.append(line[len("STATS "):])
                     elif line:
                         self.events.append(line)
                 self._cond.notify_all()
@@ -99,6 +135,31 @@ class ArduinoSimulator(SimulatorProcess):
                 self._cond.wait(min(0.1, max(deadline - time.monotonic(), 0.0)))
         return self.pulses_since(mark, pin)
 
+    def horn_mark(self) -> int:
+        """A position in the horn reports (see :meth:`horns_since`)."""
+        with self._cond:
+            return self.horn_count
+
+    def horns_since(self, mark: int, pin: int | None = None) -> list[Horn]:
+        with self._cond:
+            skip = max(0, len(self.horns) - (self.horn_count - mark))
+            found = list(self.horns)[skip:]
+        return [horn for horn in found if pin is None or horn.pin == pin]
+
+    def stats(self, timeout: float = 5.0) -> dict:
+        """The simulator's answer to ``STATS``: ``horn_us`` and ``target_us`` per servo (D9, D10)
+        now, ``moving``, ``servo_speed`` (rad/s, None when ideal), ``ideal`` and ``sim_us``."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._stats_lines.clear()
+            self.send("STATS")
+            while not self._stats_lines:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self.alive():
+                    raise SimulatorError(f"the {self.kind} simulator did not answer STATS within {timeout:g} s")
+                self._cond.wait(min(left, 0.1))
+            return json.loads(self._stats_lines.popleft())
+
     def resets(self) -> list[str]:
         with self._cond:
             return [line for line in self.events if line.startswith("RESET ")]
@@ -123,21 +184,28 @@ def simulator_kind(uri: RobotUri) -> str:
     return kind
 
 
-def simulator_argv(kind: str, boot_ms: int = DEFAULT_BOOT_MS, realtime: bool = True) -> list[str]:
+def simulator_argv(kind: str, boot_ms: int = DEFAULT_BOOT_MS, realtime: bool = True,
+                   servo_speed: float | None = None, ideal: bool = False) -> list[str]:
     """The command line of a simulator; simavr builds the firmware and harness first."""
+    if servo_speed is not None and not servo_speed > 0:
+        raise ValueError(f"servo_speed must be a positive number of rad/s, got {servo_speed!r}")
     if kind == "simavr":
         missing = firmware.toolchain_missing()
         if missing:
             raise SimulatorError(f"the firmware simulator needs the AVR toolchain and simavr: {missing}"
                                  " (or use firmware=emulator)")
-        return firmware.harness_command(boot_ms, realtime=realtime)
-    return firmware.emulator_command(boot_ms)
+        return firmware.harness_command(boot_ms, realtime=realtime, servo_speed=servo_speed, ideal=ideal)
+    return firmware.emulator_command(boot_ms, servo_speed=servo_speed, ideal=ideal)
 
 
-def start(kind: str, *, boot_ms: int = DEFAULT_BOOT_MS, realtime: bool = True,
-          params: dict[str, str] | None = None) -> ArduinoSimulator:
-    """Start a simulator; ``.uri`` is ``arduino-planar://<pty>`` with ``params``."""
-    argv = simulator_argv(kind, boot_ms, realtime)
+def start(kind: str, *, boot_ms: int = DEFAULT_BOOT_MS, realtime: bool = True, servo_speed: float | None = None,
+          ideal: bool = False, params: dict[str, str] | None = None) -> ArduinoSimulator:
+    """Start a simulator; ``.uri`` is ``arduino-planar://<pty>`` with ``params``.
+
+    ``servo_speed`` is the servos' slew rate (rad/s; None: the SG90's rated speed); ``ideal``
+    makes the horns follow each pulse at once.
+    """
+    argv = simulator_argv(kind, boot_ms, realtime, servo_speed, ideal)
     keep = dict(params or {})
 
     def ready(line: str) -> RobotUri:
@@ -146,7 +214,7 @@ def start(kind: str, *, boot_ms: int = DEFAULT_BOOT_MS, realtime: bool = True,
             raise SimulatorError(f"the {kind} simulator printed {line!r} instead of its pty path")
         return RobotUri("arduino-planar", path=path, params=keep)
 
-    return ArduinoSimulator(kind, argv, ready)
+    return ArduinoSimulator(kind, argv, ready, servo_speed=servo_speed, ideal=ideal)
 
 
 def start_simulator(uri: RobotUri) -> ArduinoSimulator:
@@ -154,5 +222,10 @@ def start_simulator(uri: RobotUri) -> ArduinoSimulator:
     kind = simulator_kind(uri)
     boot_ms = uri.get_int("sim_boot_ms", DEFAULT_BOOT_MS, minimum=0)
     realtime = not uri.get_bool("sim_fast", False)
+    ideal = uri.get_bool("sim_ideal", False)
+    servo_speed = uri.get_float("sim_servo_speed", SG90_SPEED, minimum=0.0)
+    if servo_speed <= 0:
+        raise UriError(f"{uri}: sim_servo_speed is the servos' slew rate in rad/s and must be above 0"
+                       " (sim_ideal=1 gives perfect tracking)")
     params = {k: v for k, v in uri.params.items() if k != "firmware" and not k.startswith("sim_")}
-    return start(kind, boot_ms=boot_ms, realtime=realtime, params=params)
+    return start(kind, boot_ms=boot_ms, realtime=realtime, servo_speed=servo_speed, ideal=ideal, params=params)

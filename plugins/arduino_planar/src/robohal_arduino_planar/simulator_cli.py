@@ -21,11 +21,16 @@ import click
               help="Reset hold after the port is opened (a real Uno boots for 1-2 s).")
 @click.option("--fast", is_flag=True, help="simavr free-running instead of real time.")
 @click.option("--pulses", is_flag=True, help="Print every PULSE line.")
-def command(firmware_sim: bool, boot_ms: int, fast: bool, pulses: bool) -> None:
+@click.option("--servo-speed", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="Servo slew rate in rad/s  [default: 10.47, the SG90's 0.1 s/60 deg at 4.8 V]")
+@click.option("--ideal", is_flag=True, help="The servo horns follow each pulse at once (perfect tracking).")
+def command(firmware_sim: bool, boot_ms: int, fast: bool, pulses: bool, servo_speed: float | None,
+            ideal: bool) -> None:
     """The planar-arm firmware (in simavr) or its emulator on a pseudo-terminal."""
     from .simulation import start
 
-    sim = start("simavr" if firmware_sim else "emulator", boot_ms=boot_ms, realtime=not fast)
+    sim = start("simavr" if firmware_sim else "emulator", boot_ms=boot_ms, realtime=not fast,
+                servo_speed=servo_speed, ideal=ideal)
     try:
         click.echo(sim.pty_path)
         click.echo(f"# {sim.kind} running (pid {sim.pid}); connect to arduino-planar://{sim.pty_path};"

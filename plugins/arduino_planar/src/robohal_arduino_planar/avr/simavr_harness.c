@@ -2,17 +2,21 @@
  * simavr_harness: runs the planar-arm firmware ELF in simavr as a stand-in for an Arduino Uno on a
  * serial port. A test tool only (simavr is GPL-3); nothing here is linked into the Python package.
  *
- *   simavr_harness ELF [--boot-ms N] [--realtime | --fast]
+ *   simavr_harness ELF [--boot-ms N] [--realtime | --fast] [--servo-speed RAD_PER_S | --ideal]
  *
  * stdout, line by line:
  *   first line   the pty slave path (open it with pyserial at 115200)
  *   RESET <sim_us> <open|stdin>          the MCU left reset and starts the firmware
  *   PULSE <sim_us> <9|10> <width_us>     one servo pulse on D9/D10 (rising-edge time, width to 1/16 us)
+ *   HORN <sim_us> <9|10> <position_us>   after each PULSE: that servo's horn as the pulse ends
+ *                                        (falling-edge time), as the pulse width whose target it is
+ *   STATS {json}                         the answer to the control line STATS: the horns now
  * stdin, line by line (fault injection for tests):
  *   RESET               hold the MCU in reset for the boot delay, then restart it
  *   INJECT_RX <hex>     bytes reach the MCU's receiver as if the host had sent them
  *   INJECT_TX <hex>     bytes reach the host as if the MCU had sent them (line noise)
  *   DROP_RX <n>         the next n bytes from the host are lost on the wire
+ *   STATS               answer with one STATS line
  *   QUIT
  * Exits on QUIT, stdin EOF, SIGTERM/SIGINT, or a crashed MCU.
  *
@@ -24,9 +28,18 @@
  * slave device with inotify, so an open is seen even if the host closes and reopens at once. The MCU
  * is held until the first open; each 0 -> 1 transition of host opens holds it again, discards what
  * either side had queued, and restarts the firmware after --boot-ms (default 300) of wall time.
+ *
+ * The servos: a hobby servo has no feedback to the MCU, and its horn is not instant. Each servo
+ * here turns its horn toward the width of the last pulse it measured, at --servo-speed rad/s
+ * (default the TowerPro SG90 datasheet's "0.1 s/60 degree" at 4.8 V, no load), with the SG90's
+ * pulse scale (-90 deg ~1 ms, 0 at 1.5 ms, +90 deg ~2 ms: 1000 us per pi rad), driving for one
+ * 20 ms frame after each pulse (an analog servo without pulses goes limp). --ideal makes each
+ * horn jump to its pulse at once. robohal_arduino_planar/servo.py is the same model in Python,
+ * for the emulator; keep the two alike.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -47,10 +60,28 @@
 #include "avr_ioport.h"
 #include "avr_uart.h"
 
+/* The Uno's 16 MHz crystal (Arduino Uno board; the core's boards.txt: f_cpu=16000000L). */
 #define F_CPU_HZ 16000000ULL
-#define SLICE_CYCLES 2000ULL             /* 125 us of simulated time between I/O checks */
-#define BYTE_CYCLES 1389ULL              /* one 10-bit character at 115200 baud */
-#define MAX_LAG_NS 50000000LL            /* behind real time by more than this: re-anchor, don't race */
+/* Our choice: 125 us of simulated time between I/O checks (about a byte time at 115200 baud, and
+ * 1/160 of the 20 ms servo frame), so host bytes and pty output never wait noticeably. */
+#define SLICE_CYCLES 2000ULL
+/* One 8N1 character (10 bit times, PROTOCOL.md) at 115200 baud: 16e6 * 10 / 115200 = 1388.9. */
+#define BYTE_CYCLES 1389ULL
+/* Our choice: behind real time by more than this (a busy host), re-anchor rather than race to
+ * catch up, so the firmware never sees a burst of compressed time. */
+#define MAX_LAG_NS 50000000LL
+/* Our choice: with nothing to simulate (waiting for the first open), look at stdin this often. */
+#define IDLE_WAIT_NS 100000000LL
+/* Our choice: the reset hold after an open; a real Uno's bootloader takes 1-2 s (research notes),
+ * tests want less, and the backend's boot budget (2 s) covers the real one. */
+#define DEFAULT_BOOT_MS 300
+#define MAX_BOOT_MS 60000                 /* our choice: a bound for a mistyped argument */
+
+/* The servo model (see the header comment and servo.py). */
+#define SG90_SPEED_RAD_S (M_PI / 3.0 / 0.1)    /* SG90 datasheet: 0.1 s/60 degree at 4.8 V */
+#define SERVO_US_PER_RAD (1000.0 / M_PI)       /* SG90 datasheet: 1 ms..2 ms = -90..+90 deg */
+#define SERVO_NEUTRAL_US 1500.0                /* SG90: 1.5 ms = middle; where a horn starts: our choice */
+#define DRIVE_AFTER_PULSE_CYCLES (F_CPU_HZ / 50) /* 20 ms, one frame: our choice (servo.py) */
 
 enum mcu_state { MCU_WAIT_OPEN, MCU_BOOTING, MCU_RUNNING };
 
@@ -61,7 +92,8 @@ static volatile sig_atomic_t stop_requested = 0;
 static uint64_t cycle_base = 0;          /* simulated cycles before the last reset */
 static uint64_t last_cycle = 0;
 
-/* bytes host -> MCU waiting for their slot on the wire, and MCU -> host waiting for the pty */
+/* bytes host -> MCU waiting for their slot on the wire, and MCU -> host waiting for the pty; the
+ * sizes are our choice (far above anything a one-command-in-flight host leaves queued) */
 static uint8_t in_buf[4096];
 static size_t in_len = 0, in_pos = 0;
 static uint8_t out_buf[65536];
@@ -73,7 +105,19 @@ static unsigned long drop_rx = 0;       /* host bytes still to lose (DROP_RX) */
 
 static int pin_high[2];
 static uint64_t pin_rise[2];
-static const int pin_number[2] = {9, 10};
+static const int pin_number[2] = {9, 10};   /* OC1A = PB1 = D9, OC1B = PB2 = D10 (Uno pinout) */
+
+/* One servo's horn, in pulse-width units (us). Physical: it survives MCU resets. */
+struct servo {
+  double position_us;
+  double target_us;                      /* < 0: no pulse received yet */
+  uint64_t updated;                      /* simulated cycle the position is for */
+  uint64_t drive_until;                  /* it drives toward the target until this cycle */
+};
+static struct servo servos[2] = {{SERVO_NEUTRAL_US, -1, 0, 0}, {SERVO_NEUTRAL_US, -1, 0, 0}};
+static double servo_speed_us_per_cycle = SG90_SPEED_RAD_S * SERVO_US_PER_RAD / (double)F_CPU_HZ;
+static int servo_ideal = 0;
+static double servo_speed_rad_s = SG90_SPEED_RAD_S;
 
 static uint64_t sim_cycles(void) {
   if (avr->cycle < last_cycle) cycle_base += last_cycle;   /* the core restarted its count */
@@ -102,6 +146,58 @@ static void on_uart_xoff(struct avr_irq_t *irq, uint32_t value, void *param) {
   uart_xon = 0;
 }
 
+/* Moves a horn up to `now`, toward its last target while it is driven. */
+static void servo_advance(struct servo *s, uint64_t now) {
+  if (s->target_us >= 0 && !servo_ideal) {
+    uint64_t end = now < s->drive_until ? now : s->drive_until;
+    if (end > s->updated) {
+      double step = servo_speed_us_per_cycle * (double)(end - s->updated);
+      double error = s->target_us - s->position_us;
+      s->position_us = fabs(error) <= step ? s->target_us : s->position_us + (error > 0 ? step : -step);
+    }
+  }
+  if (now > s->updated) s->updated = now;
+}
+
+/* A pulse of width_us ended at `now`: returns the horn so far, then takes the new target. */
+static double servo_pulse(struct servo *s, uint64_t now, double width_us) {
+  servo_advance(s, now);
+  double position = s->position_us;
+  s->target_us = width_us;
+  s->drive_until = now + DRIVE_AFTER_PULSE_CYCLES;
+  if (servo_ideal) s->position_us = position = width_us;
+  return position;
+}
+
+/* The pulses stop for certain now (MCU in reset): the servo is no longer driven. */
+static void servo_unpowered(struct servo *s, uint64_t now) {
+  servo_advance(s, now);
+  if (s->drive_until > now) s->drive_until = now;
+}
+
+static void print_stats(void) {
+  uint64_t now = sim_cycles();
+  printf("STATS {\"sim_us\": %llu, \"horn_us\": [", (unsigned long long)(now / 16));
+  for (int i = 0; i < 2; i++) {
+    servo_advance(&servos[i], now);
+    printf("%s%.4f", i ? ", " : "", servos[i].position_us);
+  }
+  printf("], \"target_us\": [");
+  for (int i = 0; i < 2; i++) {
+    if (servos[i].target_us < 0) printf("%snull", i ? ", " : "");
+    else printf("%s%.4f", i ? ", " : "", servos[i].target_us);
+  }
+  printf("], \"moving\": [");
+  for (int i = 0; i < 2; i++) {
+    const struct servo *s = &servos[i];
+    int moving = s->target_us >= 0 && s->position_us != s->target_us && s->updated < s->drive_until;
+    printf("%s%s", i ? ", " : "", moving ? "true" : "false");
+  }
+  if (servo_ideal) printf("], \"servo_speed\": null, \"ideal\": true}\n");
+  else printf("], \"servo_speed\": %.6f, \"ideal\": false}\n", servo_speed_rad_s);
+  fflush(stdout);
+}
+
 static void on_pin(struct avr_irq_t *irq, uint32_t value, void *param) {
   (void)irq;
   int i = (int)(intptr_t)param;
@@ -111,8 +207,10 @@ static void on_pin(struct avr_irq_t *irq, uint32_t value, void *param) {
     pin_rise[i] = now;
   } else if (!value && pin_high[i]) {
     pin_high[i] = 0;
-    printf("PULSE %llu %d %.4f\n", (unsigned long long)(pin_rise[i] / 16),
-           pin_number[i], (double)(now - pin_rise[i]) * 1e6 / (double)F_CPU_HZ);
+    double width_us = (double)(now - pin_rise[i]) * 1e6 / (double)F_CPU_HZ;
+    printf("PULSE %llu %d %.4f\n", (unsigned long long)(pin_rise[i] / 16), pin_number[i], width_us);
+    printf("HORN %llu %d %.4f\n", (unsigned long long)(now / 16), pin_number[i],
+           servo_pulse(&servos[i], now, width_us));
   }
 }
 
@@ -129,6 +227,7 @@ static void on_signal(int sig) {
 
 /* Holds the MCU: nothing runs, pending bytes both ways are dropped, a boot countdown starts. */
 static void hold_in_reset(int spare) {
+  for (int i = 0; i < 2; i++) servo_unpowered(&servos[i], sim_cycles());   /* no pulses: limp */
   state = MCU_BOOTING;
   in_len = in_pos = 0;
   out_len = 0;
@@ -160,19 +259,27 @@ static int append_hex(const char *hex, uint8_t *buf, size_t *len, size_t cap) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: simavr_harness FIRMWARE.elf [--boot-ms N] [--realtime | --fast]\n");
+  fprintf(stderr, "usage: simavr_harness FIRMWARE.elf [--boot-ms N] [--realtime | --fast]"
+                  " [--servo-speed RAD_PER_S | --ideal]\n");
   _exit(2);
 }
 
 int main(int argc, char **argv) {
   const char *elf_path = NULL;
-  long boot_ms = 300;
+  long boot_ms = DEFAULT_BOOT_MS;
   int realtime = 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--boot-ms") == 0 && i + 1 < argc) {
       char *end;
       boot_ms = strtol(argv[++i], &end, 10);
-      if (*end || boot_ms < 0 || boot_ms > 60000) usage();
+      if (*end || boot_ms < 0 || boot_ms > MAX_BOOT_MS) usage();
+    } else if (strcmp(argv[i], "--servo-speed") == 0 && i + 1 < argc) {
+      char *end;
+      servo_speed_rad_s = strtod(argv[++i], &end);
+      if (*end || !(servo_speed_rad_s > 0) || !isfinite(servo_speed_rad_s)) usage();
+      servo_speed_us_per_cycle = servo_speed_rad_s * SERVO_US_PER_RAD / (double)F_CPU_HZ;
+    } else if (strcmp(argv[i], "--ideal") == 0) {
+      servo_ideal = 1;
     } else if (strcmp(argv[i], "--realtime") == 0) {
       realtime = 1;
     } else if (strcmp(argv[i], "--fast") == 0) {
@@ -252,7 +359,7 @@ int main(int argc, char **argv) {
   const char *boot_reason = "open";
   int64_t anchor_ns = 0;
   uint64_t anchor_cycles = 0;
-  char ctl[256];
+  char ctl[256];                         /* our choice: a longer control line is junk */
   size_t ctl_len = 0;
   int exit_code = 0;
 
@@ -288,7 +395,7 @@ int main(int argc, char **argv) {
     } else if (state == MCU_BOOTING) {
       wait_ns = boot_deadline_ns > now ? boot_deadline_ns - now : 0;
     } else if (state == MCU_WAIT_OPEN) {
-      wait_ns = 100000000LL;
+      wait_ns = IDLE_WAIT_NS;
     }
     struct pollfd fds[3] = {
       {.fd = STDIN_FILENO, .events = POLLIN},
@@ -322,6 +429,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "simavr_harness: bad INJECT_TX\n");
         } else if (strncmp(ctl, "DROP_RX ", 8) == 0) {
           drop_rx += strtoul(ctl + 8, NULL, 10);
+        } else if (strcmp(ctl, "STATS") == 0) {
+          print_stats();
         } else if (ctl[0]) {
           fprintf(stderr, "simavr_harness: unknown control line: %s\n", ctl);
         }
