@@ -4,9 +4,11 @@ firmware in simavr, where the AVR toolchain is installed, and the Python emulato
     pytest --pyargs robohal_arduino_planar.hil
     robohal hil --target 'arduino-planar://sim?model=arduino.planar2&firmware=simavr'
 
-The simulators measure every servo pulse on D9/D10 and take fault injection (reset, garbage
-bytes), so these tests need one; on a real board they are skipped (measure the pulses with a
-scope or logic analyser there: the same figures apply).
+The simulators measure every servo pulse on D9/D10, model each servo's horn slewing toward its
+pulse at the servo's rated speed (the SG90's by default), and take fault injection (reset,
+garbage bytes), so these tests need one; on a real board they are skipped (measure the pulses
+with a scope or logic analyser, and the horns with a camera or a protractor there: the same
+figures apply).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.hil_backend("arduino-planar")
 
 PULSE_TOLERANCE_US = 8.0
 PINS = (9, 10)
+FRAME_US = 20000.0  # the firmware's 50 Hz servo frame (PROTOCOL.md, Pulses)
 
 
 @pytest.fixture
@@ -34,6 +37,14 @@ def sim(hil_target: HilTarget):
     if simulator is None or not hasattr(simulator, "control"):
         pytest.skip("needs the bundled simulator's pulse reports and fault injection")
     return simulator
+
+
+@pytest.fixture
+def horns(sim):
+    """The simulator, where it reports the servos' horns (the bundled ones do)."""
+    if not hasattr(sim, "horns_since"):
+        pytest.skip("needs a simulator that reports the servo horns")
+    return sim
 
 
 @pytest.fixture
@@ -81,6 +92,59 @@ def test_pulse_widths_match_commanded_angles(robot: Robot, sim) -> None:
             worst = float(np.abs(measured - expected).max())
             assert worst <= PULSE_TOLERANCE_US, (
                 f"D{pin}: pulses {measured} us for {np.degrees(target[joint]):.1f} deg (expected {expected:.1f} us)")
+
+
+def expected_width(robot: Robot, joint: int, angle: float) -> float:
+    """The exact pulse width of a joint angle by the calibration (not rounded to the wire's 1 us)."""
+    servo = robot.backend.calibration.servos[joint]
+    return servo.offset_us + servo.direction * servo.scale_us_per_rad * angle
+
+
+def test_servo_horns_reach_the_commanded_angles_within_the_settle_time(robot: Robot, horns, hil_target) -> None:
+    """The backend has no position feedback, so its promise is the servos': once a motion is
+    done, the arm is physically there within the backend's settle time."""
+    settle_us = hil_target.spec.settle_time * 1e6
+    for target in np.radians([[60.0, -70.0], [-80.0, 85.0], [0.0, 0.0]]):
+        assert robot.move_joints(target, speed=1.0).completed
+        mark = horns.horn_mark()
+        deadline = time.monotonic() + 10.0 + hil_target.spec.settle_time
+        reports: dict[int, list] = {}
+        while time.monotonic() < deadline:
+            robot.backend.cycle()  # hold, and keep the watchdog fed
+            reports = {pin: horns.horns_since(mark, pin) for pin in PINS}
+            if all(r and r[-1].time_us - r[0].time_us >= settle_us for r in reports.values()):
+                break
+        for joint, pin in enumerate(PINS):
+            found = reports.get(pin) or []
+            assert found and found[-1].time_us - found[0].time_us >= settle_us, f"too few horn reports on D{pin}"
+            settled = [h.position_us for h in found if h.time_us - found[0].time_us >= settle_us]
+            expected = expected_width(robot, joint, target[joint])
+            assert np.abs(np.array(settled) - expected).max() <= PULSE_TOLERANCE_US, (
+                f"D{pin}: the horn is at {settled} us {hil_target.spec.settle_time:g} s after the motion,"
+                f" commanded {expected:.1f} us ({np.degrees(target[joint]):.1f} deg)")
+
+
+def test_servo_horns_keep_up_with_a_full_speed_motion(robot: Robot, horns) -> None:
+    """At the model's top joint speed each horn stays within one servo frame of its pulses: the
+    model's speed limit is one the servos can follow, so the plan is what the arm does."""
+    assert robot.move_joints(np.radians([-60.0, 60.0]), speed=1.0).completed
+    pulse_mark, horn_mark = horns.mark(), horns.horn_mark()
+    assert robot.move_joints(np.radians([60.0, -60.0]), speed=1.0).completed
+    for pin in PINS:
+        pulses = horns.pulses_since(pulse_mark, pin)
+        checked = 0
+        for horn in horns.horns_since(horn_mark, pin):
+            # its own pulse ended at the horn report; the one before came a frame earlier
+            before = [pulse for pulse in pulses if pulse.time_us < horn.time_us]
+            if len(before) < 2 or abs(before[-1].time_us - before[-2].time_us - FRAME_US) > 100:
+                continue  # no whole frame before it in the record
+            low = min(before[-1].width_us, before[-2].width_us) - PULSE_TOLERANCE_US
+            high = max(before[-1].width_us, before[-2].width_us) + PULSE_TOLERANCE_US
+            assert low <= horn.position_us <= high, (
+                f"D{pin}: the horn at {horn.position_us:.1f} us lags the pulses"
+                f" ({before[-2].width_us:.1f}, {before[-1].width_us:.1f} us) by more than a frame")
+            checked += 1
+        assert checked >= 20, f"D{pin}: only {checked} horn reports during the motion"
 
 
 def test_reset_mid_stream_detected_and_recovered(robot: Robot, sim) -> None:
