@@ -28,6 +28,7 @@ MAKE_TARGET = "make franky-sim"
 FCI_PORTS = (1337, 1338)  # franky-sim binds both on its host: robot commands, gripper
 START_TIMEOUT = 60.0  # s: importing MuJoCo and pinocchio and loading the FR3 model (about 2 s here)
 STOP_TIMEOUT = 5.0  # s
+READY_TEXT = "Connect to the server using"  # franky-sim 1.0.4's line before it serves
 
 
 def venv_python() -> Path:
@@ -65,39 +66,62 @@ def listening(host: str, port: int) -> bool:
         return False
 
 
+# franky-sim's own entry point (its `franky-sim` console script), behind a thread that turns the
+# end of stdin into Ctrl-C: closing the pipe stops it cleanly, and it never outlives the test
+# process that started it, however that ends.
+FRANKY_SIM_LAUNCHER = """
+import os, signal, sys, threading
+def stop_at_end_of_input():
+    sys.stdin.buffer.read()
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=stop_at_end_of_input, daemon=True).start()
+from franky_sim.run_server import main
+sys.argv[0] = "franky-sim"
+main()
+"""
+
+
 class FrankySim:
-    """franky-sim (MuJoCo) on ``host`` in its own process group, stopped by :meth:`stop`."""
+    """franky-sim (MuJoCo) on ``host`` in its own process, stopped by :meth:`stop`."""
 
     def __init__(self, host: str, timeout: float = START_TIMEOUT) -> None:
         self.host = host
         self._log = tempfile.NamedTemporaryFile(prefix="franky-sim-", suffix=".log", delete=False)
         # `-s mujoco`: the default `-s auto` fails without the optional genesis package.
         self.process = subprocess.Popen(
-            [str(VENV / "bin" / "franky-sim"), "-s", "mujoco", "--hostname", host],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            [str(venv_python()), "-c", FRANKY_SIM_LAUNCHER, "-s", "mujoco", "--hostname", host],
+            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
         )
         deadline = time.monotonic() + timeout
-        while not listening(host, FCI_PORTS[0]):
+        while not self.ready():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 what = (f"exited with code {self.process.returncode}" if self.process.poll() is not None
-                        else f"did not listen on {host}:{FCI_PORTS[0]} within {timeout:g} s")
+                        else f"was not serving {host}:{FCI_PORTS[0]} within {timeout:g} s")
                 self.stop()
                 raise RuntimeError(f"franky-sim {what}:\n{self.log_tail()}")
             time.sleep(0.05)  # polling a condition with a deadline, not a synchronisation sleep
+
+    def ready(self) -> bool:
+        """Serving: franky-sim binds its ports before it loads the model, and prints this line
+        once its loop is about to run; then the port takes connections."""
+        return READY_TEXT in self.log_tail() and listening(self.host, FCI_PORTS[0])
 
     def log_tail(self, lines: int = 30) -> str:
         return "".join(Path(self._log.name).read_text(errors="replace").splitlines(keepends=True)[-lines:])
 
     def stop(self) -> None:
-        """SIGINT (franky-sim shuts down on KeyboardInterrupt), then SIGKILL to the group."""
+        """End of stdin (a clean shutdown), then SIGKILL to its process group; idempotent."""
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
             try:
+                assert self.process.stdin is not None
+                self.process.stdin.close()
                 self.process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
+            except (OSError, subprocess.TimeoutExpired):
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=STOP_TIMEOUT)
+        if self.process.stdin is not None:
+            self.process.stdin.close()
         self._log.close()
 
     def remove_log(self) -> None:
@@ -116,9 +140,13 @@ def run_client(scenario: str, host: str, timeout: float = 60.0) -> dict:
 
 # The franky client (runs in the franky venv; franky is imported only here) --------------------
 
-# franky's own trajectory generator (ruckig) at full dynamics commands jerks above the FR3's
-# documented 5000 rad/s^3 (5254 measured), which a robot that checks its limits refuses: a
-# shortcoming of the client. At half its dynamics the motions stay within the limits.
+# A shortcoming of the client, not of the robot: franky plans with the Panda's limits (its defaults,
+# read from franky 2.0.0: up to 20 rad/s^2 and 10000 rad/s^3 on joints 6 and 7; 1.7 m/s, 13 m/s^2,
+# 6500 m/s^3 in translation), while the FR3 allows 10 rad/s^2 and 5000 rad/s^3 on every joint and
+# 9 m/s^2, 4500 m/s^3 in translation (Franka's FR3 limit table, robohal_franka/facts.py), and its
+# filtered commands overshoot the limits it plans with (measured: 5254 rad/s^3 against 5000 at full
+# dynamics; 10.08 rad/s^2 on joint 7 at 0.5). A robot that checks its limits refuses those. At 0.4
+# of franky's dynamics every limit keeps a 20 % margin.
 DYNAMICS_FACTOR = 0.4
 SETTLE_TIMEOUT = 2.0  # s: for the measured joints to come to rest after a motion
 REST_SPEED = 1e-3  # rad/s: our choice, far below any commanded speed here
