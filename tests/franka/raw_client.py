@@ -21,7 +21,7 @@ def bump(lib, robot, joint: int, amplitude: float, duration: float, jump_at: int
     """A smooth bump on one joint; optionally a jump at cycle ``jump_at``. Returns the exception text or None."""
     control = robot.start_joint_position_control(lib.ControllerMode.JointImpedance)
     state, _ = control.readOnce()
-    q0 = list(state.q)
+    q0 = list(state.q_d)  # where the robot holds the arm (the measured q sits off it), as libfranka's examples
     cycles = round(duration / 0.001)
     try:
         for i in range(cycles):
@@ -51,7 +51,8 @@ def main() -> None:
     robot = lib.Robot(host, lib.RealtimeConfig.kIgnore)
     out["connect_s"] = time.perf_counter() - started
     state = robot.read_once()
-    out.update(q=list(state.q), dq=list(state.dq), O_T_EE=list(state.O_T_EE), gravity_vector=list(state.O_ddP_O),
+    out.update(q=list(state.q), q_d=list(state.q_d), dq=list(state.dq), O_T_EE=list(state.O_T_EE),
+               O_T_EE_d=list(state.O_T_EE_d), gravity_vector=list(state.O_ddP_O),
                mode=int(state.robot_mode), time=state.time.to_sec())
     if scenario == "read":
         if impl == "pylibfranka":
@@ -60,7 +61,7 @@ def main() -> None:
     elif scenario == "smooth":
         out["error"] = bump(lib, robot, 3, 0.2, 1.0)
         state = robot.read_once()
-        out.update(after_q=list(state.q), after_mode=int(state.robot_mode),
+        out.update(after_q=list(state.q), after_q_d=list(state.q_d), after_mode=int(state.robot_mode),
                    success_rate=state.control_command_success_rate)
     elif scenario == "jump":
         out["error"] = bump(lib, robot, 0, 0.1, 1.0, jump_at=300, jump=0.02)
@@ -90,10 +91,10 @@ def main() -> None:
             control.writeOnce(command)
             if i < 999:
                 state, _ = control.readOnce()
-                q0 = q0 or list(state.q)
+                q0 = q0 or list(state.q_d)
         del control
-        robot_q = list(robot.read_once().q)
-        out.update(start_q=q0, end_q=robot_q)
+        robot_q = list(robot.read_once().q_d)
+        out.update(start_q_d=q0, end_q_d=robot_q)  # desired: the measured q carries noise
     elif scenario == "torque":
         control = robot.start_torque_control()
         state, _ = control.readOnce()
@@ -118,7 +119,7 @@ def main() -> None:
     elif scenario == "stop":
         control = robot.start_joint_position_control(lib.ControllerMode.JointImpedance)
         state, _ = control.readOnce()
-        control.writeOnce(lib.JointPositions(list(state.q)))
+        control.writeOnce(lib.JointPositions(list(state.q_d)))
         robot.stop()
         del control
         out["after_stop_mode"] = int(robot.read_once().robot_mode)

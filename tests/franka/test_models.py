@@ -35,8 +35,9 @@ def test_hand_tcp_is_offset_along_the_flange_axis_and_turned():
 
 def test_limit_tables():
     fr3 = robohal.get_model("franka.fr3").limits
-    np.testing.assert_allclose(fr3.upper, [2.9007, 1.8361, 2.9007, -0.1169, 2.8763, 4.6216, 3.0508])
-    np.testing.assert_allclose(fr3.lower, [-2.9007, -1.8361, -2.9007, -3.0770, -2.8763, 0.4398, -3.0508])
+    # franka_description's FR3 URDF (and the FCI table control-parameters-joint-fr3.csv)
+    np.testing.assert_allclose(fr3.upper, [2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159])
+    np.testing.assert_allclose(fr3.lower, [-2.7437, -1.7837, -2.9007, -3.0421, -2.8065, 0.5445, -3.0159])
     np.testing.assert_allclose(fr3.velocity, [2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26])
     assert (fr3.acceleration == 10).all() and (fr3.jerk == 5000).all()
     panda = robohal.get_model("franka.panda").limits

@@ -32,7 +32,7 @@ def test_packaged_urdf_files_match_the_facts():
         text = urdf_text(name)
         assert text == build_urdf(name)
         assert text.count("<position_based_velocity_limits") == 7 and 'name="link8"' in text
-    assert 'upper="2.9007"' in urdf_text("franka.fr3") and 'upper="2.8973"' in urdf_text("franka.panda")
+    assert 'upper="2.7437"' in urdf_text("franka.fr3") and 'upper="2.8973"' in urdf_text("franka.panda")
 
 
 def moving_robot(**options) -> SimulatedRobot:
@@ -41,7 +41,7 @@ def moving_robot(**options) -> SimulatedRobot:
     return robot
 
 
-def command(q=None, dq=None, tau=None, finished=False) -> np.ndarray:
+def command(q=None, dq=None, tau=None, pose=None, twist=None, elbow=None, finished=False) -> np.ndarray:
     record = np.zeros((), dtype=wire.COMMAND)
     if q is not None:
         record["q_c"] = q
@@ -49,6 +49,13 @@ def command(q=None, dq=None, tau=None, finished=False) -> np.ndarray:
         record["dq_c"] = dq
     if tau is not None:
         record["tau_J_d"] = tau
+    if pose is not None:
+        record["O_T_EE_c"] = np.asarray(pose).ravel(order="F")
+    if twist is not None:
+        record["O_dP_EE_c"] = twist
+    if elbow is not None:
+        record["elbow_c"] = elbow
+        record["valid_elbow"] = True
     record["motion_generation_finished"] = finished
     record["torque_command_finished"] = finished
     return record
@@ -61,28 +68,54 @@ def step(robot: SimulatedRobot, **kwargs) -> str | None:
 
 def test_smooth_stream_passes_and_the_arm_follows():
     robot = moving_robot()
-    q0 = robot.q.copy()
+    q0 = robot.q_d.copy()
     t = np.arange(1, 501) * 0.001
     for k, s in enumerate(np.sin(np.pi * t / 0.5) ** 4):
         q = q0.copy()
         q[1] += 0.05 * s
         assert step(robot, q=q, finished=k == 499) in (None, "finished")
     assert robot.mode is RobotMode.IDLE and robot.stats["reflexes"] == 0
-    assert np.allclose(robot.q, q0, atol=1e-6)
+    assert np.allclose(robot.q_d, q0, atol=1e-6)  # the desired motion returned to its start
+    assert np.abs(robot.q - q0).max() < 1e-3  # and the arm follows it there
 
 
-@pytest.mark.parametrize(("change", "error"), [
-    (lambda q: q + np.array([0, 0, 0, 0, 0, 0, 10.0]), "joint_motion_generator_position_limits_violation"),
-    (lambda q: q + np.r_[FR3.velocity[0] * 0.0011, np.zeros(6)], "joint_motion_generator_velocity_limits_violation"),
-    (lambda q: q + np.r_[0.011 * 1e-3 * 1.5, np.zeros(6)], "joint_motion_generator_velocity_discontinuity"),
-    (lambda q: q + np.r_[5000 * 1.2e-9, np.zeros(6)], "joint_motion_generator_acceleration_discontinuity"),
+def steady(velocity: float, acceleration: float = 0.0) -> list[np.ndarray]:
+    """A joint-1 history (three samples 1 ms apart) moving at ``velocity`` with ``acceleration``."""
+    v0, v1 = velocity - acceleration * 1e-3, velocity
+    return [np.array(READY_Q) + np.r_[x, np.zeros(6)] for x in (0.0, v0 * 1e-3, (v0 + v1) * 1e-3)]
+
+
+@pytest.mark.parametrize(("history", "next_velocity", "error"), [
+    # at 2.6196 rad/s, accelerating at 4.4 rad/s^2 (jerk 0): over the 2.62 rad/s limit, nothing else
+    (steady(2.6196, 4.4), 2.6240, "joint_motion_generator_velocity_limits_violation"),
+    # accelerating at 9.9 rad/s^2, then 10.5 (jerk 600 rad/s^3): over the 10 rad/s^2 limit alone
+    (steady(0.5, 9.9), 0.5 + 10.5e-3, "joint_motion_generator_velocity_discontinuity"),
+    # a steady 1 rad/s, then 6 rad/s^2 at once: the jerk (6000 > 5000 rad/s^3) alone
+    (steady(1.0), 1.0 + 6e-3, "joint_motion_generator_acceleration_discontinuity"),
 ])
-def test_each_limit_raises_its_libfranka_error(change, error):
+def test_each_limit_alone_raises_its_libfranka_error(history, next_velocity, error):
+    from robohal_franka.simulated_robot import CommandChecker
+
+    checker = CommandChecker(FR3)
+    checker.history = history
+    assert checker.check_position(history[-1] + np.r_[next_velocity * 1e-3, np.zeros(6)]) == (error,)
+
+
+@pytest.mark.parametrize(("change", "errors"), [
+    (lambda q: q + np.array([0, 0, 0, 0, 0, 0, 10.0]), {"joint_motion_generator_position_limits_violation",
+                                                       "joint_motion_generator_velocity_limits_violation",
+                                                       "joint_motion_generator_velocity_discontinuity",
+                                                       "joint_motion_generator_acceleration_discontinuity"}),
+    (lambda q: q + np.r_[0.011 * 1e-3 * 1.5, np.zeros(6)], {"joint_motion_generator_velocity_discontinuity",
+                                                           "joint_motion_generator_acceleration_discontinuity"}),
+    (lambda q: q + np.r_[5000 * 1.2e-9, np.zeros(6)], {"joint_motion_generator_acceleration_discontinuity"}),
+])
+def test_a_bad_command_reports_every_error_it_violates(change, errors):
     robot = moving_robot()
-    q0 = robot.q.copy()
+    q0 = robot.q_d.copy()
     assert step(robot, q=q0) is None
     assert step(robot, q=change(q0)) == "reflex"
-    assert robot.errors == (error,) and robot.last_motion_errors == (error,)
+    assert set(robot.errors) == errors and robot.last_motion_errors == robot.errors
     assert robot.mode is RobotMode.REFLEX
     assert robot.start_motion(0, 0) is not MoveStatus.MOTION_STARTED  # no motion in Reflex
     robot.recover()
@@ -103,28 +136,56 @@ def test_near_the_end_of_travel_the_fr3_speed_curve_raises_the_velocity_reflex()
         step_ = np.r_[0.0, direction * 0.8e-3, np.zeros(5)]
         checker.reset(q)
         checker.history = [q - 2 * step_, q - step_, q]  # moving steadily
-        assert checker.check_position(q + step_) == expected
+        assert checker.check_position(q + step_) == (() if expected is None else (expected,))
 
 
-def test_start_pose_and_finish_at_speed():
+@pytest.mark.parametrize(("offset", "outcome"), [
+    (0.01, ("joint_position_motion_generator_start_pose_invalid",)),
+    # more than ddq_max dt^2 = 1e-5 rad: only a velocity jump reaches it in the first cycle
+    (1.2e-5, ("joint_position_motion_generator_start_pose_invalid",)),
+    (3e-6, ()),  # within one cycle's acceleration (3 rad/s^2, jerk 3000 rad/s^3) from rest: accepted
+    (7e-6, ("joint_motion_generator_acceleration_discontinuity",)),  # within it, but the jerk is 7000
+])
+def test_the_first_command_starts_on_q_d(offset, outcome):
     robot = moving_robot()
-    assert step(robot, q=robot.q + 0.01) == "reflex"
+    assert np.abs(robot.q - robot.q_d).max() > 1e-6  # the measured arm is not where it is held
+    event = step(robot, q=robot.q_d + np.r_[offset, np.zeros(6)])
+    assert robot.errors == outcome and event == ("reflex" if outcome else None)
+
+
+def test_starting_on_the_measured_position_is_refused():
+    # what a client that assumes q == q_d sends: the arm's static error is more than 1e-5 rad
+    robot = moving_robot(seed=3)
+    assert step(robot, q=robot.q) == "reflex"
     assert robot.errors == ("joint_position_motion_generator_start_pose_invalid",)
-    robot.recover()
-    robot.start_motion(0, 0)
-    q = robot.q.copy()
-    velocity = 0.0
-    for _ in range(200):  # accelerate gently, then stop dead with motion_finished
-        velocity = min(velocity + 0.005, 0.5)
+
+
+def ramp_then_finish(velocities) -> SimulatedRobot:
+    robot = moving_robot()
+    q = robot.q_d.copy()
+    for k, velocity in enumerate(velocities):
         q = q + np.r_[velocity * 1e-3, np.zeros(6)]
-        assert step(robot, q=q) is None
-    assert step(robot, q=q, finished=True) == "reflex"
-    assert robot.errors == ("joint_motion_generator_velocity_discontinuity",)
+        event = step(robot, q=q, finished=k == len(velocities) - 1)
+        assert event in (None, "finished", "reflex")
+    return robot
+
+
+def test_a_finished_motion_is_checked_by_the_step_to_rest():
+    # the robot holds the last command: the two cycles to rest must keep to the acceleration
+    # (10 rad/s^2) and jerk (5000 rad/s^3) limits, so the last velocity must be under 5 mrad/s
+    slow = ramp_then_finish([0.001, 0.002, 0.003, 0.004, 0.004, 0.004])
+    assert slow.mode is RobotMode.IDLE and slow.errors == ()
+    fast = ramp_then_finish([0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.006, 0.006])
+    assert fast.errors == ("joint_motion_generator_acceleration_discontinuity",)
+    # accelerate gently to 0.5 rad/s, then stop dead with motion_finished
+    dead = ramp_then_finish([min(0.005 * (k + 1), 0.5) for k in range(200)])
+    assert dead.errors == ("joint_motion_generator_velocity_discontinuity",
+                           "joint_motion_generator_acceleration_discontinuity")
 
 
 def test_missed_commands_are_tolerated_up_to_the_limit():
     robot = moving_robot()
-    q = robot.q.copy()
+    q = robot.q_d.copy()
     for _ in range(DEFAULT_MAX_MISSED):
         assert robot.tick() is None  # no command this cycle: tolerated
     assert step(robot, q=q) is None
@@ -139,7 +200,8 @@ def test_velocity_and_torque_interfaces():
     robot = SimulatedRobot()
     robot.start_motion(MoveController.JOINT_IMPEDANCE, MoveGenerator.JOINT_VELOCITY)
     assert step(robot, dq=np.r_[1.0, np.zeros(6)]) == "reflex"  # from rest to 1 rad/s in 1 ms
-    assert robot.errors == ("joint_motion_generator_velocity_discontinuity",)
+    assert robot.errors == ("joint_motion_generator_velocity_discontinuity",
+                            "joint_motion_generator_acceleration_discontinuity")
     robot.recover()
     robot.start_motion(MoveController.EXTERNAL, MoveGenerator.NONE)
     q0 = robot.q.copy()
@@ -147,14 +209,22 @@ def test_velocity_and_torque_interfaces():
         assert step(robot, tau=np.r_[0.5, np.zeros(6)]) is None
     assert robot.q[0] > q0[0]
     assert step(robot, tau=np.r_[20.0, np.zeros(6)]) == "reflex"
-    assert robot.errors == ("tau_j_range_violation",) or robot.errors == ("controller_torque_discontinuity",)
-    assert robot.start_motion(MoveController.CARTESIAN_IMPEDANCE, MoveGenerator.CARTESIAN_POSITION) is not MoveStatus.MOTION_STARTED
+    assert robot.errors == ("controller_torque_discontinuity",)  # 19.5 Nm in 1 ms; 20 Nm is in range
+    robot.recover()
+    robot.start_motion(MoveController.EXTERNAL, MoveGenerator.NONE)
+    assert step(robot, tau=np.r_[0.9, np.zeros(5), 13.0]) == "reflex"  # joint 7 over 12 Nm, and a jump
+    assert robot.errors == ("tau_j_range_violation", "controller_torque_discontinuity")
+    robot.recover()
+    assert robot.start_motion(MoveController.JOINT_IMPEDANCE, MoveGenerator.NONE) is MoveStatus.COMMAND_NOT_POSSIBLE_REJECTED
+    assert robot.start_motion(0, 9) is MoveStatus.INVALID_ARGUMENT_REJECTED
 
 
 def test_state_record_is_consistent():
     robot = SimulatedRobot(q0=READY_Q)
     record = robot.fill(wire.new_state())
-    assert np.allclose(wire.get_floats(record, "q"), READY_Q, atol=1e-6)
+    assert np.allclose(wire.get_floats(record, "q_d"), READY_Q, atol=1e-6)
+    assert np.allclose(wire.get_floats(record, "q"), READY_Q, atol=1e-3)
+    assert wire.get_floats(record, "elbow_d").tolist() == pytest.approx([0.0, -1.0])  # joint 4 bent past the flip
     pose = wire.get_floats(record, "O_T_EE").reshape(4, 4, order="F")
     assert np.allclose(pose[:3, 3], [0.3069, 0.0, 0.5903], atol=1e-3)
     assert np.allclose(wire.get_floats(record, "O_ddP_O"), [0, 0, -9.81], atol=1e-5)

@@ -4,7 +4,9 @@ The reserved host ``sim`` starts the FCI simulator (:mod:`.simulator`) on a
 free loopback address in its own process; with ``impl=stubs`` nothing is
 started: the pylibfranka-compatible stubs run the same simulated robot inside
 the backend's control process. Simulator options ride on the URI:
-``loss=P``, ``stall_after=S``, ``max_missed=N``.
+``loss=P``, ``stall_after=S``, ``max_missed=N``, ``sim_seed=N`` (the seed of the
+simulated arm's tracking error and noise) and ``sim_ideal=1`` (perfect tracking,
+``q == q_d``: for unit tests that need exact figures, never the default).
 """
 
 from __future__ import annotations
@@ -55,7 +57,16 @@ def simulator_args(uri: RobotUri, host: str) -> list[str]:
         args += ["--stall-after", str(uri.get_float("stall_after", 0.0, minimum=0.0))]
     if "max_missed" in uri.params:
         args += ["--max-missed", str(uri.get_int("max_missed", 20, minimum=1))]
+    if "sim_seed" in uri.params:
+        args += ["--seed", str(uri.get_int("sim_seed", 0, minimum=0))]
+    if sim_ideal(uri):
+        args.append("--ideal")
     return args
+
+
+def sim_ideal(uri: RobotUri) -> bool:
+    """Whether ``sim_ideal=1`` asks the simulated arm to track perfectly (absent: it does not)."""
+    return uri.get_bool("sim_ideal", False)
 
 
 def start_simulator(uri: RobotUri):
@@ -83,10 +94,11 @@ def start_simulator(uri: RobotUri):
 @click.option("--loss", default=0.0, type=float, help="probability of dropping each state datagram")
 @click.option("--stall-after", default=None, type=float, help="stop the state stream S s after a client connects")
 @click.option("--max-missed", default=None, type=int, help="command cycles a client may miss in a row [default: 20]")
-@click.option("--seed", default=None, type=int, help="seed of the loss injection")
+@click.option("--seed", default=None, type=int, help="seed of the loss injection and the arm's tracking error and noise")
+@click.option("--ideal", is_flag=True, help="perfect tracking, measured q equals q_d (tests only)")
 @click.option("--no-realtime", is_flag=True, help="do not ask for FIFO scheduling")
 def sim_command(address: str, model: str, loss: float, stall_after: float | None, max_missed: int | None,
-                seed: int | None, no_realtime: bool) -> None:
+                seed: int | None, ideal: bool, no_realtime: bool) -> None:
     from .simulator import main
 
     argv = ["--address", address, "--model", model, "--loss", str(loss)]
@@ -96,6 +108,8 @@ def sim_command(address: str, model: str, loss: float, stall_after: float | None
         argv += ["--max-missed", str(max_missed)]
     if seed is not None:
         argv += ["--seed", str(seed)]
+    if ideal:
+        argv.append("--ideal")
     if no_realtime:
         argv.append("--no-realtime")
     sys.exit(main(argv))
@@ -118,6 +132,6 @@ def backend_specs() -> list[BackendSpec]:
             features=frozenset({"cartesian", "collision_behavior", "recover", "reflex", "stall"}),
             position_tolerance=1e-3,
             settle_time=0.5,
-            params=("realtime", "impl", "collision", "loss", "stall_after", "max_missed"),
+            params=("realtime", "impl", "collision", "loss", "stall_after", "max_missed", "sim_seed", "sim_ideal"),
         )
     ]

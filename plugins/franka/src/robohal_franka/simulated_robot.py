@@ -1,114 +1,328 @@
-"""The simulated Franka arm: state integration, forward kinematics and the
-robot's own checks on the command stream, with libfranka's error names.
+"""The simulated Franka arm: its joint controller, forward and inverse kinematics,
+and the robot's own checks on the command stream, with libfranka's error names.
 
 One module serves both the FCI protocol server (:mod:`.simulator`) and the
 pylibfranka-compatible stubs (:mod:`.stubs`): both feed it command records in
 the wire format and send out the state record it fills, once per millisecond.
 
-What the robot checks (as Franka's FCI documentation describes it):
+What the robot reports: ``q_d``, ``dq_d``, ``ddq_d`` and ``O_T_EE_d`` are the
+desired motion taken from the commands (in Idle and after a reflex the robot
+holds the last desired position); ``q``, ``dq`` and ``O_T_EE`` are measured on a
+joint-controller model that follows ``q_d`` with a small lag, a residual static
+error and measurement noise, as a real arm does (``ideal=True`` makes it track
+perfectly, for tests that need exact figures).
 
-* joint-position interface: the commanded positions and their finite-difference
-  velocity, acceleration and jerk at 1 ms stay inside the limits, the velocity
-  also under the FR3's position-based curve near the ends of travel
-  (``joint_motion_generator_position_limits_violation``,
-  ``..._velocity_limits_violation``, ``..._velocity_discontinuity`` for the
-  acceleration and ``..._acceleration_discontinuity`` for the jerk); the first
-  command equals the measured position (``..._start_pose_invalid``); a finished
-  motion ends at rest.
-* joint-velocity interface: the same on the commanded velocities.
-* torque interface: torque range and rate (``tau_j_range_violation``,
-  ``controller_torque_discontinuity``).
-* communication: more than ``max_missed`` command cycles in a row without a
-  command is ``communication_constraints_violation``; the success rate over the
-  last 100 cycles is reported as ``control_command_success_rate``.
+What the robot checks (Franka's FCI documentation, "Control Interface
+Specification and Robot Limits", and the meaning of each error in libfranka's
+``include/franka/errors.h``):
 
-A violation puts the robot in Reflex: the motion ends, the errors are reported,
-and only automatic error recovery returns it to Idle.
+* joint position / velocity generators: the commanded positions (or velocities)
+  and their finite-difference velocity, acceleration and jerk at 1 ms inside the
+  limits, the velocity also under the FR3's position-based curve.
+* Cartesian pose / velocity generators: a proper transformation matrix; the
+  flange's translational and rotational velocity, acceleration and jerk; the
+  elbow (joint 3 and the side of joint 4); and, through the robot's own inverse
+  kinematics, the joint limits, as the ``cartesian_motion_generator_joint_*``
+  errors.
+* torque interface: torque range and rate.
+* a motion starts where the robot stands and ends at rest (checked through the
+  documented limits, see :meth:`SimulatedRobot._finish`).
+* communication: more than ``max_missed`` cycles in a row without a command.
+
+A violation puts the robot in Reflex with every error the command violated (the
+robot reports a set of errors); only automatic error recovery returns it to Idle.
 """
 
 from __future__ import annotations
 
+import math
+import secrets
 from collections import deque
 from collections.abc import Callable
 
 import numpy as np
 
 from . import wire
-from .facts import READY_Q, ArmFacts, arm_facts, dh_forward, joint_limits
+from .facts import ELBOW_FLIP, READY_Q, ArmFacts, arm_facts, dh_forward, dh_pose_and_jacobian, joint_limits
 from .wire import MoveController, MoveGenerator, MoveStatus, RobotMode, StateController, StateGenerator
 
-PERIOD = 0.001  # s: the robot's control cycle
-# Relative slack on the limits: the robot is checked in float64 like the client
-# computes, so a profile planned exactly at a limit passes.
+PERIOD = 0.001  # s: the robot's control cycle (FCI documentation: 1 kHz)
+# Our choice: relative slack on every rate limit. The robot is checked in float64 as the client
+# computes, and a profile planned exactly at a limit must pass despite round-off.
 SLACK = 1e-3
-END_TOLERANCE = 1e-3  # rad/s: where the end-of-travel curve allows no speed at all, round-off still passes
-START_POSE_TOLERANCE = 1e-3  # rad: the first command must equal the measured position
-FINISH_VELOCITY = 0.02  # rad/s: a finished motion must end (nearly) at rest
-FINISH_ACCELERATION = 2.0  # rad/s^2
-DEFAULT_MAX_MISSED = 20  # command cycles in a row before communication_constraints_violation
-SUCCESS_WINDOW = 100
+# rad/s: where the end-of-travel curve allows no speed at all, round-off still passes
+# (libfranka's rate_limiting.h kLimitEps, the margin its own limiter keeps from the limits).
+END_TOLERANCE = 1e-3
+# libfranka's control_tools.h isHomogeneousTransformation (kOrthonormalThreshold): how far a row or
+# column norm of the rotation may sit from 1; its bottom row must be exactly (0, 0, 0, 1).
+ORTHONORMAL_THRESHOLD = 1e-5
+# Our choice (no public figure): command cycles in a row without a command before
+# communication_constraints_violation; tolerant enough for a loaded CI machine.
+DEFAULT_MAX_MISSED = 20
+SUCCESS_WINDOW = 100  # our choice: cycles over which control_command_success_rate is reported
 GRAVITY = (0.0, 0.0, -9.81)
-# Torque interface dynamics (a gravity-compensated arm): per-joint inertia and damping.
+# Our choice: torque interface dynamics of a gravity-compensated arm, per-joint inertia and damping.
 INERTIA = np.array([0.8, 0.8, 0.5, 0.5, 0.1, 0.1, 0.05])
 DAMPING = np.array([2.0, 2.0, 1.5, 1.5, 0.3, 0.3, 0.1])
 
+# The joint controller (our model; Franka publishes no tracking figures). Per joint a damped
+# second-order loop on q_d with desired-velocity feed-forward:
+#     ddq = w^2 (q_d + bias - q) + 2 zeta w (dq_d - dq)
+# The feed-forward keeps a constant-speed motion on its path, so the lag is the acceleration's
+# ddq_d / w^2 (1.4 mrad at 5 rad/s^2), which is the 1e-5..1e-3 rad seen on franky-sim after a
+# motion; zeta 0.8 overshoots a step by 1.5%, and a jerk-limited profile by far less. The loop
+# settles in 4 / (zeta w) = 80 ms. ``bias`` is the residual static error of an impedance
+# controller against friction and model error (franky-sim: ~3e-5 rad at rest after connect):
+# a seeded constant per joint. Noise is white, seeded, of the order of a link-side encoder.
+TRACKING_BANDWIDTH = 60.0  # rad/s (w)
+TRACKING_DAMPING = 0.8  # zeta
+STATIC_ERROR = (2e-5, 8e-5)  # rad: range of |bias| per joint
+POSITION_NOISE = 5e-6  # rad, standard deviation of measured q
+VELOCITY_NOISE = 2e-4  # rad/s, standard deviation of measured dq
+
+# The robot's inverse kinematics (our choice: damped least squares on the simulator's own DH model,
+# independent of any client's model and of robohal's solvers, started from the last q_d; Newton
+# steps converge quadratically from one cycle's motion, so a few iterations reach round-off).
+IK_DAMPING = 1e-4  # lambda: regularises only near singularities
+IK_ITERATIONS = 6
+IK_TOLERANCE = 1e-10  # m and rad: residual at which a cycle stops iterating
+IK_UNREACHABLE = 1e-6  # m and rad: residual above which the pose cannot be followed from here
+
+JOINT_NAMES = {
+    "position": "joint_motion_generator_position_limits_violation",
+    "velocity": "joint_motion_generator_velocity_limits_violation",
+    "acceleration": "joint_motion_generator_velocity_discontinuity",  # errors.h: the velocity jumps
+    "jerk": "joint_motion_generator_acceleration_discontinuity",  # errors.h: the acceleration jumps
+}
+IK_NAMES = {  # the same checks on the joint motion the robot's IK makes of a Cartesian command
+    "position": "cartesian_motion_generator_joint_position_limits_violation",
+    "velocity": "cartesian_motion_generator_joint_velocity_limits_violation",
+    "acceleration": "cartesian_motion_generator_joint_velocity_discontinuity",
+    "jerk": "cartesian_motion_generator_joint_acceleration_discontinuity",
+}
+CARTESIAN_NAMES = {
+    "velocity": "cartesian_motion_generator_velocity_limits_violation",
+    "acceleration": "cartesian_motion_generator_velocity_discontinuity",
+    "jerk": "cartesian_motion_generator_acceleration_discontinuity",
+}
+INVALID_FRAME = "cartesian_position_motion_generator_invalid_frame"
+ELBOW_LIMIT = "cartesian_motion_generator_elbow_limit_violation"
+ELBOW_SIGN = "cartesian_motion_generator_elbow_sign_inconsistent"
+START_ELBOW = "cartesian_motion_generator_start_elbow_invalid"
+
 
 class CommandChecker:
-    """Finite-difference checks on a stream of joint positions or velocities."""
+    """Finite-difference checks on a stream of joint positions or velocities (1 ms apart).
 
-    def __init__(self, arm: ArmFacts, period: float = PERIOD) -> None:
+    ``names`` maps each check (position, velocity, acceleration, jerk) to its libfranka error.
+    """
+
+    def __init__(self, arm: ArmFacts, period: float = PERIOD, names: dict[str, str] = JOINT_NAMES) -> None:
         self.limits = joint_limits(arm)
         self.lower = np.array(arm.lower)
         self.upper = np.array(arm.upper)
         self.acceleration = np.array(arm.acceleration) * (1 + SLACK)
         self.jerk = np.array(arm.jerk) * (1 + SLACK)
         self.period = period
+        self.names = names
         self.history: list[np.ndarray] = []
 
     def reset(self, value: np.ndarray) -> None:
-        """Start from rest at ``value`` (the measured position, or zero velocity)."""
+        """Start from rest at ``value`` (the desired position the robot holds, or zero velocity)."""
         self.history = [value.copy(), value.copy(), value.copy()]
 
     def derivatives(self) -> tuple[np.ndarray, np.ndarray]:
         h, dt = self.history, self.period
         return (h[-1] - h[-2]) / dt, (h[-1] - 2 * h[-2] + h[-3]) / dt**2
 
-    def check_position(self, q_c: np.ndarray) -> str | None:
-        """The error name a joint-position command raises, or None (then it is recorded)."""
-        if not np.isfinite(q_c).all() or (q_c < self.lower - 1e-9).any() or (q_c > self.upper + 1e-9).any():
-            return "joint_motion_generator_position_limits_violation"
+    def _too_fast(self, v: np.ndarray, q: np.ndarray) -> bool:
+        """Whether a velocity breaks the limits at position ``q``: the rectangular ones, and
+        near the ends of travel the arm's position-based curve (FCI documentation)."""
+        low, high = self.limits.velocity_bounds(np.clip(q, self.lower, self.upper))
+        return bool(((v > high * (1 + SLACK) + END_TOLERANCE) | (v < low * (1 + SLACK) - END_TOLERANCE)).any())
+
+    def _rates(self, v: np.ndarray | None, a: np.ndarray, j: np.ndarray, q: np.ndarray) -> list[str]:
+        errors = []
+        if v is not None and self._too_fast(v, q):
+            errors.append(self.names["velocity"])
+        if (np.abs(a) > self.acceleration + 1e-6).any():
+            errors.append(self.names["acceleration"])
+        if (np.abs(j) > self.jerk + 1e-3).any():
+            errors.append(self.names["jerk"])
+        return errors
+
+    def position_errors(self, q_c: np.ndarray) -> list[str]:
+        """Every error a joint-position command violates (nothing is recorded)."""
+        if not np.isfinite(q_c).all():
+            return [self.names["position"]]
+        errors = []
+        if (q_c < self.lower - 1e-9).any() or (q_c > self.upper + 1e-9).any():
+            errors.append(self.names["position"])
         h, dt = self.history, self.period
         v = (q_c - h[-1]) / dt
         a = (q_c - 2 * h[-1] + h[-2]) / dt**2
         j = (q_c - 3 * h[-1] + 3 * h[-2] - h[-3]) / dt**3
-        if self._too_fast(v, q_c):
-            return "joint_motion_generator_velocity_limits_violation"
-        if (np.abs(a) > self.acceleration + 1e-6).any():
-            return "joint_motion_generator_velocity_discontinuity"
-        if (np.abs(j) > self.jerk + 1e-3).any():
-            return "joint_motion_generator_acceleration_discontinuity"
-        self.history = [*self.history[-2:], q_c.copy()]
-        return None
+        return errors + self._rates(v, a, j, q_c)
 
-    def _too_fast(self, v: np.ndarray, q: np.ndarray) -> bool:
-        """Whether a velocity breaks the limits at position ``q``: the rectangular ones, and
-        near the ends of travel the arm's position-based curve (within libfranka's 1e-3 rad/s)."""
-        low, high = self.limits.velocity_bounds(q)
-        return bool(((v > high * (1 + SLACK) + END_TOLERANCE) | (v < low * (1 + SLACK) - END_TOLERANCE)).any())
+    def check_position(self, q_c: np.ndarray) -> tuple[str, ...]:
+        """The errors a joint-position command raises; none: it is recorded."""
+        errors = self.position_errors(q_c)
+        if not errors:
+            self.history = [*self.history[-2:], q_c.copy()]
+        return tuple(errors)
 
-    def check_velocity(self, dq_c: np.ndarray, q: np.ndarray) -> str | None:
-        """The error name a joint-velocity command at position ``q`` raises, or None (then it is recorded)."""
-        if not np.isfinite(dq_c).all() or self._too_fast(dq_c, q):
-            return "joint_motion_generator_velocity_limits_violation"
+    def check_velocity(self, dq_c: np.ndarray, q: np.ndarray) -> tuple[str, ...]:
+        """The errors a joint-velocity command at position ``q`` raises; none: it is recorded."""
+        if not np.isfinite(dq_c).all():
+            return (self.names["velocity"],)
         h, dt = self.history, self.period
         a = (dq_c - h[-1]) / dt
         j = (dq_c - 2 * h[-1] + h[-2]) / dt**2
-        if (np.abs(a) > self.acceleration + 1e-6).any():
-            return "joint_motion_generator_velocity_discontinuity"
-        if (np.abs(j) > self.jerk + 1e-3).any():
-            return "joint_motion_generator_acceleration_discontinuity"
-        self.history = [*self.history[-2:], dq_c.copy()]
-        return None
+        errors = self._rates(dq_c, a, j, q)
+        if not errors:
+            self.history = [*self.history[-2:], dq_c.copy()]
+        return tuple(errors)
+
+
+def rotation_vector(rotation: np.ndarray) -> np.ndarray:
+    """The rotation vector (axis * angle) of a rotation matrix, accurate for small angles."""
+    s = 0.5 * np.array([rotation[2, 1] - rotation[1, 2], rotation[0, 2] - rotation[2, 0],
+                        rotation[1, 0] - rotation[0, 1]])
+    c = 0.5 * (rotation[0, 0] + rotation[1, 1] + rotation[2, 2] - 1.0)
+    norm = math.sqrt(s @ s)
+    if norm < 1e-12:
+        return s  # angle ~ norm: the first-order term is exact to round-off
+    return s * (np.arctan2(norm, c) / norm)
+
+
+def rotation_from_vector(vector: np.ndarray) -> np.ndarray:
+    """Rodrigues' formula: the rotation matrix of a rotation vector."""
+    angle = float(np.linalg.norm(vector))
+    k = np.array([[0.0, -vector[2], vector[1]], [vector[2], 0.0, -vector[0]], [-vector[1], vector[0], 0.0]])
+    if angle < 1e-12:
+        return np.eye(3) + k
+    k /= angle
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * (k @ k)
+
+
+def pose_error(target: np.ndarray, pose: np.ndarray) -> np.ndarray:
+    """(translation, rotation vector) taking ``pose`` to ``target``, in the base frame."""
+    return np.concatenate((target[:3, 3] - pose[:3, 3], rotation_vector(target[:3, :3] @ pose[:3, :3].T)))
+
+
+def proper_transform(matrix: np.ndarray) -> bool:
+    """libfranka's isHomogeneousTransformation (control_tools.h): bottom row exactly (0, 0, 0, 1),
+    rows and columns of the rotation unit-norm within :data:`ORTHONORMAL_THRESHOLD`."""
+    if not np.isfinite(matrix).all() or not (matrix[3] == (0.0, 0.0, 0.0, 1.0)).all():
+        return False
+    rotation = matrix[:3, :3]
+    squares = rotation * rotation
+    norms = np.sqrt(np.concatenate((squares.sum(axis=0), squares.sum(axis=1))))
+    # A mirror passes libfranka's norm test; the FCI documentation asks for a *proper* transform.
+    return bool((np.abs(norms - 1.0) <= ORTHONORMAL_THRESHOLD).all()) and np.linalg.det(rotation) > 0
+
+
+def nearest_rotation(rotation: np.ndarray) -> np.ndarray:
+    """The rotation nearest a nearly orthonormal ``rotation`` (a client's float32 round trip
+    leaves ~1e-7): two Newton steps of the polar decomposition, each squaring the error."""
+    for _ in range(2):
+        rotation = 1.5 * rotation - 0.5 * rotation @ rotation.T @ rotation
+    return rotation
+
+
+def elbow_sign(q: np.ndarray) -> float:
+    """elbow[1]: on which side of the stretched arm joint 4 is (FCI documentation, q_elbow-flip)."""
+    return 1.0 if q[3] > ELBOW_FLIP else -1.0
+
+
+class CartesianChecker:
+    """Finite-difference checks on the flange's twist (1 ms apart): the norms of its translational
+    and rotational velocity, acceleration and jerk against the Cartesian limits (FCI
+    documentation); norms, as libfranka's rate_limiting.h limits the Cartesian rates."""
+
+    def __init__(self, arm: ArmFacts, period: float = PERIOD) -> None:
+        self.limits = np.array([arm.translation, arm.rotation]) * (1 + SLACK)  # rows: translation, rotation
+        self._limits = {name: self.limits[:, i] + 1e-6 for i, name in enumerate(("velocity", "acceleration", "jerk"))}
+        self.period = period
+        self.twists = [np.zeros(6), np.zeros(6)]  # the last two, newest last
+
+    def reset(self) -> None:
+        self.twists = [np.zeros(6), np.zeros(6)]
+
+    def errors(self, twist: np.ndarray) -> list[str]:
+        """Every Cartesian rate error of the next twist (nothing is recorded)."""
+        if not np.isfinite(twist).all():
+            return [CARTESIAN_NAMES["velocity"]]
+        dt = self.period
+        older, last = self.twists
+        errors = []
+        for name, value in (("velocity", twist), ("acceleration", (twist - last) / dt),
+                            ("jerk", (twist - 2 * last + older) / dt**2)):
+            limit = self._limits[name]
+            if math.sqrt(value[:3] @ value[:3]) > limit[0] or math.sqrt(value[3:] @ value[3:]) > limit[1]:
+                errors.append(CARTESIAN_NAMES[name])
+        return errors
+
+    def record(self, twist: np.ndarray) -> None:
+        self.twists = [self.twists[1], twist.copy()]
+
+
+class ElbowChecker:
+    """The elbow's joint-3 position stream: its range and its rates under the elbow limits (FCI
+    documentation, "Elbow" column). libfranka has one error for all of them (errors.h: "would
+    move into an elbow limit"): :data:`ELBOW_LIMIT`."""
+
+    def __init__(self, arm: ArmFacts, period: float = PERIOD) -> None:
+        self.lower, self.upper = arm.lower[2], arm.upper[2]
+        self.velocity, self.acceleration, self.jerk = (np.array(arm.elbow) * (1 + SLACK)).tolist()
+        self.period = period
+        self.history: list[float] = []
+
+    def reset(self, value: float) -> None:
+        self.history = [value] * 3
+
+    def errors(self, value: float) -> list[str]:
+        h, dt = self.history, self.period
+        v = (value - h[-1]) / dt
+        a = (value - 2 * h[-1] + h[-2]) / dt**2
+        j = (value - 3 * h[-1] + 3 * h[-2] - h[-3]) / dt**3
+        inside = self.lower - 1e-9 <= value <= self.upper + 1e-9
+        if not (inside and abs(v) <= self.velocity + END_TOLERANCE and abs(a) <= self.acceleration + 1e-6
+                and abs(j) <= self.jerk + 1e-3):
+            return [ELBOW_LIMIT]
+        return []
+
+    def record(self, value: float) -> None:
+        self.history = [*self.history[-2:], float(value)]
+
+
+class JointTracking:
+    """The measured side of the arm: the joint-controller model that follows ``q_d``
+    (see :data:`TRACKING_BANDWIDTH`), its residual static error and measurement noise."""
+
+    def __init__(self, q_d: np.ndarray, rng: np.random.Generator, ideal: bool) -> None:
+        self.ideal = ideal
+        self.rng = rng
+        low, high = STATIC_ERROR
+        self.bias = np.zeros(7) if ideal else rng.uniform(low, high, 7) * rng.choice((-1.0, 1.0), 7)
+        self.position = q_d + self.bias  # the arm has been standing: settled on its static error
+        self.velocity = np.zeros(7)
+
+    def step(self, q_d: np.ndarray, dq_d: np.ndarray) -> None:
+        """One control cycle toward ``q_d`` (semi-implicit Euler: stable at w dt = 0.06)."""
+        if self.ideal:
+            self.position, self.velocity = q_d.copy(), dq_d.copy()
+            return
+        w, zeta = TRACKING_BANDWIDTH, TRACKING_DAMPING
+        acceleration = w * w * (q_d + self.bias - self.position) + 2 * zeta * w * (dq_d - self.velocity)
+        self.velocity = self.velocity + acceleration * PERIOD
+        self.position = self.position + self.velocity * PERIOD
+
+    def measured(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.ideal:
+            return self.position.copy(), self.velocity.copy()
+        return (self.position + self.rng.normal(0.0, POSITION_NOISE, 7),
+                self.velocity + self.rng.normal(0.0, VELOCITY_NOISE, 7))
 
 
 class SimulatedRobot:
@@ -120,18 +334,26 @@ class SimulatedRobot:
         forward: Callable[[np.ndarray], np.ndarray] | None = None,
         q0=READY_Q,
         max_missed: int = DEFAULT_MAX_MISSED,
+        *,
+        ideal: bool = False,
+        seed: int | None = None,
     ) -> None:
         self.model_name = model_name
         self.arm = arm_facts(model_name)
         self.forward = forward or dh_forward
         self.max_missed = int(max_missed)
-        self.q = np.array(q0, dtype=np.float32).astype(np.float64)  # representable on the wire
-        self.dq = np.zeros(7)
-        self.q_d = self.q.copy()
+        self.ideal = bool(ideal)
+        self.seed = secrets.randbits(32) if seed is None else int(seed)
+        self.q_d = np.array(q0, dtype=np.float32).astype(np.float64)  # representable on the wire
         self.dq_d = np.zeros(7)
         self.ddq_d = np.zeros(7)
+        self.tracking = JointTracking(self.q_d, np.random.default_rng(self.seed), self.ideal)
+        self.q, self.dq = self.tracking.measured()
         self.tau_J_d = np.zeros(7)
         self.dtau_J = np.zeros(7)
+        self.pose_c: np.ndarray | None = None  # the Cartesian pose command in force (Cartesian motions)
+        self.twist_c = np.zeros(6)
+        self.elbow_c: np.ndarray | None = None
         self.mode = RobotMode.IDLE
         self.generator = StateGenerator.IDLE
         self.controller = StateController.JOINT_IMPEDANCE
@@ -140,14 +362,19 @@ class SimulatedRobot:
         self.message_id = 0
         self.collision_thresholds = np.zeros(52)
         self.checker = CommandChecker(self.arm)
+        self.ik_checker = CommandChecker(self.arm, names=IK_NAMES)
+        self.cartesian = CartesianChecker(self.arm)
+        self.elbow = ElbowChecker(self.arm)
         self._pending: list[np.ndarray] = []
         self._missed = 0
         self._successes: deque[bool] = deque(maxlen=SUCCESS_WINDOW)
         self._first_command = False
+        self._start_sign = -1.0
         self._injected: str | None = None
         self._reported_errors: tuple | None = None  # what the record last carried
         self._pose_cache: dict[bytes, np.ndarray] = {}
-        self.stats = {"ticks": 0, "move_ticks": 0, "commands": 0, "missed": 0, "reflexes": 0}
+        self._ik_last: tuple[bytes, np.ndarray, np.ndarray] | None = None
+        self.stats = {"ticks": 0, "move_ticks": 0, "commands": 0, "missed": 0, "reflexes": 0, "seed": self.seed}
 
     # Requests (from TCP or the stubs' API) -----------------------------------------
 
@@ -165,13 +392,14 @@ class SimulatedRobot:
             controller, generator = MoveController(controller), MoveGenerator(generator)
         except ValueError:
             return MoveStatus.INVALID_ARGUMENT_REJECTED
-        torque = generator is MoveGenerator.NONE and controller is MoveController.EXTERNAL
-        if generator not in (MoveGenerator.JOINT_POSITION, MoveGenerator.JOINT_VELOCITY) and not torque:
-            return MoveStatus.COMMAND_NOT_POSSIBLE_REJECTED  # Cartesian generators are not simulated
+        if generator is MoveGenerator.NONE and controller is not MoveController.EXTERNAL:
+            return MoveStatus.COMMAND_NOT_POSSIBLE_REJECTED  # no generator: the client's torques drive
         self.mode = RobotMode.MOVE
         self.generator = {
             MoveGenerator.JOINT_POSITION: StateGenerator.JOINT_POSITION,
             MoveGenerator.JOINT_VELOCITY: StateGenerator.JOINT_VELOCITY,
+            MoveGenerator.CARTESIAN_POSITION: StateGenerator.CARTESIAN_POSITION,
+            MoveGenerator.CARTESIAN_VELOCITY: StateGenerator.CARTESIAN_VELOCITY,
             MoveGenerator.NONE: StateGenerator.NONE,
         }[generator]
         self.controller = {
@@ -180,7 +408,17 @@ class SimulatedRobot:
             MoveController.EXTERNAL: StateController.EXTERNAL,
         }[controller]
         self.last_motion_errors = ()
-        self.checker.reset(self.q if generator is MoveGenerator.JOINT_POSITION else np.zeros(7))
+        # Every history starts at rest on what the robot holds: q_d (libfranka's examples and
+        # franky start their motions from q_d / O_T_EE_c, as the FCI documentation asks).
+        self.checker.reset(self.q_d if generator is MoveGenerator.JOINT_POSITION else np.zeros(7))
+        self.ik_checker.reset(self.q_d)
+        self.cartesian.reset()
+        self.elbow.reset(float(self.q_d[2]))
+        self._start_sign = elbow_sign(self.q_d)
+        cartesian = generator in (MoveGenerator.CARTESIAN_POSITION, MoveGenerator.CARTESIAN_VELOCITY)
+        self.pose_c = self._pose(self.q_d).reshape(4, 4, order="F").copy() if cartesian else None
+        self.twist_c = np.zeros(6)
+        self.elbow_c = None
         self.tau_J_d = np.zeros(7)
         self._pending.clear()
         self._missed = 0
@@ -218,10 +456,10 @@ class SimulatedRobot:
         self.message_id += 1
         self.stats["ticks"] += 1
         event = None
-        q_before = self.q.copy()
         injected, self._injected = self._injected, None
         if injected is not None:
             event = self._reflex(injected)
+        torque = False
         if self.moving:
             self.stats["move_ticks"] += 1
             pending, self._pending = self._pending, []
@@ -239,44 +477,62 @@ class SimulatedRobot:
                     break
                 self.stats["commands"] += 1
                 event = self._apply(command)
-            if self.moving and self.generator is StateGenerator.NONE:
-                self._integrate_torque()
-        self.dq = (self.q - q_before) / PERIOD
+            torque = self.moving and self.generator is StateGenerator.NONE
+        if torque:
+            self._integrate_torque()
+        else:
+            self.tracking.step(self.q_d, self.dq_d)
+        self.q, self.dq = self.tracking.measured()
         return event
 
     def _apply(self, command: np.ndarray) -> str | None:
-        if self.generator is StateGenerator.JOINT_POSITION:
+        generator = self.generator
+        if generator is StateGenerator.JOINT_POSITION:
             q_c = np.array(command["q_c"], dtype=np.float64)
-            if self._first_command and np.abs(q_c - self.q).max() > START_POSE_TOLERANCE:
-                return self._reflex("joint_position_motion_generator_start_pose_invalid")
-            self._first_command = False
-            error = self.checker.check_position(q_c)
-            if error:
-                return self._reflex(error)
-            self.q = q_c
+            if self._first_command:
+                # The first command must equal q_d (FCI documentation). How far off is too far is not
+                # published: off by more than the acceleration limit moves in one cycle from rest
+                # (ddq_max dt^2, 1e-5 rad on the FR3) it could only be reached by a velocity jump,
+                # so it is start_pose_invalid, which then stands for the discontinuities it implies.
+                self._first_command = False
+                if not np.isfinite(q_c).all() or (np.abs(q_c - self.q_d) > self.checker.acceleration * PERIOD**2).any():
+                    return self._reflex("joint_position_motion_generator_start_pose_invalid")
+            errors = self.checker.check_position(q_c)
+            if errors:
+                return self._reflex(*errors)
             self.q_d = q_c
             self.dq_d, self.ddq_d = self.checker.derivatives()
             finished = bool(command["motion_generation_finished"])
-        elif self.generator is StateGenerator.JOINT_VELOCITY:
+        elif generator is StateGenerator.JOINT_VELOCITY:
             dq_c = np.array(command["dq_c"], dtype=np.float64)
-            error = self.checker.check_velocity(dq_c, self.q)
-            if error:
-                return self._reflex(error)
-            q_next = self.q + dq_c * PERIOD
-            if (q_next < np.array(self.arm.lower)).any() or (q_next > np.array(self.arm.upper)).any():
-                return self._reflex("joint_motion_generator_position_limits_violation")
-            self.q = q_next
+            errors = list(self.checker.check_velocity(dq_c, self.q_d))
+            q_next = self.q_d + dq_c * PERIOD
+            if (q_next < self.checker.lower).any() or (q_next > self.checker.upper).any():
+                errors.insert(0, JOINT_NAMES["position"])
+            if errors:
+                return self._reflex(*dict.fromkeys(errors))
             self.q_d = q_next
             self.dq_d = dq_c
             self.ddq_d = self.checker.derivatives()[1] * PERIOD  # the velocity history's first difference
             finished = bool(command["motion_generation_finished"])
+        elif generator in (StateGenerator.CARTESIAN_POSITION, StateGenerator.CARTESIAN_VELOCITY):
+            errors = self._apply_cartesian(command)
+            if errors:
+                return self._reflex(*errors)
+            finished = bool(command["motion_generation_finished"])
         else:
             tau = np.array(command["tau_J_d"], dtype=np.float64)
+            errors = []
+            # Our choice: a commanded torque beyond tau_max (a recommended condition in the FCI
+            # documentation) is refused as the measured torque would be (tau_j_range_violation).
             if not np.isfinite(tau).all() or (np.abs(tau) > np.array(self.arm.torque)).any():
-                return self._reflex("tau_j_range_violation")
+                errors.append("tau_j_range_violation")
             rate = (tau - self.tau_J_d) / PERIOD
-            if (np.abs(rate) > self.arm.torque_rate * (1 + SLACK)).any():
-                return self._reflex("controller_torque_discontinuity")
+            # A necessary condition in the FCI documentation ("Controller requirements").
+            if not np.isfinite(rate).all() or (np.abs(rate) > self.arm.torque_rate * (1 + SLACK)).any():
+                errors.append("controller_torque_discontinuity")
+            if errors:
+                return self._reflex(*errors)
             self.dtau_J = rate
             self.tau_J_d = tau
             finished = bool(command["torque_command_finished"])
@@ -284,26 +540,130 @@ class SimulatedRobot:
             return self._finish()
         return None
 
+    def _apply_cartesian(self, command: np.ndarray) -> list[str]:
+        """A Cartesian pose or velocity command: checked, then followed through the IK."""
+        first, self._first_command = self._first_command, False
+        held = self.pose_c
+        assert held is not None
+        if self.generator is StateGenerator.CARTESIAN_POSITION:
+            matrix = np.array(command["O_T_EE_c"], dtype=np.float64).reshape(4, 4, order="F")
+            if not proper_transform(matrix):
+                return [INVALID_FRAME]
+            target = matrix.copy()
+            target[:3, :3] = nearest_rotation(matrix[:3, :3])
+            twist = pose_error(target, held) / PERIOD
+            if first:
+                # As for joints (see _apply): the first pose must equal O_T_EE_d; off by more than one
+                # cycle at the Cartesian acceleration limits from rest is start_pose_invalid.
+                step = np.array([np.linalg.norm(twist[:3]), np.linalg.norm(twist[3:])]) * PERIOD
+                if (step > self.cartesian.limits[:, 1] * PERIOD**2).any():
+                    return ["cartesian_position_motion_generator_start_pose_invalid"]
+        else:
+            twist = np.array(command["O_dP_EE_c"], dtype=np.float64)
+            target = held.copy()
+            if np.isfinite(twist).all():  # the desired pose moves with the commanded twist
+                target[:3, 3] += twist[:3] * PERIOD
+                target[:3, :3] = rotation_from_vector(twist[3:] * PERIOD) @ held[:3, :3]
+        errors = self.cartesian.errors(twist)
+        elbow = None
+        if bool(command["valid_elbow"]):
+            elbow = np.array(command["elbow_c"], dtype=np.float64)
+            errors += self._elbow_errors(elbow, first)
+        if errors:
+            return errors
+        q_d, residual = self._inverse(target, None if elbow is None else float(elbow[0]))
+        if residual > IK_UNREACHABLE:
+            # Our choice: a pose the IK cannot reach from here is where the joints' limits (of
+            # range, or of speed at a singularity) stop the arm.
+            return [IK_NAMES["position"]]
+        errors = self.ik_checker.check_position(q_d)
+        if errors:
+            return list(errors)
+        self.cartesian.record(twist)
+        self.elbow.record(float(q_d[2]))
+        self.pose_c, self.twist_c, self.elbow_c = target, twist, elbow
+        self.q_d = q_d
+        self.dq_d, self.ddq_d = self.ik_checker.derivatives()
+        return []
+
+    def _elbow_errors(self, elbow: np.ndarray, first: bool) -> list[str]:
+        if not np.isfinite(elbow).all():
+            return [ELBOW_LIMIT]
+        if elbow[1] not in (-1.0, 1.0):  # libfranka's isValidElbow (control_tools.h)
+            return [ELBOW_SIGN]
+        if first:
+            # errors.h: "the first elbow value ... too far from initial one": as for the start pose,
+            # off by more than one cycle at the elbow's acceleration limit from rest, or the other side.
+            if abs(elbow[0] - self.elbow.history[-1]) > self.elbow.acceleration * PERIOD**2 or elbow[1] != self._start_sign:
+                return [START_ELBOW]
+        if elbow[1] != self._start_sign:  # the elbow cannot flip within a motion
+            return [ELBOW_SIGN]
+        return self.elbow.errors(float(elbow[0]))
+
+    def _inverse(self, target: np.ndarray, elbow: float | None) -> tuple[np.ndarray, float]:
+        """Damped least squares from q_d (see :data:`IK_DAMPING`). With an elbow, joint 3 is set to
+        it and the other six solve the pose; without, all seven move by the least-norm step."""
+        q = self.q_d.copy()
+        columns = _ALL_JOINTS
+        if elbow is not None:
+            q[2] = elbow
+            columns = _BUT_JOINT_3
+        key = q.tobytes()
+        if self._ik_last is not None and self._ik_last[0] == key:  # where the last cycle ended
+            pose, jacobian = self._ik_last[1:]
+        else:
+            pose, jacobian = dh_pose_and_jacobian(q)
+        for _ in range(IK_ITERATIONS):
+            error = pose_error(target, pose)
+            residual = math.sqrt(error @ error)
+            if residual < IK_TOLERANCE:
+                break
+            j = jacobian[:, columns]
+            q[columns] += j.T @ np.linalg.solve(j @ j.T + _IK_REGULARISER, error)
+            pose, jacobian = dh_pose_and_jacobian(q)
+        else:
+            error = pose_error(target, pose)
+            residual = math.sqrt(error @ error)
+        self._ik_last = (q.tobytes(), pose, jacobian)
+        return q, residual
+
     def _integrate_torque(self) -> None:
-        ddq = (self.tau_J_d - DAMPING * self.dq) / INERTIA
-        dq = self.dq + ddq * PERIOD
-        q = self.q + dq * PERIOD
-        if (q < np.array(self.arm.lower)).any() or (q > np.array(self.arm.upper)).any():
+        """Torque control: the arm (gravity-compensated) moves under the commanded torques; the robot's
+        joint-limit and velocity supervision (errors.h) ends the motion."""
+        tracking = self.tracking
+        ddq = (self.tau_J_d - DAMPING * tracking.velocity) / INERTIA
+        dq = tracking.velocity + ddq * PERIOD
+        q = tracking.position + dq * PERIOD
+        if (q < self.checker.lower).any() or (q > self.checker.upper).any():
             self._reflex("joint_position_limits_violation")
             return
         if (np.abs(dq) > np.array(self.arm.velocity)).any():
             self._reflex("joint_velocity_violation")
             return
-        self.q = q
-        self.q_d = q
+        tracking.position, tracking.velocity = q, dq
+        self.q_d = q - tracking.bias  # the controller is the client's: the robot desires where it is
+        self.dq_d = dq
 
     def _finish(self) -> str | None:
-        if self.generator in (StateGenerator.JOINT_POSITION, StateGenerator.JOINT_VELOCITY):
-            v, a = self.checker.derivatives()
-            if self.generator is StateGenerator.JOINT_VELOCITY:
-                v, a = self.checker.history[-1], v
-            if np.abs(v).max() > FINISH_VELOCITY or np.abs(a).max() > FINISH_ACCELERATION:
-                return self._reflex("joint_motion_generator_velocity_discontinuity")
+        """motion_finished: the robot then holds the last command. Its limits apply to that hold as
+        to any command (the FCI documentation asks for a last command at rest but gives no
+        tolerance), so the two cycles to rest are checked as ordinary commands."""
+        errors: list[str] = []
+        if self.generator is StateGenerator.JOINT_POSITION:
+            for _ in range(2):
+                errors += self.checker.check_position(self.q_d)
+        elif self.generator is StateGenerator.JOINT_VELOCITY:
+            for _ in range(2):
+                errors += self.checker.check_velocity(np.zeros(7), self.q_d)
+        elif self.generator in (StateGenerator.CARTESIAN_POSITION, StateGenerator.CARTESIAN_VELOCITY):
+            for _ in range(2):
+                step = self.cartesian.errors(np.zeros(6))
+                errors += step
+                if not step:
+                    self.cartesian.record(np.zeros(6))
+                errors += self.ik_checker.check_position(self.q_d)
+        if errors:
+            return self._reflex(*dict.fromkeys(errors))
         self._to_idle()
         return "finished"
 
@@ -324,13 +684,16 @@ class SimulatedRobot:
         self._halt()
 
     def _halt(self) -> None:
-        """The brakes hold the arm where it is (on a float32-representable position)."""
-        self.q = self.q.astype(np.float32).astype(np.float64)
-        self.q_d = self.q.copy()
+        """Hold the last desired position (on a float32-representable value, so that a client's next
+        motion can start exactly on the q_d it reads); the controller brings the arm to rest there."""
+        self.q_d = self.q_d.astype(np.float32).astype(np.float64)
         self.dq_d = np.zeros(7)
         self.ddq_d = np.zeros(7)
         self.tau_J_d = np.zeros(7)
         self.dtau_J = np.zeros(7)
+        self.pose_c = None
+        self.twist_c = np.zeros(6)
+        self.elbow_c = None
         self._pending.clear()
 
     # The state datagram ----------------------------------------------------------------
@@ -357,14 +720,17 @@ class SimulatedRobot:
             for name in ("F_T_EE", "EE_T_K", "F_T_NE", "NE_T_EE"):
                 wire.set_floats(record, name, np.eye(4).ravel(order="F"))
             wire.set_floats(record, "O_ddP_O", GRAVITY)
-        pose = self._pose(self.q)
+        pose = self.forward(self.q).ravel(order="F")  # measured: new every cycle
         pose_d = self._pose(self.q_d)
-        for name, value in (("O_T_EE", pose), ("O_T_EE_d", pose_d), ("O_T_EE_c", pose_d), ("q", self.q),
+        pose_c = pose_d if self.pose_c is None else self.pose_c.ravel(order="F")
+        elbow_d = (self.q_d[2], elbow_sign(self.q_d))
+        for name, value in (("O_T_EE", pose), ("O_T_EE_d", pose_d), ("O_T_EE_c", pose_c), ("q", self.q),
                             ("q_d", self.q_d), ("dq", self.dq), ("dq_d", self.dq_d), ("ddq_d", self.ddq_d),
                             ("tau_J", self.tau_J_d), ("tau_J_d", self.tau_J_d), ("dtau_J", self.dtau_J),
-                            ("theta", self.q), ("dtheta", self.dq)):
+                            ("theta", self.q), ("dtheta", self.dq), ("O_dP_EE_c", self.twist_c),
+                            ("O_dP_EE_d", self.twist_c), ("elbow", (self.q[2], elbow_sign(self.q))),
+                            ("elbow_d", elbow_d), ("elbow_c", elbow_d if self.elbow_c is None else self.elbow_c)):
             values[_SLICES[name]] = value
-        values[_ELBOW] = (self.q[2], 1.0 if self.q[3] >= 0 else -1.0)
         record["motion_generator_mode"] = int(self.generator)
         record["controller_mode"] = int(self.controller)
         if self._reported_errors != (self.errors, self.last_motion_errors):
@@ -376,6 +742,8 @@ class SimulatedRobot:
         return record
 
 
+_ALL_JOINTS = np.arange(7)
+_BUT_JOINT_3 = np.array([0, 1, 3, 4, 5, 6])
+_IK_REGULARISER = IK_DAMPING**2 * np.eye(6)
 _SLICES = {name: slice(start, start + count) for name, (start, count) in wire.STATE_FLOATS.items()}
 _F_T_EE = wire.STATE_FLOATS["F_T_EE"][0]
-_ELBOW = _SLICES["elbow"]

@@ -3,7 +3,7 @@ side of the FCI protocol (TCP 1337 commands, 1 kHz UDP state stream, protocol
 version 10) so that the real ``pylibfranka.Robot`` connects to it.
 
     python -m robohal_franka.simulator --address 127.0.0.5 [--model franka.fr3]
-        [--loss P] [--stall-after S] [--max-missed N] [--seed N] [--no-realtime]
+        [--loss P] [--stall-after S] [--max-missed N] [--seed N] [--ideal] [--no-realtime]
 
 The first stdout line is ``READY franka <address> <port> <model>``. Control
 lines on stdin (for tests): ``STALL`` (stop the state stream), ``RESUME``,
@@ -12,6 +12,11 @@ lines on stdin (for tests): ``STALL`` (stop the state stream), ``RESUME``,
 terminal, the simulator exits at its end-of-file, so it never outlives its parent;
 otherwise (``</dev/null``, a background job) it runs until Ctrl-C or SIGTERM. It
 binds only the loopback address it is given. One client at a time, as the robot.
+
+The arm tracks like a real one (see :mod:`.simulated_robot`): measured ``q``
+lags ``q_d``, sits off it by a small static error and carries noise, all drawn
+from ``--seed`` (random when not given; ``STATS`` reports it as ``robot_seed``).
+``--ideal`` makes it track perfectly (``q == q_d``), for tests that need it.
 """
 
 from __future__ import annotations
@@ -75,7 +80,7 @@ class Client:
 class FciSimulator:
     def __init__(self, address: str, model: str = "franka.fr3", *, loss: float = 0.0,
                  stall_after: float | None = None, max_missed: int = DEFAULT_MAX_MISSED,
-                 port: int = wire.TCP_PORT, seed: int | None = None) -> None:
+                 port: int = wire.TCP_PORT, seed: int | None = None, ideal: bool = False) -> None:
         if not ipaddress.ip_address(address).is_loopback:
             raise SystemExit(f"the simulator binds loopback addresses only (127.0.0.0/8), not {address}")
         if model not in ARMS:
@@ -88,7 +93,7 @@ class FciSimulator:
         self.stall_after = stall_after
         self.stalled = False
         self.rng = random.Random(seed)
-        self.robot = SimulatedRobot(model, max_missed=max_missed)
+        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed)
         self.urdf = urdf_text(model).encode()
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -352,11 +357,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-realtime", action="store_true",
                         help="do not ask for FIFO scheduling (by default the simulated robot takes it where permitted)")
     parser.add_argument("--port", type=int, default=wire.TCP_PORT, help=argparse.SUPPRESS)
-    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the loss injection and of the arm's tracking error and noise")
+    parser.add_argument("--ideal", action="store_true", help="perfect tracking: measured q equals q_d (tests only)")
     args = parser.parse_args(argv)
     try:
         simulator = FciSimulator(args.address, args.model, loss=args.loss, stall_after=args.stall_after,
-                                 max_missed=args.max_missed, port=args.port, seed=args.seed)
+                                 max_missed=args.max_missed, port=args.port, seed=args.seed, ideal=args.ideal)
     except OSError as exc:
         print(f"cannot bind {args.address}:{args.port}: {exc}", file=sys.stderr)
         return 2

@@ -1,7 +1,8 @@
 """A pure-Python stand-in for the part of pylibfranka's API the backend uses.
 
 Same names and behaviour as pylibfranka 0.21 (``Robot``, ``RobotState``,
-``JointPositions``, ``JointVelocities``, ``Torques``, the active control's
+``JointPositions``, ``JointVelocities``, ``CartesianPose``,
+``CartesianVelocities``, ``Torques``, the active control's
 ``readOnce``/``writeOnce``, ``Errors`` with libfranka's error names, the
 exception classes and enums), running the same :class:`SimulatedRobot` and
 limit checker as the FCI simulator, in-process: commands and states go through
@@ -168,6 +169,21 @@ class Torques(_Command):
     field = "tau_J"
 
 
+class CartesianPose(_Command):
+    """O_T_EE (16, column-major); like pylibfranka's, it carries no elbow and checks nothing
+    itself (the robot checks the frame)."""
+
+    size = 16
+    field = "O_T_EE"
+
+
+class CartesianVelocities(_Command):
+    """O_dP_EE: the flange's twist [vx, vy, vz, wx, wy, wz] in the base frame."""
+
+    size = 6
+    field = "O_dP_EE"
+
+
 # The robot ------------------------------------------------------------------------------------
 
 
@@ -184,13 +200,14 @@ class Robot:
     only names it: nothing goes on a network."""
 
     def __init__(self, robot_ip_address: str, realtime_config: RealtimeConfig = RealtimeConfig.kEnforce, *,
-                 model: str = "franka.fr3", max_missed: int = DEFAULT_MAX_MISSED) -> None:
+                 model: str = "franka.fr3", max_missed: int = DEFAULT_MAX_MISSED, ideal: bool = False,
+                 seed: int | None = None) -> None:
         if not robot_ip_address:
             raise NetworkException("libfranka: Connection error: empty address")
         if realtime_config == RealtimeConfig.kEnforce and not _realtime_kernel():
             raise RealtimeException("libfranka: Running kernel does not have realtime capabilities.")
         self.address = robot_ip_address
-        self.robot = SimulatedRobot(model, max_missed=max_missed)
+        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed)
         self._record = wire.new_state()
         self._clock_start = time.monotonic()
         self._control: weakref.ref[_ActiveControl] | None = None
@@ -251,6 +268,12 @@ class Robot:
 
     def start_joint_velocity_control(self, control_type: ControllerMode) -> _ActiveControl:
         return self._start(MoveController(int(control_type)), MoveGenerator.JOINT_VELOCITY)
+
+    def start_cartesian_pose_control(self, control_type: ControllerMode) -> _ActiveControl:
+        return self._start(MoveController(int(control_type)), MoveGenerator.CARTESIAN_POSITION)
+
+    def start_cartesian_velocity_control(self, control_type: ControllerMode) -> _ActiveControl:
+        return self._start(MoveController(int(control_type)), MoveGenerator.CARTESIAN_VELOCITY)
 
     def start_torque_control(self) -> _ActiveControl:
         return self._start(MoveController.EXTERNAL, MoveGenerator.NONE)
@@ -318,6 +341,12 @@ class _ActiveControl:
             record["motion_generation_finished"] = command.motion_finished
         elif isinstance(command, JointVelocities):
             record["dq_c"] = command.dq
+            record["motion_generation_finished"] = command.motion_finished
+        elif isinstance(command, CartesianPose):
+            record["O_T_EE_c"] = command.O_T_EE
+            record["motion_generation_finished"] = command.motion_finished
+        elif isinstance(command, CartesianVelocities):
+            record["O_dP_EE_c"] = command.O_dP_EE
             record["motion_generation_finished"] = command.motion_finished
         elif isinstance(command, Torques):
             record["tau_J_d"] = command.tau_J
