@@ -58,7 +58,9 @@ DEFAULT_BOOT_MS = 300
 class FirmwareModel:
     """The firmware's state machine: bytes in, reply bytes out, pin widths readable.
 
-    ``clock_ms`` plays millis(): milliseconds since this MCU reset.
+    ``clock_ms`` plays millis(): milliseconds since this MCU reset. Every rule here is the
+    firmware's (avr/robohal_planar/robohal_planar.ino, functions named in the comments) and
+    test_emulator.py checks the two line for line.
     """
 
     def __init__(self, clock_ms: Callable[[], int], watchdog_ms: int = p.DEFAULT_WATCHDOG_MS,
@@ -89,7 +91,8 @@ class FirmwareModel:
 
     # ---- input
     def receive(self, data: bytes) -> bytes:
-        """Feeds received bytes; returns the reply bytes, as the firmware's loop() would send them."""
+        """Feeds received bytes; returns the reply bytes, as the firmware's loop() would send them
+        (receiveByte(): CR ignored, LF ends a line, overlong and binary lines refused whole)."""
         out = bytearray()
         for c in data:
             if c == 0x0D:
@@ -115,7 +118,8 @@ class FirmwareModel:
         return bytes(out)
 
     def poll(self) -> bytes:
-        """The watchdog check of loop(); returns an EVT line when it trips."""
+        """The watchdog check of loop() (checkWatchdog(): trips at >= the timeout with a servo
+        attached, latched until the next valid frame); returns an EVT line when it trips."""
         if self.watchdog_ms == 0 or self._watchdog_tripped or not any(self.attached):
             return b""
         if (self._clock_ms() - self._last_valid_ms) % 2**32 < self.watchdog_ms:
@@ -143,6 +147,7 @@ class FirmwareModel:
         return p.Ack(seq, self.pin_widths()).encode()
 
     def _handle_line(self, line: bytes) -> bytes:
+        # handleLine(): trailer and checksum first; any checksum-valid frame feeds the watchdog.
         try:
             p.split_frame(line)
         except p.FrameError as exc:

@@ -18,20 +18,22 @@ import enum
 import sys
 from dataclasses import dataclass
 
-PROTOCOL_VERSION = 1
-BAUDRATE = 115200
-MAX_COMMAND_LINE = 48          # bytes of a command line without its newline; longer -> LINE_TOO_LONG
-MAX_REPLY_LINE = 160           # replies are at most this long, newline included
-MAX_TOKENS = 8
-SEQ_MODULO = 65536             # sequence numbers are 0..65535 and wrap
-ENVELOPE_US = (500, 2500)      # no limit configuration can leave this
-DEFAULT_LIMITS_US = (1000, 2000)
-WATCHDOG_RANGE_MS = (50, 60000)  # or 0 = off
-DEFAULT_WATCHDOG_MS = 1000
-DEFAULT_WATCHDOG_ACTION = "detach"
+# Each value is the firmware's (avr/robohal_planar/robohal_planar.ino, named in brackets) and
+# PROTOCOL.md's; the emulator must match the firmware, so change them there first.
+PROTOCOL_VERSION = 1           # [PROTOCOL_VERSION]
+BAUDRATE = 115200              # [Serial.begin(115200)]
+MAX_COMMAND_LINE = 48          # [LINE_MAX] bytes without the newline; longer -> LINE_TOO_LONG
+MAX_REPLY_LINE = 160           # host side, our choice: the firmware's longest (STATE) is 120 bytes
+MAX_TOKENS = 8                 # [MAX_TOKENS]
+SEQ_MODULO = 65536             # sequence numbers are 0..65535 (the firmware's u16 parser) and wrap
+ENVELOPE_US = (500, 2500)      # [ENVELOPE_MIN_US, ENVELOPE_MAX_US]: no limit configuration leaves it
+DEFAULT_LIMITS_US = (1000, 2000)  # [DEFAULT_MIN_US, DEFAULT_MAX_US]
+WATCHDOG_RANGE_MS = (50, 60000)   # [WATCHDOG_MIN_MS, WATCHDOG_MAX_MS], or 0 = off
+DEFAULT_WATCHDOG_MS = 1000     # [DEFAULT_WATCHDOG_MS]
+DEFAULT_WATCHDOG_ACTION = "detach"  # [watchdogDetach = true]
 WATCHDOG_ACTIONS = ("hold", "detach")
-SERVO_COUNT = 2
-SERVO_PINS = (9, 10)
+SERVO_COUNT = 2                # [SERVO_COUNT]
+SERVO_PINS = (9, 10)           # servo_timer1.h: OC1A = D9, OC1B = D10
 
 
 class ErrorCode(enum.IntEnum):
