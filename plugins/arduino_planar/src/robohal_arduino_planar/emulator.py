@@ -212,6 +212,7 @@ class FirmwareModel:
 
 # ---------------------------------------------------------------- the process around the model
 
+# Linux <sys/inotify.h>: IN_OPEN, IN_CLOSE_WRITE, IN_CLOSE_NOWRITE.
 _IN_OPEN, _IN_CLOSE_WRITE, _IN_CLOSE_NOWRITE = 0x20, 0x08, 0x10
 
 
@@ -250,9 +251,11 @@ class SerialTiming:
     """The Uno's serial path in time: 115200-baud wire both ways and HardwareSerial's 64-byte rings.
 
     Host bytes arrive one character time apart and land in the receive ring by interrupt, even
-    while loop() is busy; a full ring loses them, as on the chip. loop() takes bytes from the ring
+    while loop() is busy; a full ring loses them, as on the chip (core 1.8.7 HardwareSerial_private.h,
+    _rx_complete_irq: a byte that finds the ring full is dropped). loop() takes bytes from the ring
     only while it is not blocked in Serial.write, which returns once all but a ring's worth of the
-    reply has left on the wire. So a host that bursts commands loses bytes here as it would there.
+    reply has left on the wire (HardwareSerial::write waits while the TX ring is full). So a host
+    that bursts commands loses bytes here as it would there (measured in simavr: research notes).
     """
 
     # 8N1 (PROTOCOL.md): start + 8 data + stop = 10 bit times per byte at 115200 baud.
@@ -350,6 +353,8 @@ class Emulator:
         return int((time.monotonic() - self.reset_at) * 1000)
 
     def hold(self, reason: str) -> None:
+        """The MCU in reset: a real Uno resets when the host opens the port (DTR) and its
+        bootloader hears nothing meanwhile (research notes; PROTOCOL.md, Link)."""
         for horn in self.horns:             # a held MCU sends no pulses: the servos go limp
             horn.unpowered(time.monotonic() - self.t0)
         self.model = None
