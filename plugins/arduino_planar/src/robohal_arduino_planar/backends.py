@@ -21,6 +21,9 @@ FEATURES = frozenset({
 # The wire carries whole microseconds: a commanded angle lands within 0.5 us, which is
 # 0.5 * pi / 1000 rad (1.6 mrad) with the default calibration.
 POSITION_TOLERANCE = 2e-3
+# The servos are there this long after the last setpoint: a full 180 deg at the SG90's rated
+# 0.1 s/60 deg takes 0.3 s (servo.py), plus margin. The HIL suite checks it on the simulators.
+SETTLE_TIME = 0.5
 
 
 @functools.lru_cache(maxsize=1)
@@ -70,7 +73,7 @@ def backend_specs() -> list[BackendSpec]:
             hil_suite="robohal_arduino_planar.hil",
             features=FEATURES,
             position_tolerance=POSITION_TOLERANCE,
-            settle_time=0.5,
+            settle_time=SETTLE_TIME,
             params=("rate", "baud", "boot", "timeout", "retries", "watchdog_ms", "watchdog_action", "keepalive",
                     "poll", "q0", "calibration", "s1_*", "s2_*", "firmware", "sim_*"),
         )
