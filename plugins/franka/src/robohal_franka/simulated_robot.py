@@ -564,6 +564,8 @@ class SimulatedRobot:
             if np.isfinite(twist).all():  # the desired pose moves with the commanded twist
                 target[:3, 3] += twist[:3] * PERIOD
                 target[:3, :3] = rotation_from_vector(twist[3:] * PERIOD) @ held[:3, :3]
+        # Our choice: a command refused on its Cartesian checks is not taken through the IK (its joint
+        # errors would restate the same jump); the ones that pass are checked in joint space as well.
         errors = self.cartesian.errors(twist)
         elbow = None
         if bool(command["valid_elbow"]):
@@ -656,12 +658,12 @@ class SimulatedRobot:
             for _ in range(2):
                 errors += self.checker.check_velocity(np.zeros(7), self.q_d)
         elif self.generator in (StateGenerator.CARTESIAN_POSITION, StateGenerator.CARTESIAN_VELOCITY):
-            for _ in range(2):
+            for _ in range(2):  # as for a command: the joint checks only when the Cartesian ones pass
                 step = self.cartesian.errors(np.zeros(6))
                 errors += step
                 if not step:
                     self.cartesian.record(np.zeros(6))
-                errors += self.ik_checker.check_position(self.q_d)
+                    errors += self.ik_checker.check_position(self.q_d)
         if errors:
             return self._reflex(*dict.fromkeys(errors))
         self._to_idle()
