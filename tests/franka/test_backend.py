@@ -279,3 +279,68 @@ def test_a_foreground_motion_stopped_from_another_thread_returns_its_own_result(
     second = robot.move_joints(start + np.array([1.0, 0, 0, 0, 0, 0, 0]), speed=0.5)
     stopper.join()
     assert second is not first and not second.completed
+
+
+def _hold_streaming(backend: FrankaBackend) -> None:
+    """Open a stream and hold through it, as a control loop's first cycles do (holding, not
+    moving: a cycle the machine's load makes us miss changes nothing at rest)."""
+    start = backend.commanded
+    for _ in range(30):
+        state = backend.cycle()
+    for _ in range(30):
+        state = backend.cycle(backend.commanded)
+    assert state.mode is not RobotMode.FAULT
+    assert np.array_equal(backend.commanded, start), "the stream holds where it started"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_each_stream_starts_where_the_robot_holds(connect, impl):
+    """A real arm never sits on its command: the measured q lags and jitters around the
+    desired q_d the robot holds. A stream opened after connect, after a motion and after
+    recover() starts at that q_d on both sides of the control process, so its first cycles
+    are no step (which the control process, or the robot, would refuse)."""
+    backend, simulator = connect(impl)
+    state = backend.read()
+    assert np.abs(state.q - state.info["q_d"]).max() > 1e-6, "the simulated arm must track imperfectly"
+    assert np.array_equal(backend.commanded, state.info["q_d"]), "between sessions: where the robot holds"
+    _hold_streaming(backend)  # after connect
+
+    target = backend.commanded + np.radians([2, -2, 2, 2, 2, 2, 2])
+    assert backend.run(PointToPoint(target, speed=0.3)).completed
+    assert np.allclose(backend.commanded, target, atol=1e-6)  # held there (float32 on the wire)
+    assert np.abs(backend.read().q - target).max() > 1e-6  # and measured a little off it
+    _hold_streaming(backend)  # after a motion
+
+    # a motion from the open stream starts at the stream's last setpoint, and one more stream after it
+    assert backend.run(PointToPoint(target - np.radians([1, 1, 1, 1, 1, 1, 1]), speed=0.3)).completed
+    _hold_streaming(backend)
+    if simulator is not None:
+        backend.stop()
+        simulator.send("REFLEX joint_reflex")
+        with pytest.raises(HardwareFault):
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline:
+                backend.cycle()
+        backend.recover()
+        _hold_streaming(backend)  # after recover()
+        assert simulator.stats()["robot_reflexes"] == 1  # the injected one only
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_setpoint_posted_as_the_stream_ends_is_never_sent(connect, impl):
+    """stop() from another thread ends the stream; a setpoint the streaming thread posts
+    meanwhile is not sent (cycle() says so) and the next cycle() opens a fresh stream."""
+    from robohal_franka.shared import Layout
+
+    backend, _ = connect(impl)
+    backend.cycle()
+    sent = backend._shared.get(Layout.WRITES)
+    # the control process sees the mailbox only after the session ended: post as cycle() would
+    backend.stop()
+    seq = backend._shared.post_setpoint(backend.commanded + 0.001)
+    backend._sent_seq = seq
+    with pytest.raises(RobohalError, match="not sent"):
+        backend._receive(timeout=5.0)
+    assert backend._shared.get(Layout.WRITES) == sent or backend._shared.get(Layout.SESSION) == 0
+    state = backend.cycle()  # a new stream, from the held position
+    assert state.mode is not RobotMode.FAULT
