@@ -134,3 +134,23 @@ def test_the_state_record_separates_desired_and_measured(model):
     pose, pose_d = (wire.get_floats(record, name).reshape(4, 4, order="F") for name in ("O_T_EE", "O_T_EE_d"))
     assert np.allclose(pose, robot.forward(q), atol=1e-5) and np.allclose(pose_d, robot.forward(q_d), atol=1e-5)
     assert np.allclose(wire.get_floats(record, "O_T_EE_c"), pose_d.ravel(order="F"), atol=1e-6)  # held
+
+
+def test_sim_ideal_and_sim_seed_ride_on_the_uri():
+    from robohal.errors import UriError
+    from robohal.uri import parse_uri
+    from robohal_franka.backends import simulator_args
+
+    args = simulator_args(parse_uri("franka://sim?model=franka.fr3&sim_ideal=1&sim_seed=4"), "127.0.0.9")
+    assert "--ideal" in args and args[args.index("--seed") + 1] == "4"
+    assert "--ideal" not in simulator_args(parse_uri("franka://sim?model=franka.fr3"), "127.0.0.9")  # never the default
+    with pytest.raises(UriError):
+        simulator_args(parse_uri("franka://sim?model=franka.fr3&sim_ideal=maybe"), "127.0.0.9")
+
+
+def test_the_fci_simulator_tracks_imperfectly_unless_ideal(start_simulator, raw_client):
+    pytest.importorskip("pylibfranka", reason="pip install pylibfranka (a Linux wheel)")
+    real = raw_client("read", start_simulator("--seed", "3").host)
+    assert 1e-6 < np.abs(np.array(real["q"]) - real["q_d"]).max() < 1e-3
+    ideal = raw_client("read", start_simulator("--ideal").host)
+    assert ideal["q"] == ideal["q_d"] and ideal["dq"] == [0.0] * 7

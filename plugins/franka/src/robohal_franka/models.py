@@ -6,10 +6,11 @@ Franka Hand's TCP instead: flange -> hand rotated -pi/4 about z, TCP 0.1034 m
 further along z.
 
 Limits:
-* FR3: Franka's current FR3 joint-limit table (docs "Robot and interface
-  specifications", joint space: q_max/q_min, dq_max, ddq_max 10 rad/s^2,
-  dddq_max 5000 rad/s^3) and its position-based velocity limits near the ends
-  of travel (``JointLimits.velocity_bounds``). The tables live in ``facts.py``.
+* FR3: the joint ranges of Franka's published FR3 description (franka_description's
+  URDF, the FCI table control-parameters-joint-fr3.csv agrees), the rates of the
+  FCI documentation's FR3 table (dq_max, ddq_max 10 rad/s^2, dddq_max 5000
+  rad/s^3) and its position-based velocity limits near the ends of travel
+  (``JointLimits.velocity_bounds``). The tables live in ``facts.py``.
 * Panda: the FER (Panda) joint-limit table of the same document.
 """
 

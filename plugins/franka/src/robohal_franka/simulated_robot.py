@@ -142,6 +142,7 @@ class CommandChecker:
         return bool(((v > high * (1 + SLACK) + END_TOLERANCE) | (v < low * (1 + SLACK) - END_TOLERANCE)).any())
 
     def _rates(self, v: np.ndarray | None, a: np.ndarray, j: np.ndarray, q: np.ndarray) -> list[str]:
+        # The absolute margins here and on positions (1e-9 rad) are our choice: round-off only.
         errors = []
         if v is not None and self._too_fast(v, q):
             errors.append(self.names["velocity"])

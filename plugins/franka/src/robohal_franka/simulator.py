@@ -40,7 +40,7 @@ from .simulated_robot import DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot
 from .urdf import urdf_text
 from .wire import Command, MoveStatus
 
-# s: a state comes at least this long after the one before. When the simulator itself runs late
+# s: a state comes at least this long after the one before (our choice). When the simulator itself runs late
 # (descheduled on a busy machine), its clock slips instead of catching up with states the client
 # could not answer in time: the real robot never runs late, so its lateness must not count against
 # the client. Ticks later than LATE_TICK are counted in the stats.
@@ -54,7 +54,7 @@ def next_tick_after(scheduled: float, now: float) -> float:
     return max(scheduled + PERIOD, now + MIN_TICK_GAP)
 
 
-SIMULATOR_PRIORITY = 70  # FIFO: the robot's clock must not wait for other processes (below the client's 99)
+SIMULATOR_PRIORITY = 70  # our choice, FIFO: the robot's clock must not wait for other processes (below the client's 99)
 
 
 def realtime_priority(priority: int) -> bool:
