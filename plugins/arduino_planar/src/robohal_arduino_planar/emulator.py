@@ -46,6 +46,9 @@ SAFE_UNTIL_S = 39600 * 0.5e-6
 # jitter of its timing against the wire model's events, well under one 20 ms frame).
 IDLE_WAIT_S = 0.1
 RUN_WAIT_S = 0.005
+# Our choice: a loop late by up to this many frames (1 s) still puts out every frame's pulses, as
+# the timer would; a process stopped for longer starts a fresh frame instead of a burst.
+MAX_CATCH_UP_FRAMES = 50
 # Our choice, as the harness's out_buf: output nobody reads is dropped beyond this many bytes.
 MAX_UNREAD_OUT = 65536
 # Our choice, as the harness's control buffer: a control line longer than this is junk.
@@ -355,6 +358,7 @@ class Emulator:
     def hold(self, reason: str) -> None:
         """The MCU in reset: a real Uno resets when the host opens the port (DTR) and its
         bootloader hears nothing meanwhile (research notes; PROTOCOL.md, Link)."""
+        self._frames(time.monotonic())      # the pulses the MCU put out until now
         for horn in self.horns:             # a held MCU sends no pulses: the servos go limp
             horn.unpowered(time.monotonic() - self.t0)
         self.model = None
@@ -400,6 +404,7 @@ class Emulator:
 
     def _stats(self) -> None:
         """``STATS {json}``: the horns now, as the harness reports them."""
+        self._frames(time.monotonic())      # the pulses until now have reached the servos
         now = time.monotonic() - self.t0
         horns = [horn.advance(now) for horn in self.horns]
         stats = {"sim_us": self.sim_us(), "horn_us": [round(h, 4) for h in horns],
@@ -483,19 +488,23 @@ class Emulator:
 
     def _frames(self, now: float) -> None:
         """One PULSE line per attached servo per 20 ms frame, each with the HORN line of that
-        servo as the pulse ends; a late loop skips frames (and the servo misses those pulses)."""
+        servo as the pulse ends. The timer never skips a frame, so a late loop catches up on the
+        frames it missed (at the widths now on the pins), up to MAX_CATCH_UP_FRAMES."""
         if now < self.next_frame:
             return
         widths = self.model.pin_widths() if self.model else (0, 0)
-        t = self.sim_us(self.next_frame)
-        for pin, w, horn in zip(p.SERVO_PINS, widths, self.horns, strict=True):
-            if w:
-                end = self.next_frame - self.t0 + w / 1e6
-                print(f"PULSE {t} {pin} {w:.4f}")
-                print(f"HORN {self.sim_us(self.t0 + end)} {pin} {horn.pulse(end, w):.4f}")
+        for _ in range(MAX_CATCH_UP_FRAMES):
+            if now < self.next_frame:
+                break
+            t = self.sim_us(self.next_frame)
+            for pin, w, horn in zip(p.SERVO_PINS, widths, self.horns, strict=True):
+                if w:
+                    end = self.next_frame - self.t0 + w / 1e6
+                    print(f"PULSE {t} {pin} {w:.4f}")
+                    print(f"HORN {self.sim_us(self.t0 + end)} {pin} {horn.pulse(end, w):.4f}")
+            self.next_frame += FRAME_US / 1e6
         sys.stdout.flush()
-        self.next_frame += FRAME_US / 1e6
-        if self.next_frame < now:
+        if self.next_frame < now:          # stopped for longer (a suspended process): start afresh
             self.next_frame = now + FRAME_US / 1e6
 
 
