@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -51,7 +52,8 @@ class EgmSim:
         self.send("STATS")
         return json.loads(self.wait_line("STATS ")[6:])
 
-    def connect_uri(self, **params: str) -> str:
+    def connect_uri(self, **params: str | None) -> str:
+        """The URI to connect with, parameters set (None removes one: ``robot=None``)."""
         return str(self.uri.with_params(**params))
 
 
@@ -133,3 +135,84 @@ def raw_sensor() -> Iterator[Callable[[int], RawSensor]]:
     yield make
     for sensor in made:
         sensor.close()
+
+
+class BareRobot:
+    """A robot side with nothing of the simulator: one UDP socket on ``host`` (loopback) that
+    sends the ``EgmRobot`` datagrams a test writes, and counts the answers it gets."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        import robohal
+
+        self.model = robohal.get_model(EGM_MODEL)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((host, 0))
+        self.sock.setblocking(False)
+        self.address = self.sock.getsockname()
+
+    def datagram(self, seqno: int, q_deg=(0.0,) * 6, at: float | None = None, motor_state: str = "on") -> bytes:
+        """A complete robot message; ``at`` is its feedback time (default: now)."""
+        from robohal_abb import wire
+
+        q = np.radians(np.asarray(q_deg, dtype=float))
+        pose = self.model.forward(q)
+        return wire.encode_robot(seqno=seqno, tm=seqno * 4, time=time.time() if at is None else at, q=q,
+                                 q_planned=q, pose=pose, pose_planned=pose, motor_state=motor_state)
+
+    def send(self, port: int, datagram: bytes) -> None:
+        self.sock.sendto(datagram, ("127.0.0.1", port))
+
+    def answers(self) -> int:
+        """How many datagrams came back since the last call."""
+        count = 0
+        for _ in range(100_000):  # bounded: a backend answers at most one per robot message
+            try:
+                self.sock.recv(65536)
+            except BlockingIOError:
+                break
+            count += 1
+        return count
+
+    def connect(self, uri: str, datagram: bytes, timeout: float = 10.0):
+        """``robohal.connect(uri)`` while this robot sends ``datagram`` (the same one, again and
+        again: every copy after the first is a duplicate) until the backend has taken it in."""
+        import robohal
+
+        result: list = []
+
+        def opening() -> None:
+            try:
+                result.append(robohal.connect(uri))
+            except BaseException as exc:
+                result.append(exc)
+
+        port = parse_uri(uri).port
+        opener = threading.Thread(target=opening)
+        opener.start()
+        deadline = time.monotonic() + timeout
+        while opener.is_alive() and time.monotonic() < deadline:
+            self.send(port, datagram)
+            opener.join(0.004)
+        opener.join(timeout)
+        assert result, "connect() did not return"
+        if isinstance(result[0], BaseException):
+            raise result[0]
+        return result[0]
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def bare_robot() -> Iterator[Callable[..., BareRobot]]:
+    """Make bare robot sockets: ``bare_robot("127.0.0.2")``; all are closed after the test."""
+    made: list[BareRobot] = []
+
+    def make(host: str = "127.0.0.1") -> BareRobot:
+        robot = BareRobot(host)
+        made.append(robot)
+        return robot
+
+    yield make
+    for robot in made:
+        robot.close()

@@ -512,14 +512,16 @@ def test_a_control_loop_that_stalls_mid_motion_is_braked_and_cannot_resume_with_
 
 
 def _inject(backend, model, joints_deg, seqno: int) -> None:
-    """One well-formed robot message from another socket on the robot's address."""
+    """One well-formed robot message from another socket on the robot's address (robot=IP
+    hears every port of that address). Its feedback time is 50 ms ahead, as a real new session
+    comes after RAPID's restart: never older than a controller message that overtook it."""
     from robohal_abb import wire
 
     q = np.radians(joints_deg)
     pose = model.forward(np.zeros(6))
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as injector:
         injector.bind(("127.0.0.1", 0))
-        injector.sendto(wire.encode_robot(seqno=seqno, tm=0, time=time.time(), q=q, q_planned=q, pose=pose,
+        injector.sendto(wire.encode_robot(seqno=seqno, tm=0, time=time.time() + 0.05, q=q, q_planned=q, pose=pose,
                                           pose_planned=pose), ("127.0.0.1", backend.port))
 
 
@@ -542,9 +544,14 @@ def test_a_session_measured_outside_the_limits_is_not_held(egm_sim) -> None:
     with robohal.connect(sim.connect_uri()) as robot:
         backend = robot.backend
         targets = record_targets(backend)
+        # seqno 0 with a later feedback time: a new session, even while the controller's own
+        # newest message is still its first (seqno 0 too), as right after connect
         _inject(backend, robot.model, [250.0, 0, 0, 0, 0, 0], seqno=0)  # the model allows +-170 deg
         assert wait_until(lambda: backend.counters["measured_outside_limits"] >= 1, timeout=5.0)
-        time.sleep(0.2)  # the hold thread's turns
+        assert backend.counters["sessions_restarted"] == 1
+        seen = backend.counters["robot_messages"]
+        # the hold thread's turns: the controller's next messages, each one it could have answered
+        assert wait_until(lambda: backend.counters["robot_messages"] >= seen + 20, timeout=10.0)
         assert all(robot.model.limits.within(q) for q in targets), "nothing outside the limits went out"
         # the real controller's next messages: held again at its measured position, and usable
         state = robot.state
@@ -562,3 +569,36 @@ def test_absurd_joint_values_are_a_bad_datagram(egm_sim) -> None:
         assert wait_until(lambda: backend.counters["bad_joint_range"] == 1, timeout=5.0)
         assert backend.counters["sessions_restarted"] == 0
         assert robot.move_joints(robot.q + np.radians([2.0, 0, 0, 0, 0, 0]), speed=0.5).completed
+
+
+def test_seqno_0_again_is_told_from_a_copy_and_from_a_late_datagram_by_its_time(bare_robot) -> None:
+    """A session that sent one message (seqno 0) and restarted sends seqno 0 again: by the seqno
+    alone it looks like a copy. The feedback time tells them apart: a copy has the same time, a
+    late datagram an earlier one, a new session a later one."""
+    robot_side = bare_robot()
+    port = free_port()
+    start = time.time()
+    first = robot_side.datagram(0, [0, 0, 0, 0, 0, 0], at=start)
+    uri = f"abb-egm://127.0.0.1:{port}?model=abb.irb1410&timeout=5"
+    with robot_side.connect(uri, first) as robot:  # every copy of ``first`` after the one taken is a duplicate
+        backend = robot.backend
+        copies = backend.counters["duplicates_dropped"]
+        assert robot.state.info["seqno"] == 0 and backend.counters["sessions_restarted"] == 0
+        robot_side.send(port, first)  # one more copy
+        assert wait_until(lambda: backend.counters["duplicates_dropped"] == copies + 1, timeout=5.0)
+        restarted = robot_side.datagram(0, [5, 0, 0, 0, 0, 0], at=start + 0.1)  # RAPID restarted the EGM run
+        robot_side.send(port, restarted)
+        assert wait_until(lambda: backend.counters["sessions_restarted"] == 1, timeout=5.0)
+        state = robot.state
+        assert state.info["session"] == 2 and np.allclose(state.q, np.radians([5, 0, 0, 0, 0, 0]))
+        assert np.allclose(backend.commanded, state.q), "holds the new session's measured position"
+        for seqno in (1, 2):
+            robot_side.send(port, robot_side.datagram(seqno, [5, 0, 0, 0, 0, 0], at=start + 0.1 + 0.004 * seqno))
+        assert wait_until(lambda: robot.state.info["seqno"] == 2, timeout=5.0)
+        late = backend.counters["reordered_dropped"]
+        robot_side.send(port, restarted)  # the new session's first message, overtaken by two
+        assert wait_until(lambda: backend.counters["reordered_dropped"] == late + 1, timeout=5.0)
+        # a further session whose first two messages were lost: seqno 2 again, but later
+        robot_side.send(port, robot_side.datagram(2, [7, 0, 0, 0, 0, 0], at=start + 0.3))
+        assert wait_until(lambda: backend.counters["sessions_restarted"] == 2, timeout=5.0)
+        assert robot.state.info["session"] == 3

@@ -8,11 +8,23 @@ the controller's UDP Unicast Device points at. The controller is the UDP
 client: it sends an ``EgmRobot`` every 4 ms and takes the answer from the
 address it sent to.
 
+Only the robot is heard. With ``robot=IP`` that is every datagram from that
+address. Without it, the backend locks onto the sender (host and port) of the
+first valid robot message after connect and counts every other sender as
+foreign: never answered, never taken as state. A restart of the controller's
+EGM run from the same address is a new session as usual. Once the locked robot
+has been silent for longer than ``timeout`` (the link is reported lost), the
+next valid robot message locks anew, from whatever address (a controller back
+from a reboot may send from another port); that starts a new session. The first
+sender wins: on a network where anyone may be first, name the controller with
+``robot=``. Binding a non-loopback address without it logs a warning naming
+the locked address.
+
 Whoever waits for the robot reads the socket: the control loop while it
 streams, a background thread between motions. Each read drains every datagram
-that is waiting, drops what is bad (counted by reason), older than what it has
-(reordered or duplicated), or from another address than ``robot``, and keeps
-only the newest robot message. The control loop's :meth:`_send` answers that
+that is waiting, drops what is bad (counted by reason), foreign, or older than
+what it has (reordered or duplicated, told from a new session by the robot's
+feedback time), and keeps only the newest robot message. The control loop's :meth:`_send` answers that
 message, once, with the checked setpoint; :meth:`_receive` waits for the next
 one. Between motions the thread answers each new message itself with the last
 setpoint, so the controller's ``\\CommTimeout`` never fires while the robot
@@ -40,6 +52,7 @@ controller's joint-3 convention.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import select
 import socket
@@ -63,7 +76,9 @@ log = logging.getLogger("robohal.abb")
 
 DEFAULT_HOST = "0.0.0.0"
 DEFAULT_TIMEOUT = 2.0  # s
-#: a seqno this far behind the newest is a restarted session, not a reordered datagram
+#: a seqno this far behind the newest is a restarted session even when its feedback time is not
+#: later (a controller clock set back); our choice: a loopback or cell LAN reorders a datagram by
+#: one or two places, and the simulator's --reorder by one
 REORDER_WINDOW = 8
 #: robot messages kept for the timing figures (about 4 s at 250 Hz)
 TIMING_WINDOW = 1000
@@ -131,6 +146,9 @@ class EgmBackend(Backend):
             self.robot_ip = socket.gethostbyname(robot) if robot else None
         except OSError:
             raise UriError(f"{uri}: robot={robot!r} is not an address") from None
+        # without robot=: the (host, port) of the first valid robot message, the only sender heard
+        self._locked: tuple[str, int] | None = None
+        self._exposed = not _loopback(self.host)  # bound where others than this computer can send
         self._sock: socket.socket | None = None
         self._poller: Any = None
         self._thread: threading.Thread | None = None
@@ -193,6 +211,7 @@ class EgmBackend(Backend):
         self._closing.clear()
         with self._lock:
             self._newest, self._consumed, self._count, self._target = None, 0, 0, None
+            self._locked = None  # each connection locks onto its robot anew
             self._restart_pending, self._thread_error = False, None
         self._thread = start_link_thread(self, type(self)._hold_step, self._closing, f"robohal-egm-{self.port}")
         try:
@@ -287,8 +306,13 @@ class EgmBackend(Backend):
 
     def _accept(self, datagram: bytes, arrival: float, address: tuple[str, int]) -> None:
         counters = self.counters
-        if self.robot_ip is not None and address[0] != self.robot_ip:
-            self._anomaly("foreign_datagrams", f"ignored a datagram from {address[0]}:{address[1]} (robot={self.robot_ip})")
+        if self.robot_ip is not None:
+            if address[0] != self.robot_ip:
+                self._anomaly("foreign_datagrams", f"ignored a datagram from {address[0]}:{address[1]} (robot={self.robot_ip})")
+                return
+        elif self._locked is not None and address != self._locked and not self._robot_lost():
+            self._anomaly("foreign_datagrams", f"ignored a datagram from {address[0]}:{address[1]} (the robot is"
+                          f" {self._locked[0]}:{self._locked[1]}, the sender of the first robot message)")
             return
         try:
             message = wire.decode_robot(datagram, self.model.dof)
@@ -298,14 +322,24 @@ class EgmBackend(Backend):
             return
         with self._lock:
             previous = self._newest
+            if self.robot_ip is None and address != self._locked:
+                self._lock_onto(address)
+                previous = None  # another sender: its seqnos continue nothing of the old one's
             new_session = previous is None
             if previous is not None:
                 last = previous.message.seqno
-                if message.seqno == last:
-                    self._anomaly("duplicates_dropped", f"dropped a repeated message (seqno {last})")
-                    return
-                if message.seqno < last:
-                    if message.seqno != 0 and last - message.seqno <= REORDER_WINDOW:
+                if message.seqno <= last:
+                    # The seqno alone cannot tell a copy or a late datagram from a new session
+                    # (seqno 0 again, even right after an old session's first message, seqno 0;
+                    # or a few seqnos on when its first messages were lost). The robot's feedback
+                    # time can: a copy carries the same time, a late datagram an earlier one, a
+                    # new session a later one. Far behind is a new session whatever the time says
+                    # (a controller whose clock was set back).
+                    late = message.time <= previous.message.time
+                    if late and message.seqno == last:
+                        self._anomaly("duplicates_dropped", f"dropped a repeated message (seqno {last})")
+                        return
+                    if late and last - message.seqno <= REORDER_WINDOW:
                         self._anomaly("reordered_dropped", f"dropped a late message (seqno {message.seqno} after {last})")
                         return
                     new_session = True
@@ -314,21 +348,42 @@ class EgmBackend(Backend):
                     self._lost += message.seqno - last - 1
             if new_session:
                 self._session += 1
-                if previous is not None:
+                if self._newest is not None:
                     counters["sessions_restarted"] += 1
                     log.info("%s: the EGM session restarted (seqno %d after %d): holding the measured position",
-                             self.uri, message.seqno, previous.message.seqno)
+                             self.uri, message.seqno, self._newest.message.seqno)
                     self._restart_pending = True
                     # hold the measured position, never the old target (nothing, if it is outside the limits)
                     self._target = self._holdable(np.array(message.q))
                     if self.guard.active and self._target is not None:  # from rest there: the old motion is over
                         self.guard.reset(self._target)
             else:
+                assert previous is not None
                 self._intervals.append(arrival - previous.arrival)
             self._count += 1
             counters["robot_messages"] += 1
             self._newest = _Received(message, arrival, time.monotonic(), address, self._count, self._session,
                                      None if new_session else previous.message)
+
+    def _robot_lost(self) -> bool:
+        """The locked robot has been silent for longer than ``timeout``: the link is lost (every
+        call says so), and the next valid robot message may lock onto a new sender."""
+        newest = self._newest
+        return newest is None or time.monotonic() - newest.arrival_monotonic > self.timeout
+
+    def _lock_onto(self, address: tuple[str, int]) -> None:
+        """From now on only ``address`` is the robot (no robot= given); call with the lock held."""
+        old, self._locked = self._locked, address
+        where = f"{address[0]}:{address[1]}"
+        if old is not None:
+            self.counters["robot_relocked"] += 1
+            log.warning("%s: the robot at %s:%d was silent for more than %g s; now answering %s, the sender of the"
+                        " next robot message", self.uri, old[0], old[1], self.timeout, where)
+        elif self._exposed:
+            log.warning("%s: no robot= given: answering only %s, the sender of the first robot message, and counting"
+                        " every other sender as foreign; give robot=IP to name the controller", self.uri, where)
+        else:
+            log.info("%s: answering only %s, the sender of the first robot message", self.uri, where)
 
     def _stale(self, received: _Received) -> bool:
         """Too old to answer: a newer message is due, and a late answer could even reach the
@@ -615,6 +670,14 @@ class EgmBackend(Backend):
     def statistics(self) -> dict[str, Any]:
         """Counters (datagrams by fate, replies, sessions) and timing figures."""
         return {**dict(self.counters), **self.timing(), "seqno_gaps": self._seqno_gaps, "lost_messages": self._lost}
+
+
+def _loopback(host: str) -> bool:
+    """Whether binding ``host`` listens on this computer's loopback only (127.0.0.0/8)."""
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
 
 
 def _percentile(ordered: list[float], q: float) -> float | None:
