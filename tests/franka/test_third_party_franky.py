@@ -31,10 +31,12 @@ def run_motion(franky, simulator):
 
     def run(scenario: str) -> dict:
         result = franky.run_client(scenario, simulator.host)
-        assert result["error"] is None, f"franky {scenario}: {result['error']}"
+        stats = simulator.stats()
+        link = {key: stats.get(key) for key in ("robot_missed", "late_ticks", "states_dropped")}
+        assert result["error"] is None, f"franky {scenario}: {result['error']} (simulator: {link})"
         assert result["robot_mode"] == "RobotMode.Idle"
         assert result["last_motion_errors"] == "[]" and not result["has_errors"]
-        assert simulator.stats()["robot_reflexes"] == 0
+        assert stats["robot_reflexes"] == 0
         assert np.abs(result["dq_end"]).max() < 1e-2  # at rest
         return result
 
