@@ -20,6 +20,23 @@ from robohal_franka.backend import FrankaBackend
 from robohal_franka.facts import READY_Q
 
 IMPLS = ["pylibfranka", "stubs"]
+#: rad: how far the simulated arm's measured joints sit off the position it holds (its
+#: static error and noise are below 1e-4 rad; 1e-3 leaves room for settling)
+TRACKING = 1e-3
+
+
+def held(backend: FrankaBackend) -> np.ndarray:
+    """The position the robot holds (q_d); the measured q sits near it, never on it."""
+    return backend.read().info["q_d"]
+
+
+def assert_at_rest(backend: FrankaBackend) -> None:
+    """Nothing commanded moves: the held position stays put over 20 robot cycles."""
+    before = backend.read()
+    deadline = time.monotonic() + 5.0
+    while backend.read().time < before.time + 0.02 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert np.array_equal(held(backend), before.info["q_d"])
 
 
 @pytest.fixture
@@ -73,10 +90,12 @@ def test_close_frees_the_shared_memory_at_once(connect, impl):
 def test_connect_read_stream_and_close(connect, impl):
     backend, _ = connect(impl)
     state = backend.read()
-    assert np.allclose(state.q, READY_Q, atol=1e-6) and state.mode is RobotMode.IDLE
+    assert np.allclose(held(backend), READY_Q, atol=1e-6) and state.mode is RobotMode.IDLE
+    assert np.abs(state.q - READY_Q).max() < TRACKING
     times = [backend.cycle().time for _ in range(30)]  # hold: streamed through the mailbox
     assert (np.diff(times) > 0).all()
-    assert np.allclose(backend.read().q, READY_Q, atol=1e-6)
+    assert np.allclose(held(backend), READY_Q, atol=1e-6)
+    assert np.abs(backend.read().q - READY_Q).max() < TRACKING
     pid = backend.control_pid
     backend.close()
     backend.close()
@@ -95,7 +114,8 @@ def test_motion_runs_in_the_control_process(connect, impl, reference_model):
     assert result.completed and np.allclose(result.commanded[-1], target, atol=1e-12)
     assert backend.counters["cycles"] - cycles == result.cycles
     assert np.allclose(backend.commanded, target)
-    assert np.abs(backend.read().q - target).max() < 1e-5
+    assert np.allclose(held(backend), target, atol=1e-6)  # (float32 on the wire)
+    assert np.abs(backend.read().q - target).max() < TRACKING
     if simulator is not None:
         assert simulator.stats()["robot_reflexes"] == 0
     # a jump is refused by our guard before any wire
@@ -235,7 +255,7 @@ def test_a_stalled_stream_is_braked_reported_and_recovered(connect, impl):
         backend.cycle()  # until recover()
     state = backend.recover()
     assert state.mode is RobotMode.IDLE
-    assert np.abs(backend.read().dq).max() < 1e-6  # braked to rest
+    assert_at_rest(backend)  # braked to rest
     assert backend.cycle().mode in (RobotMode.IDLE, RobotMode.MOVING)
     if simulator is not None:
         assert simulator.stats()["robot_reflexes"] == 0
@@ -262,8 +282,8 @@ def test_ctrl_c_during_a_foreground_motion_brakes_and_keeps_the_link(connect):
         timer.cancel()
     assert any("braked to rest" in note for note in getattr(raised.value, "__notes__", []))
     assert not backend.busy
-    state = backend.read()
-    assert np.abs(state.dq).max() < 1e-3 and abs(state.q[0] - target[0]) > 0.1, "at rest, short of the target"
+    assert_at_rest(backend)
+    assert abs(held(backend)[0] - target[0]) > 0.1, "short of the target"
     assert robot.move_joints(start, speed=0.5).completed
 
 

@@ -38,7 +38,8 @@ def test_lossy_link_is_tolerated_like_the_robot():
         target = robot.backend.commanded + np.radians([6, 0, 0, 6, 0, 0, 0])
         result = robot.backend.run(PointToPoint(target, speed=0.4))
         assert result.completed
-        assert np.abs(robot.state.q - target).max() < 1e-5
+        assert np.allclose(robot.state.info["q_d"], target, atol=1e-6)  # held there (float32 on the wire)
+        assert np.abs(robot.state.q - target).max() < 1e-3  # measured: off by the arm's tracking
         print(f"lossy link: {robot.backend.figures}")
 
 

@@ -109,7 +109,7 @@ lib = importlib.import_module(sys.argv[2])
 robot = lib.Robot(sys.argv[1], lib.RealtimeConfig.kIgnore)
 control = robot.start_joint_position_control(lib.ControllerMode.JointImpedance)
 state, _ = control.readOnce()
-q = list(state.q)
+q = list(state.q_d)  # where the robot holds: the start it accepts
 out = {}
 try:
     for i in range(50):
