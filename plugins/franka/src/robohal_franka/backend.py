@@ -164,6 +164,8 @@ class FrankaBackend(Backend):
             host=self.uri.host, impl=self.impl, realtime=self.realtime, model=self.model,
             model_name=self.model_name, collision=self.collision,
             stub_max_missed=self.uri.get_int("max_missed", 20, minimum=1),
+            stub_ideal=self.uri.get_bool("sim_ideal", False),
+            stub_seed=self.uri.get_int("sim_seed", 0, minimum=0) if "sim_seed" in self.uri.params else None,
         )
         self._process = subprocess.Popen(
             [sys.executable, "-c", CONTROL_MAIN, str(child_fds[0]), self._shm_file.name, *map(str, child_fds[1:])],

@@ -130,7 +130,9 @@ def backend_specs() -> list[BackendSpec]:
             hil_targets=("franka://sim?model=franka.fr3", "franka://sim?model=franka.fr3&impl=stubs"),
             hil_suite="robohal_franka.hil",
             features=frozenset({"cartesian", "collision_behavior", "recover", "reflex", "stall"}),
-            position_tolerance=1e-3,
+            # A joint-impedance arm settles a little off its command (its stiffness against
+            # friction and model error): franky-sim's MuJoCo FR3 holds joint 7 1.8 mrad off at rest.
+            position_tolerance=3e-3,
             settle_time=0.5,
             params=("realtime", "impl", "collision", "loss", "stall_after", "max_missed", "sim_seed", "sim_ideal"),
         )

@@ -79,6 +79,8 @@ class ControlConfig:
     model_name: str
     collision: tuple[tuple[float, ...], ...]
     stub_max_missed: int = 20
+    stub_ideal: bool = False  # the stand-in's arm tracks perfectly (sim_ideal=1: unit tests only)
+    stub_seed: int | None = None  # its tracking noise's seed (sim_seed=N)
 
 
 # Errors across the pipe: exceptions with keyword attributes do not survive plain pickling.
@@ -211,7 +213,8 @@ class ControlLoop:
             realtime_priority()
             self.lib = importlib.import_module("robohal_franka.stubs")
             realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
-            self.robot = self.lib.Robot(config.host, realtime, model=config.model_name, max_missed=config.stub_max_missed)
+            self.robot = self.lib.Robot(config.host, realtime, model=config.model_name, max_missed=config.stub_max_missed,
+                                        ideal=config.stub_ideal, seed=config.stub_seed)
         else:
             self.lib = importlib.import_module("pylibfranka")
             realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
