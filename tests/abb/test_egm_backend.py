@@ -136,6 +136,25 @@ def test_each_cycle_answers_with_its_own_setpoint(egm_sim) -> None:
     assert own > 30, f"only {own} of 59 cycles found their own setpoint followed by the controller"
 
 
+def test_while_moving_the_state_shows_feedback_trailing_the_planned_position(egm_sim) -> None:
+    """The controller tracks like a real one (10-20 ms control lag, ABB's EGM manual): in each
+    state the measured q trails q_planned, the target it follows, instead of equalling it."""
+    sim = egm_sim("--comm-timeout", "0")
+    with robohal.connect(sim.connect_uri()) as robot:
+        backend = robot.backend
+        q, speed = speed_up(backend, 0, until=lambda q: False, cycles=100)  # to 0.5 rad/s
+        assert speed == 0.5
+        trail = []
+        for _ in range(100):
+            q = q.copy()
+            q[0] += speed * backend.period
+            state = backend.cycle(q)
+            trail.append(state.info["q_planned"][0] - state.q[0])
+        assert state.mode is RobotMode.MOVING
+        assert (np.array(trail) > 1e-6).all(), "the measured position equals the planned one while moving"
+        assert 0.010 <= np.median(trail) / speed <= 0.020
+
+
 def test_every_target_is_checked_before_the_wire(egm_sim) -> None:
     sim = egm_sim("--comm-timeout", "0")
     with robohal.connect(sim.connect_uri()) as robot:

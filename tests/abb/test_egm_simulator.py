@@ -69,6 +69,30 @@ def test_follows_targets_with_lag_inside_the_speed_limits(egm_sim, raw_sensor) -
     assert np.allclose(messages[-1].q_planned, target, atol=1e-12)
 
 
+def test_feedback_lags_the_planned_position_like_a_real_controller(egm_sim, raw_sensor) -> None:
+    """ABB's EGM manual gives 10-20 ms of control lag: with a target moving at constant speed,
+    the feedback trails the planned position (the target the controller follows) by about speed
+    x lag, and the two are never equal while the robot moves."""
+    sim = egm_sim("--comm-timeout", "0")  # the default lag
+    sensor = raw_sensor(sim.sensor_port)
+    start = np.array(sensor.receive().q)
+    speed = 0.2  # rad/s, joint 1: well inside its limits
+    answered = [0]
+
+    def ramp(message):
+        answered[0] += 1
+        target = start.copy()
+        target[0] += speed * 0.004 * answered[0]
+        return wire.encode_sensor_joints(1, 0, target)
+
+    messages = sensor.collect(0.8, reply=ramp)
+    moving = messages[len(messages) // 2:]  # past the start of the ramp
+    assert len(moving) > 30
+    trail = np.array([m.q_planned[0] - m.q[0] for m in moving])
+    assert (trail > 1e-6).all(), "the feedback is not the planned position while moving"
+    assert 0.010 <= np.median(trail) / speed <= 0.020
+
+
 def test_comm_timeout_stops_the_run_and_the_rapid_loop_restarts_it(egm_sim, raw_sensor) -> None:
     sim = egm_sim("--comm-timeout", "0.3", "--retry-after", "0.3")
     sensor = raw_sensor(sim.sensor_port)

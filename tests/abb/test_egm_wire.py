@@ -75,6 +75,17 @@ def test_sensor_targets_round_trip() -> None:
     assert pose.q is None and np.allclose(pose.pose, POSE, atol=1e-12)
 
 
+def test_robot_messages_carry_robotware7_timestamps() -> None:
+    """RobotWare 7 peers read EgmTimestamp (sec, nsec) beside EgmClock (sec, usec): both name
+    the same instant, in feedback and planned alike."""
+    message = robot_message(time=1_700_000_000.123456)
+    for part in (message.feedBack, message.planned):
+        assert part.HasField("timeStamp") and part.HasField("time")
+        assert part.timeStamp.sec == part.time.sec == 1_700_000_000
+        assert abs(part.timeStamp.nsec - part.time.usec * 1000) <= 1000
+        assert abs(part.timeStamp.nsec - 123_456_000) < 1000  # float seconds hold about 0.2 us here
+
+
 def test_state_names_and_faults() -> None:
     off = wire.decode_robot(robot_bytes(motor_state="off", rapid_state="stopped", mci_state="stopped"), 6)
     assert not off.active

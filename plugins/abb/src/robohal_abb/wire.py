@@ -264,6 +264,13 @@ def _set_clock(clock: Any, seconds: float) -> None:
     clock.usec = min(round((seconds - whole) * 1e6), 999_999)
 
 
+def _set_timestamp(stamp: Any, seconds: float) -> None:
+    """RobotWare 7's EgmTimestamp (sec, nsec), which RobotWare 7 peers read beside EgmClock."""
+    whole = math.floor(seconds)
+    stamp.sec = int(whole)
+    stamp.nsec = min(round((seconds - whole) * 1e9), 999_999_999)
+
+
 def _set_pose(target: Any, pose: ArrayLike) -> None:
     xyz, quat = pose_to_wire(pose)
     target.pos.x, target.pos.y, target.pos.z = xyz
@@ -285,7 +292,8 @@ def encode_robot(
     converged: bool = False,
     utilization: float = 0.0,
 ) -> bytes:
-    """A complete ``EgmRobot`` datagram (the simulated controller's message)."""
+    """A complete ``EgmRobot`` datagram (the simulated controller's message), RobotWare 7
+    layout: feedback and planned carry both ``time`` (EgmClock) and ``timeStamp`` (EgmTimestamp)."""
     message = pb.EgmRobot()
     message.header.seqno = seqno & 0xFFFFFFFF
     message.header.tm = tm & 0xFFFFFFFF
@@ -294,6 +302,8 @@ def encode_robot(
         part.joints.joints.extend(joints_to_wire(joints))
         _set_pose(part.cartesian, part_pose)
         _set_clock(part.time, time)
+        # the same instant as EgmClock (our choice: the simulated controller has one clock)
+        _set_timestamp(part.timeStamp, time)
     message.motorState.state = _MOTOR_CODES[motor_state]
     message.mciState.state = _MCI_CODES[mci_state]
     message.rapidExecState.state = _RAPID_CODES[rapid_state]
