@@ -37,6 +37,10 @@ def venv_python() -> Path:
 
 def missing_reason(module: str) -> str | None:
     """Why the venv cannot serve ``module`` (None when it can): the skip reason."""
+    failed = VENV / "install-failed.txt"  # written by the make target when pip could not install
+    if failed.exists():
+        lines = failed.read_text(errors="replace").strip().splitlines()
+        return f"the {VENV.name} packages could not install ({MAKE_TARGET}): {lines[-1] if lines else ''}"
     if not venv_python().exists():
         return f"{VENV.name} is missing (build it with `{MAKE_TARGET}`)"
     done = subprocess.run([str(venv_python()), "-c", f"import {module}"], capture_output=True, text=True, timeout=60)
