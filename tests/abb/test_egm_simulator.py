@@ -93,6 +93,21 @@ def test_feedback_lags_the_planned_position_like_a_real_controller(egm_sim, raw_
     assert 0.010 <= np.median(trail) / speed <= 0.020
 
 
+@pytest.mark.parametrize("cap_deg", [None, 100.0])
+def test_max_speed_deviation_caps_the_axis_speed(egm_sim, raw_sensor, cap_deg) -> None:
+    """\\MaxSpeedDeviation (the RAPID template's 250 deg/s by default) caps EGM's axis speed where
+    it is below the axis's rated speed: the IRB 1410's wrist is rated 280 deg/s."""
+    args = ("--max-speed-deviation", str(cap_deg)) if cap_deg is not None else ()
+    sim = egm_sim("--comm-timeout", "0", *args)
+    sensor = raw_sensor(sim.sensor_port)
+    start = sensor.receive()
+    target = np.array(start.q) + np.radians([0.0, 0.0, 0.0, 90.0, 0.0, 0.0])
+    messages = sensor.collect(0.5, reply=lambda m: wire.encode_sensor_joints(1, 0, target))
+    q = np.array([m.q for m in messages])
+    fastest = np.degrees(np.abs(np.diff(q[:, 3])).max()) / 0.004  # deg/s, one model step per message
+    assert fastest == pytest.approx(250.0 if cap_deg is None else cap_deg, rel=1e-6)
+
+
 def test_comm_timeout_stops_the_run_and_the_rapid_loop_restarts_it(egm_sim, raw_sensor) -> None:
     sim = egm_sim("--comm-timeout", "0.3", "--retry-after", "0.3")
     sensor = raw_sensor(sim.sensor_port)

@@ -75,7 +75,7 @@ from . import stamps, wire
 log = logging.getLogger("robohal.abb")
 
 DEFAULT_HOST = "0.0.0.0"
-DEFAULT_TIMEOUT = 2.0  # s
+DEFAULT_TIMEOUT = 2.0  # s; our choice: twice the common \CommTimeout (1 s), so the controller gives up first
 #: a seqno this far behind the newest is a restarted session even when its feedback time is not
 #: later (a controller clock set back); our choice: a loopback or cell LAN reorders a datagram by
 #: one or two places, and the simulator's --reorder by one
@@ -86,7 +86,8 @@ TIMING_WINDOW = 1000
 #: after FIRST_TIMING, so a short first motion already reports them)
 TIMING_REFRESH = 250
 FIRST_TIMING = 25
-#: a robot message older than this many periods is not answered any more
+#: a robot message older than this many periods is not answered any more; our choice: by then the
+#: next message is due, and the manual's advice is one answer per robot message
 STALE_AFTER_PERIODS = 2
 #: s the hold thread rests while the control loop streams
 HOLD_THREAD_REST = 0.025

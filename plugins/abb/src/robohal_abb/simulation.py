@@ -10,7 +10,9 @@ from __future__ import annotations
 from robohal.simulation import SimulatorError, SimulatorProcess, free_port, python_module
 from robohal.uri import RobotUri, parse_uri
 
-#: the template's error handler restarts the EGM run this long after ERR_UDPUC_COMM
+#: s after ERR_UDPUC_COMM until the RAPID loop starts a new session. The template's error
+#: handler waits 1 s (WaitTime 1) before EGMSetupUC again; 0.3 s is our choice, to keep the
+#: fault tests short: only how soon a new session comes differs, not what it does
 DEFAULT_RETRY_AFTER = 0.3
 BACKEND_PARAMS = ("timeout", "connect_timeout", "mode", "sample_rate", "reply")
 

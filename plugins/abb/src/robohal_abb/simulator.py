@@ -42,9 +42,15 @@ from robohal.kinematics import Kinematics
 
 from . import stamps, wire
 
-SAMPLE_PERIOD = 0.004  # s: EGM's default \SampleRate
+# Where each rule comes from: "manual" is ABB's EGM application manual (RobotWare 7), "template"
+# is robohal's RAPID module (rapid/RobohalEgm.mod), "abb_libegm" the acceptance rules of ABB's
+# C++ EGM peer, as in the research notes; anything else says that it is our choice, and why.
+
+SAMPLE_PERIOD = 0.004  # s: manual, EGM's default \SampleRate (a real controller measures about 4.032 ms)
 #: s of silence before a new session: RAPID runs EGMReset/EGMSetupUC/EGMActJoint first, and
-#: whatever the sensor sent to the old session meanwhile is dropped, never applied to the new one
+#: whatever the sensor sent to the old session meanwhile is dropped, never applied to the new one.
+#: How long those instructions take is not documented: 50 ms is our choice, a dozen periods,
+#: enough that answers to the old session arrive inside the gap
 RESTART_GAP = 0.05
 
 
@@ -54,10 +60,18 @@ class ControllerOptions:
 
     period: float = SAMPLE_PERIOD
     mode: str = "joint"  # "joint" (EGMRunJoint) or "pose" (EGMRunPose, flange in base frame)
-    lag: float = 0.015  # s, first-order time constant of the motion control
-    convergence: float = math.radians(0.5)  # rad, EGMActJoint's default \J1..\J6 convergence
-    cond_time: float = 0.0  # s, \CondTime; 0: the run never ends by convergence
-    comm_timeout: float = 1.0  # s, \CommTimeout; 0: off
+    # s, first-order time constant of the motion control. Manual: 10-20 ms control lag, a new
+    # reference acts after about 20 ms. The first-order form is our choice (the manual gives no
+    # model); 15 ms makes the feedback trail a steady ramp by 13-17 ms of motion, inside that range
+    lag: float = 0.015
+    convergence: float = math.radians(0.5)  # rad: manual, EGMActJoint's default +-0.5 deg per axis (also the template's)
+    # s, \CondTime; 0: the run never ends by convergence. The manual's default is 1 s; the template
+    # sets 86400 s (robohal holds between motions), which "never" stands for here
+    cond_time: float = 0.0
+    comm_timeout: float = 1.0  # s: \CommTimeout, the template's and the common setting; 0: off
+    # rad/s: \MaxSpeedDeviation caps how fast EGM moves an axis (manual: 1 deg/s by default, which
+    # is why the template sets it); the template's 250 deg/s binds the IRB 1410's wrist (280 deg/s)
+    max_speed_deviation: float = math.radians(250.0)
     retry_after: float | None = None  # s after an ended run until the RAPID loop starts a new session
     seed: int | None = None
     loss: float = 0.0  # probability, each datagram in each direction
@@ -214,7 +228,10 @@ class SimulatedController:
             o.stall_after = None
             self.sending = False
             self._event("stall")
+        # manual / abb_libegm: targets are followed only with motors on, MCI and RAPID running
         active = self.motors == "on" and self.mci == "running" and self.rapid == "running"
+        # manual: no sensor data for \CommTimeout s raises ERR_UDPUC_COMM (event 41822), the run stops
+        # (measured here: it fires 1.004 s after the sensor stopped, with 1 s)
         if active and o.comm_timeout > 0 and now - self.last_sensor_data > o.comm_timeout:
             self.stats.counters["comm_timeouts"] += 1
             self._end_run(now, "error", "stopped", "comm_timeout")  # ERR_UDPUC_COMM, event 41822
@@ -222,6 +239,7 @@ class SimulatedController:
         if self.motors == "on":
             self._follow(o.period)
         if active:
+            # manual: the run ends once every axis has been within its convergence band for \CondTime
             error = np.abs(self.target - self.q).max()
             if error < o.convergence:
                 self.converged_since = self.converged_since or now
@@ -234,15 +252,20 @@ class SimulatedController:
             self._event("new_session")
 
     def _follow(self, dt: float) -> None:
+        """One period of motion control: a first-order lag towards the target (see ``lag``), never
+        faster than the axes' rated speeds (the model's velocity limits: no real axis exceeds them)
+        nor than \\MaxSpeedDeviation."""
         limits = self.model.limits
         alpha = 1.0 if self.options.lag <= 0 else 1.0 - math.exp(-dt / self.options.lag)
-        step = np.clip((self.target - self.q) * alpha, -limits.velocity * dt, limits.velocity * dt)
+        speed = np.minimum(limits.velocity, self.options.max_speed_deviation)
+        step = np.clip((self.target - self.q) * alpha, -speed * dt, speed * dt)
         self.q = limits.clip(self.q + step)
         self.dq = step / dt
 
     def message(self, now_wall: float) -> bytes:
         """The EgmRobot for this sample."""
         limits = self.model.limits
+        # manual: mciConvergenceMet, every axis within its convergence band
         converged = bool(np.abs(self.target - self.q).max() < self.options.convergence)
         data = wire.encode_robot(
             seqno=self.seqno,
@@ -256,9 +279,11 @@ class SimulatedController:
             mci_state=self.mci,
             rapid_state=self.rapid,
             converged=converged,
+            # a percentage on the wire (manual); what it measures here is our choice: the fastest
+            # axis's share of its rated speed, 0 at rest (nothing reads it as more than a figure)
             utilization=float(np.abs(self.dq / limits.velocity).max() * 100.0),
         )
-        self.seqno += 1
+        self.seqno += 1  # manual / abb_libegm: seqno counts from 0 in each session
         return data
 
     # Sensor data ----------------------------------------------------------------------
@@ -275,7 +300,7 @@ class SimulatedController:
         except wire.BadMessage as bad:
             counters[f"bad_sensor_{bad.reason}"] += 1
             return
-        if now < self.quiet_until:
+        if now < self.quiet_until:  # see RESTART_GAP: nothing of the old session reaches the new one
             counters["sensor_messages_between_sessions"] += 1
             return
         counters["sensor_messages"] += 1
@@ -286,8 +311,9 @@ class SimulatedController:
             if arrival is not None:
                 self.stats.round_trips.append(arrival - sent_wall)
         if not (self.motors == "on" and self.mci == "running" and self.rapid == "running"):
-            counters["targets_while_not_running"] += 1
+            counters["targets_while_not_running"] += 1  # manual: outside EGMRun* nothing is followed
             return
+        # manual: EGMRunJoint follows planned.joints, EGMRunPose planned.cartesian
         if self.options.mode == "joint":
             if sensor.q is None:
                 counters["targets_wrong_mode"] += 1
@@ -303,7 +329,11 @@ class SimulatedController:
                 return
             target = np.asarray(found[0])
         if not self.model.limits.within(target):
-            counters["targets_out_of_limits"] += 1  # a real controller stops with a joint-limit error
+            # A real controller's motion supervision stops at an axis limit with an error; the
+            # documents we have do not say how it treats an EGM target beyond one. Our choice:
+            # refuse the target (hold the last) and count it, so a test can assert a sensor never
+            # sends one (robohal's backend checks every setpoint before the wire)
+            counters["targets_out_of_limits"] += 1
             return
         counters["targets_applied"] += 1
         self.target = np.array(target, dtype=np.float64)
@@ -404,7 +434,10 @@ class SimulatedController:
                         self._queue(self.message(time.time()), now)
                         self.stats.counters["robot_messages_sent"] += 1
                     next_tick += o.period
-                    if now - next_tick > o.period:  # late by more than a period: re-anchor, never burst
+                    # late by more than a period: re-anchor, never burst. Our choice: a real controller
+                    # samples on its own clock and sends each sample once; a burst of old samples
+                    # would only show a host's scheduling, not a robot
+                    if now - next_tick > o.period:
                         self.stats.counters["late_ticks"] += 1
                         next_tick = now + o.period
                 self._flush(time.monotonic())
@@ -464,6 +497,8 @@ def _probability(ctx: click.Context, param: click.Parameter, value: float) -> fl
               help="\\CommTimeout, s: no sensor data that long stops the run (0: off).")
 @click.option("--retry-after", type=float, default=None,
               help="Seconds after a run ended until the RAPID loop starts a new session (default: never).")
+@click.option("--max-speed-deviation", "max_speed_deg", type=float, default=250.0, show_default=True,
+              help="\\MaxSpeedDeviation, deg/s: the fastest EGM moves an axis (the RAPID template's value).")
 @click.option("--lag", "lag_ms", type=float, default=15.0, show_default=True, help="Motion control time constant, ms.")
 @click.option("--cond-time", type=float, default=0.0, show_default=True,
               help="\\CondTime, s: convergence held that long ends the run (0: never).")
@@ -473,7 +508,8 @@ def _probability(ctx: click.Context, param: click.Parameter, value: float) -> fl
 @click.option("--duration", type=float, default=None, help="Exit after S seconds.")
 def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, seed: int | None, loss: float,
             delay_ms: float, duplicate: float, reorder: float, stall_after: float | None,
-            motors_off_after: float | None, comm_timeout: float, retry_after: float | None, lag_ms: float,
+            motors_off_after: float | None, comm_timeout: float, retry_after: float | None, max_speed_deg: float,
+            lag_ms: float,
             cond_time: float, convergence_deg: float, sample_ms: float, duration: float | None) -> None:
     """A simulated ABB controller streaming EGM to a sensor (stdin: RESTART, MOTORS OFF, STALL, RESUME, STATS, QUIT)."""
     import robohal
@@ -489,8 +525,11 @@ def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, 
             raise click.BadParameter(f"--q0 needs {model.dof} values")
     if sample_ms <= 0:
         raise click.BadParameter("--sample-rate must be positive")
+    if max_speed_deg <= 0:
+        raise click.BadParameter("--max-speed-deviation must be positive")
     options = ControllerOptions(
         period=sample_ms / 1000.0, mode=mode, lag=lag_ms / 1000.0, convergence=math.radians(convergence_deg),
+        max_speed_deviation=math.radians(max_speed_deg),
         cond_time=cond_time, comm_timeout=comm_timeout, retry_after=retry_after, seed=seed, loss=loss,
         delay=delay_ms / 1000.0, duplicate=duplicate, reorder=reorder, stall_after=stall_after,
         motors_off_after=motors_off_after, duration=duration, q0=start,

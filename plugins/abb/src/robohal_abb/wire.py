@@ -4,8 +4,8 @@ On the wire EGM uses degrees (joints), millimetres (positions) and unit
 quaternions u0..u3 with u0 the scalar part. In Python everything is radians,
 metres and quaternions (w, x, y, z), as in :mod:`robohal.spatial`.
 
-Decoding is strict, following what a careful EGM peer demands of a robot
-message before acting on it: header with seqno, tm and mtype DATA; motor, MCI
+Decoding is strict, following what a careful EGM peer (abb_libegm, ABB's C++
+library, as in the research notes) demands of a robot message before acting on it: header with seqno, tm and mtype DATA; motor, MCI
 and RAPID states and the convergence flag; feedback and planned values with
 exactly ``dof`` joints, a Cartesian pose and a time; every number finite. A
 datagram that fails raises :class:`BadMessage` whose ``reason`` is a short
@@ -26,10 +26,12 @@ from robohal.state import Array
 
 from . import egm_pb2 as pb
 
-DEFAULT_PORT = 6510
-#: bytes; a robot message is about 330 B, a sensor message about 70 B
+DEFAULT_PORT = 6510  # the port in ABB's examples (manual)
+#: bytes; our choice: a robot message measured 327 B here, a sensor message 64 B; ten times
+#: that leaves room for the optional fields (forces, RAPID data) and refuses junk
 MAX_DATAGRAM = 4096
-#: how far from unit length a wire quaternion may be
+#: how far from unit length a wire quaternion may be; our choice: a controller's doubles are unit
+#: to about 1e-15, a peer that rounds to a few decimals stays far inside, garbage does not
 QUATERNION_TOLERANCE = 1e-3
 DEGREE = math.pi / 180.0
 #: deg: no axis turns this far (even ABB's endless axes count a few hundred turns): beyond it
@@ -107,7 +109,8 @@ class RobotMessage:
 
     @property
     def active(self) -> bool:
-        """Motors on, RAPID running (or not reported) and MCI running: EGM follows targets."""
+        """Motors on, RAPID running (or not reported) and MCI running: EGM follows targets
+        (abb_libegm's "states ok")."""
         return self.motor_state == "on" and self.rapid_state != "stopped" and self.mci_state == "running"
 
     def faults(self) -> tuple[str, ...]:
@@ -368,6 +371,7 @@ def decode_sensor(datagram: bytes, dof: int) -> SensorMessage:
     """Validate one sensor datagram (the simulated controller's side)."""
     message = _parse(pb.EgmSensor, datagram)
     header = message.header if message.HasField("header") else None
+    # manual: the sensor's EgmSensor is MSGTYPE_CORRECTION (path corrections come as EgmSensorPathCorr)
     if header is not None and header.HasField("mtype") and header.mtype != pb.EgmHeader.MSGTYPE_CORRECTION:
         raise BadMessage("mtype", f"{pb.EgmHeader.MessageType.Name(header.mtype)}, expected MSGTYPE_CORRECTION")
     planned = _require(message, "planned", "sensor")
