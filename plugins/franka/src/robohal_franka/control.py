@@ -280,6 +280,8 @@ class ControlLoop:
     def refuse_sessionless_setpoint(self) -> None:
         """A streamed setpoint with no stream session (it was posted as the session ended: a
         stop() or a fault from another thread): never send it; the parent's cycle() raises."""
+        if self.stream_refused:
+            return  # the parent has been told why (StreamStarved, sent before the braking began)
         taken = self.shared.take_setpoint()
         if taken is None:
             return
