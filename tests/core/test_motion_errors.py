@@ -71,7 +71,8 @@ def test_a_failing_motion_brakes_the_arm_to_rest(failure: str) -> None:
 
 
 def test_stop_during_a_fast_motion_brakes_within_the_jerk_limit() -> None:
-    with robohal.connect(SIM) as robot:
+    # in real time, so the motion cannot run out before this thread is scheduled to stop it
+    with robohal.connect(SIM.replace("realtime=0", "realtime=1")) as robot:
         start = robot.backend.commanded
         speeding = speeding_up()
         cruise = speeding[-1] + np.outer(np.arange(1, 2000) * 0.004, [1.0, 0, 0, 0, 0, 0])  # 1 rad/s on
@@ -124,7 +125,9 @@ def test_another_thread_stops_a_foreground_motion_with_braking(how: str) -> None
     since only background motions were known to stop())."""
     import threading
 
-    with robohal.connect(SIM) as robot:
+    # In real time: fast-forwarded, the whole trajectory can run out while a loaded machine
+    # has not yet scheduled the stopping thread; at 250 Hz it has a second to do so.
+    with robohal.connect(SIM.replace("realtime=0", "realtime=1")) as robot:
         limits = robot.model.limits
         start = robot.backend.commanded
         sent = record_sent(robot.backend)
