@@ -17,7 +17,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+# Spins until its time is up or this script is gone (it is never left behind, even after a kill).
+SPIN = ("import os, time\nparent, end = os.getppid(), time.monotonic() + {seconds}\n"
+        "while time.monotonic() < end and os.getppid() == parent:\n    pass\n")
 SUMMARY = re.compile(r"^=* ?(\d+ (?:passed|failed|errors?)\b.*?) ?=*$", re.MULTILINE)
 
 
