@@ -196,3 +196,13 @@ def test_render_pad_marks_base_pen_and_reach(model) -> None:
     outer = drawing.reach_within_limits(model)[1]
     assert abs((rows - 1) / 2 - pen_row) == pytest.approx(xy[1] / outer * (rows - 1) / 2, abs=1)
     assert pad[0][0] == " " and pad[rows // 2][-1] != " "  # corner out of reach; the +x rim is in
+
+
+def test_every_backend_can_check_a_whole_path_before_it_moves():
+    """check_setpoints is part of every backend (nothing to probe for): by default the model's
+    limits are all there is, so it refuses nothing; backends with limits of their own override it."""
+    from robohal.backend import Backend
+
+    with robohal.connect("sim://?model=generic.planar2&realtime=0") as robot:
+        assert type(robot.backend).check_setpoints is Backend.check_setpoints
+        assert robot.backend.check_setpoints(np.zeros((3, 2))) is None

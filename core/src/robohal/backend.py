@@ -307,6 +307,13 @@ class Backend(ABC):
         self._check_usable()
         return getattr(self, "_result", None)
 
+    def check_setpoints(self, q: ArrayLike) -> None:
+        """Raise :class:`~robohal.errors.LimitViolation` if the hardware would refuse any of the
+        joint setpoints ``q`` ((N, dof) or (dof,), rad) for limits of its own beyond the model's
+        (servo pulse ranges, say), so that a planner can refuse a whole path before anything
+        moves (``robohal draw`` and ``jog`` call it). The model's limits are the guard's job:
+        by default there is nothing more to check."""
+
     @property
     def identity(self) -> str:
         """What answered at the other end, as the hardware names itself (firmware and

@@ -372,7 +372,7 @@ def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float
                 raise RobohalError("a polyline needs --file PATH (one 'x y' in metres per line)")
             segments = drawing.polyline(drawing.read_polyline(polyline_file))
         plan = drawing.plan_drawing(model, segments, period=robot.backend.period, speed=speed, elbow=elbow,
-                                    start=robot.backend.commanded, check=getattr(robot.backend, "check_setpoints", None))
+                                    start=robot.backend.commanded, check=robot.backend.check_setpoints)
         click.echo(f"{shape}: {plan.length * 1000:.1f} mm of path, {len(plan.points)} setpoints,"
                    f" {plan.duration:.2f} s at up to {plan.speed * 1000:.0f} mm/s, elbow {plan.elbow}")
         if dry_run:

@@ -255,13 +255,11 @@ def _choose_branch(model: Kinematics, points: Array, elbow: str, start: ArrayLik
 
 def check_with_backend(robot, plan: DrawPlan) -> None:
     """Let the backend refuse the whole path before anything moves, where it has limits of its
-    own beyond the model's (a backend may offer ``check_setpoints(q)``, e.g. servo pulse limits)."""
-    check = getattr(robot.backend, "check_setpoints", None)
-    if check is not None:
-        try:
-            check(plan.joints)
-        except LimitViolation as exc:
-            raise UnreachableError(f"the shape needs setpoints the robot refuses: {exc}") from None
+    own beyond the model's (:meth:`~robohal.backend.Backend.check_setpoints`, e.g. servo pulse limits)."""
+    try:
+        robot.backend.check_setpoints(plan.joints)
+    except LimitViolation as exc:
+        raise UnreachableError(f"the shape needs setpoints the robot refuses: {exc}") from None
 
 
 def draw(robot, plan: DrawPlan, *, approach_speed: float = 0.3):

@@ -104,7 +104,7 @@ class JogSession:
             raise UnreachableError(f"({end[0]:.4f}, {end[1]:.4f}) m is out of reach: {why}")
         plan = plan_drawing(self.robot.model, line(start, start + delta), period=self.robot.backend.period,
                             speed=self.speed, elbow=self.elbow, start=self.robot.backend.commanded,
-                            check=getattr(self.robot.backend, "check_setpoints", None))
+                            check=self.robot.backend.check_setpoints)
         self.robot.run(JointTrajectory(plan.joints[1:]))
         self.message = "moved"
 
