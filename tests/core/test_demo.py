@@ -1,10 +1,14 @@
 """`robohal demo` (what `make demo` runs): every installed robot completes its task."""
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
-import robohal
-from robohal.demo import TASKS
+from robohal import DemoSpec
+from robohal.demo import demos
+
+CORE = Path(__file__).resolve().parents[2] / "core" / "src" / "robohal"
 
 
 def test_demo_drives_every_installed_simulator_and_writes_plots(tmp_path):
@@ -12,9 +16,8 @@ def test_demo_drives_every_installed_simulator_and_writes_plots(tmp_path):
     result = subprocess.run([sys.executable, "-m", "robohal.cli", "demo", "--out", str(out)],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    installed = {spec.scheme for spec in robohal.backends()}
-    expected = [name for name, scheme, _, _ in TASKS if scheme in installed]
-    assert expected, "no robot plugin is installed"
+    expected = [demo.name for demo in demos()]
+    assert {"planar servo arm", "ABB IRB 1410", "Franka FR3"} <= set(expected), "the bundled plugins' demos"
     for name in expected:
         assert f"done  {name}" in result.stdout
         plot = out / f"{name.lower().replace(' ', '-')}.png"
@@ -25,7 +28,32 @@ def test_demo_drives_every_installed_simulator_and_writes_plots(tmp_path):
 def test_demo_says_why_there_are_no_plots(monkeypatch, tmp_path, capsys):
     from robohal import demo
 
-    monkeypatch.setattr(demo, "TASKS", [("nothing", "no-such-scheme", None, None)])
     monkeypatch.setattr(demo, "matplotlib_pyplot", lambda: None)
-    assert demo.run_demo(str(tmp_path)) == 0
+    assert demo.run_demo(str(tmp_path), tasks=[]) == 0
     assert "matplotlib is not installed (pip install 'robohal[plots]')" in capsys.readouterr().out
+
+
+def test_a_failing_task_is_reported_and_the_others_still_run(tmp_path, capsys):
+    from robohal import demo
+
+    def broken(run):
+        raise RuntimeError("no robot here")
+
+    calls = []
+    tasks = [DemoSpec("broken arm", lambda: ("sim://?model=generic.planar2", "nothing"), broken),
+             DemoSpec("idle arm", lambda: ("sim://?model=generic.planar2", "nothing"), calls.append)]
+    assert demo.run_demo(str(tmp_path), tasks=tasks) == 1
+    assert len(calls) == 1
+    assert "RuntimeError: no robot here" in (tmp_path / "broken-arm-error.txt").read_text()
+
+
+def test_the_core_imports_no_plugin():
+    """Plugins depend on the core, never the other way: a fourth plugin adds its demo, its
+    simulator and its suites through its records, without touching core."""
+    offenders = []
+    for path in sorted(CORE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            offenders += [f"{path.relative_to(CORE)}: {name}" for name in names if name.startswith("robohal_")]
+    assert not offenders

@@ -32,7 +32,7 @@ from .hookspecs import hookimpl
 from .kinematics import JointLimits, Kinematics, Solutions
 from .motion import Motion, MotionResult, Robot
 from .plugins import Registry, default_registry, use_registry
-from .records import BackendSpec, ModelSpec, SimulatorSpec
+from .records import BackendSpec, DemoSpec, ModelSpec, SimulatorSpec
 from .state import RobotMode, RobotState
 from .uri import RobotUri, parse_uri
 
@@ -73,7 +73,7 @@ def backends(*, registry: Registry | None = None) -> list[BackendSpec]:
 
 
 __all__ = [
-    "Backend", "BackendSpec", "ConnectionLost", "HardwareFault", "InvalidArgument", "JointLimits",
+    "Backend", "BackendSpec", "ConnectionLost", "DemoSpec", "HardwareFault", "InvalidArgument", "JointLimits",
     "Kinematics", "LimitViolation", "ModelSpec", "Motion", "MotionResult", "PluginConflictError",
     "PluginError", "ProtocolError", "Registry", "RobohalError", "Robot", "RobotMode", "RobotState",
     "RobotUri", "SimulatorSpec", "Solutions", "UnknownNameError", "UnreachableError", "UriError",

@@ -1,13 +1,10 @@
-"""``robohal demo`` (and ``make demo``): the three bundled simulators, each
+"""``robohal demo`` (and ``make demo``): every installed backend's bundled simulator,
 driven through the real backend by a short task, with a summary table and plots.
 
-* the planar servo arm draws a figure through IK (the real firmware in simavr
-  when the AVR toolchain is installed, else the Python emulator of it);
-* the ABB IRB 1410 follows a straight line over EGM;
-* the Franka FR3 follows a Cartesian path through differential IK over the real
-  pylibfranka, at 1 kHz.
-
-A task whose plugin is not installed is reported as skipped.
+Each plugin contributes its task through its backend record (:class:`~robohal.records.DemoSpec`
+in ``BackendSpec.demo``): the bundled ones have the planar servo arm draw a star through IK,
+the ABB IRB 1410 follow a straight line over EGM and the Franka FR3 follow a Cartesian circle
+through differential IK at 1 kHz. This module runs them and reports; it knows no plugin.
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,11 +19,10 @@ from typing import Any
 import numpy as np
 
 from . import spatial
-from .connection import open_robot
 from .motion import MotionResult, Robot
 from .plots import matplotlib_pyplot
-from .plugins import default_registry
-from .trajectory import DoubleS
+from .plugins import Registry, default_registry
+from .records import DemoSpec
 
 
 @dataclass
@@ -69,7 +64,9 @@ def distance_to_polyline(points: np.ndarray, polyline: np.ndarray) -> np.ndarray
 # The tasks ----------------------------------------------------------------------------------
 
 
-def _polygon_through_ik(robot: Robot, corners: np.ndarray, speed: float, run: DemoRun) -> None:
+def polygon_through_ik(robot: Robot, corners: np.ndarray, speed: float, run: DemoRun) -> None:
+    """Straight lines through the model's IK from corner to corner (the first is the approach,
+    not part of the figure), keeping the flange's orientation; the figure is ``run``'s ideal path."""
     orientation = robot.model.forward(robot.backend.commanded)[:3, :3]
 
     def pose_at(point: np.ndarray) -> np.ndarray:
@@ -77,75 +74,15 @@ def _polygon_through_ik(robot: Robot, corners: np.ndarray, speed: float, run: De
         pose[:3, :3] = orientation
         return pose
 
-    robot.move_linear(pose_at(corners[0]), speed=speed)  # approach, not part of the figure
+    robot.move_linear(pose_at(corners[0]), speed=speed)
     for corner in corners[1:]:
         run.results.append(robot.move_linear(pose_at(corner), speed=speed))
     run.ideal = corners
 
 
-def planar_arm(run: DemoRun) -> None:
-    with open_robot(run.uri) as robot:
-        run.model = robot.model
-        _, outer = robot.model.reach
-        robot.move_joints(np.radians([10.0, 60.0]), speed=0.5)  # elbow bent, inside the servos' +-90 deg
-        centre = robot.model.forward(robot.backend.commanded)[:3, 3]
-        radius = 0.1 * outer
-        angles = np.linspace(0.0, 2 * np.pi, 6)[[0, 2, 4, 1, 3, 0]] + np.pi / 2  # a five-pointed star
-        corners = centre + radius * np.stack([np.cos(angles), np.sin(angles), 0 * angles], -1)
-        _polygon_through_ik(robot, corners, speed=0.05, run=run)
-        run.info.update(robot.state.info)
-
-
-def abb_line(run: DemoRun) -> None:
-    with open_robot(run.uri) as robot:
-        run.model = robot.model
-        robot.move_joints(np.radians([0.0, 10.0, 20.0, 0.0, 40.0, 0.0]), speed=0.5)
-        start = robot.model.forward(robot.backend.commanded)
-        end = start.copy()
-        end[:3, 3] += [0.0, 0.30, -0.10]
-        run.results.append(robot.move_linear(end, speed=0.25))
-        run.ideal = np.stack([start[:3, 3], end[:3, 3]])
-        run.info.update(robot.state.info)
-
-
-def franka_path(run: DemoRun) -> None:
-    from .cartesian import CartesianPath
-
-    with open_robot(run.uri) as robot:
-        run.model = robot.model
-        start = robot.model.forward(robot.backend.commanded)
-        # a 6 cm circle in a tilted plane, timed by a jerk-limited profile: the path is
-        # smooth, so the tracking error shows the IK, not corners the limits must round
-        profile = DoubleS(0.4, 0.4, 1.0)  # of the turn fraction: about 4 s
-        times = np.linspace(0.0, profile.duration, 401)
-        turn = 2 * np.pi * profile.sample(times)[0]
-        radius = 0.06
-        offsets = radius * np.stack([np.cos(turn) - 1.0, np.sin(turn), 0.5 * np.sin(turn)], -1)
-        poses = np.repeat(start[None], len(times), axis=0)
-        poses[:, :3, 3] += offsets
-        result = robot.run(CartesianPath(poses, times + 0.2))
-        run.results.append(result)
-        run.ideal = poses[:, :3, 3]
-        run.info.update(robot.state.info)
-
-
-def _planar_uri() -> tuple[str, str]:
-    try:
-        from robohal_arduino_planar.firmware import toolchain_missing  # type: ignore[import-not-found]
-
-        missing = toolchain_missing()
-    except ImportError:
-        missing = "plugin not installed"
-    if missing is None:
-        return "arduino-planar://sim?model=arduino.planar2&firmware=simavr", "the real firmware in simavr"
-    return "arduino-planar://sim?model=arduino.planar2&firmware=emulator", "the firmware emulator"
-
-
-TASKS: list[tuple[str, str, Callable[[], tuple[str, str]], Callable[[DemoRun], None]]] = [
-    ("planar servo arm", "arduino-planar", _planar_uri, planar_arm),
-    ("ABB IRB 1410", "abb-egm", lambda: ("abb-egm://sim?model=abb.irb1410", "a straight line over EGM through IK"), abb_line),
-    ("Franka FR3", "franka", lambda: ("franka://sim?model=franka.fr3", "a Cartesian circle, differential IK at 1 kHz"), franka_path),
-]
+def demos(registry: Registry | None = None) -> list[DemoSpec]:
+    """The demo task of every installed backend that has one (its plugin's record says what)."""
+    return [spec.demo for spec in (registry or default_registry()).backends() if spec.demo is not None]
 
 
 # Reporting ------------------------------------------------------------------------------------
@@ -202,20 +139,18 @@ def plot_run(run: DemoRun, folder: Path) -> Path | None:
     return path
 
 
-def run_demo(out: str) -> int:
+def run_demo(out: str, tasks: list[DemoSpec] | None = None) -> int:
+    """Run ``tasks`` (default: every installed backend's demo), print the table, write plots."""
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 160)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    schemes = {spec.scheme for spec in default_registry().backends()}
     runs: list[DemoRun] = []
-    for name, scheme, where, task in TASKS:
-        if scheme not in schemes:
-            runs.append(DemoRun(name, "-", "skipped", error=f"backend {scheme!r} is not installed"))
-            continue
-        uri, what = where()
+    for demo in demos() if tasks is None else tasks:
+        name, task = demo.name, demo.task
+        uri, what = demo.where()
         run = DemoRun(name, uri, what)
         start = time.monotonic()
         with console.status(f"{name}: {what} ({uri})"):
@@ -253,5 +188,4 @@ def run_demo(out: str) -> int:
         console.print(f"plots in {folder.resolve()}/: " + ", ".join(p.name for p in plots))
     elif matplotlib_pyplot() is None:
         console.print("no plots: matplotlib is not installed (pip install 'robohal[plots]')", markup=False)
-    failed = [r for r in runs if r.error and r.task != "skipped"]
-    return 1 if failed else 0
+    return 1 if any(r.error for r in runs) else 0

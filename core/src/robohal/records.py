@@ -68,6 +68,21 @@ class SimulatorSpec:
 
 
 @dataclass(frozen=True)
+class DemoSpec:
+    """A short task ``robohal demo`` drives on a backend's bundled simulator.
+
+    ``where()`` picks the URI when the demo runs and says what the task does:
+    ``("abb-egm://sim?model=abb.irb1410", "a straight line over EGM")``. ``task(run)``
+    connects to ``run.uri``, moves, and fills the :class:`~robohal.demo.DemoRun`
+    (its motion results, the ideal path, the model, the backend's figures).
+    """
+
+    name: str
+    where: Callable[[], tuple[str, str]]
+    task: Callable[[Any], None]  # takes the DemoRun (the demo application's type: no import here)
+
+
+@dataclass(frozen=True)
 class BackendSpec:
     """A hardware backend a plugin offers, under one URI scheme."""
 
@@ -86,6 +101,8 @@ class BackendSpec:
     settle_time: float = 1.0
     plugin: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: what ``robohal demo`` shows of this backend, if anything
+    demo: DemoSpec | None = None
     #: the query parameters the backend (and its simulator) read, besides ``model``; a name
     #: ending in ``*`` covers every parameter with that prefix (``sim_*``). ``connect`` refuses
     #: any other (a misspelt ``timeot=`` must not fall back to a default unseen). None: not declared.

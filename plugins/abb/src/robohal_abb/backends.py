@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from robohal import BackendSpec, SimulatorSpec
+from robohal import BackendSpec, DemoSpec, SimulatorSpec
 from robohal.uri import RobotUri
 
 DEFAULT_MODEL = "abb.irb1410"
@@ -34,6 +34,16 @@ def _command():
     return command
 
 
+def _demo_task(run) -> None:
+    from .demo import straight_line
+
+    straight_line(run)
+
+
+DEMO = DemoSpec("ABB IRB 1410", lambda: (f"abb-egm://sim?model={DEFAULT_MODEL}", "a straight line over EGM through IK"),
+                _demo_task)
+
+
 def backend_specs() -> list[BackendSpec]:
     return [
         BackendSpec(
@@ -51,6 +61,7 @@ def backend_specs() -> list[BackendSpec]:
             features=FEATURES,
             position_tolerance=2e-3,
             settle_time=1.0,
+            demo=DEMO,
             params=("robot", "timeout", "connect_timeout", "mode", "sample_rate", "reply", "sim_*"),
         )
     ]

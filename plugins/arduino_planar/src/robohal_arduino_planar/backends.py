@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from robohal import BackendSpec, SimulatorSpec
+from robohal import BackendSpec, DemoSpec, SimulatorSpec
 from robohal.uri import RobotUri
 
 DEFAULT_MODEL = "arduino.planar2"
@@ -57,6 +57,18 @@ def _command():
     return command
 
 
+def _demo_where() -> tuple[str, str]:
+    from .demo import where
+
+    return where()
+
+
+def _demo_task(run) -> None:
+    from .demo import star
+
+    star(run)
+
+
 def backend_specs() -> list[BackendSpec]:
     return [
         BackendSpec(
@@ -74,6 +86,7 @@ def backend_specs() -> list[BackendSpec]:
             features=FEATURES,
             position_tolerance=POSITION_TOLERANCE,
             settle_time=SETTLE_TIME,
+            demo=DemoSpec("planar servo arm", _demo_where, _demo_task),
             params=("rate", "baud", "boot", "timeout", "retries", "watchdog_ms", "watchdog_action", "keepalive",
                     "poll", "q0", "calibration", "s1_*", "s2_*", "firmware", "sim_*"),
         )

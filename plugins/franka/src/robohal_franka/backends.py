@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 
 import click
-from robohal import BackendSpec, SimulatorSpec
+from robohal import BackendSpec, DemoSpec, SimulatorSpec
 from robohal.errors import UriError
 from robohal.kinematics import Kinematics
 from robohal.simulation import SimulatorError, SimulatorProcess, free_loopback_host, python_module
@@ -115,6 +115,16 @@ def sim_command(address: str, model: str, loss: float, stall_after: float | None
     sys.exit(main(argv))
 
 
+def _demo_task(run) -> None:
+    from .demo import cartesian_circle
+
+    cartesian_circle(run)
+
+
+DEMO = DemoSpec("Franka FR3", lambda: ("franka://sim?model=franka.fr3", "a Cartesian circle, differential IK at 1 kHz"),
+                _demo_task)
+
+
 def backend_specs() -> list[BackendSpec]:
     return [
         BackendSpec(
@@ -134,6 +144,7 @@ def backend_specs() -> list[BackendSpec]:
             # friction and model error): franky-sim's MuJoCo FR3 holds joint 7 1.8 mrad off at rest.
             position_tolerance=3e-3,
             settle_time=0.5,
+            demo=DEMO,
             params=("realtime", "impl", "collision", "loss", "stall_after", "max_missed", "sim_seed", "sim_ideal"),
         )
     ]

@@ -1,0 +1,31 @@
+"""The planar arm's task of ``robohal demo``: it draws a star through IK, on the real firmware in
+simavr where the AVR toolchain is installed, else on the Python emulator of it."""
+
+from __future__ import annotations
+
+import numpy as np
+from robohal import connect
+from robohal.demo import polygon_through_ik
+
+from .backends import EMULATOR_TARGET, SIMAVR_TARGET
+from .firmware import toolchain_missing
+
+
+def where() -> tuple[str, str]:
+    if toolchain_missing() is None:
+        return SIMAVR_TARGET, "the real firmware in simavr"
+    return EMULATOR_TARGET, "the firmware emulator"
+
+
+def star(run) -> None:
+    with connect(run.uri) as robot:
+        run.model = robot.model
+        _, outer = robot.model.reach
+        robot.move_joints(np.radians([10.0, 60.0]), speed=0.5)  # elbow bent, inside the servos' +-90 deg
+        centre = robot.model.forward(robot.backend.commanded)[:3, 3]
+        radius = 0.1 * outer
+        angles = np.linspace(0.0, 2 * np.pi, 6)[[0, 2, 4, 1, 3, 0]] + np.pi / 2  # a five-pointed star
+        corners = centre + radius * np.stack([np.cos(angles), np.sin(angles), 0 * angles], -1)
+        polygon_through_ik(robot, corners, speed=0.05, run=run)
+        run.info.update(robot.state.info)
+
