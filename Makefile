@@ -20,7 +20,7 @@ FRANKY_SIM_STAMP := $(FRANKY_SIM_VENV)/.installed
 FRANKY_SIM_FAILED := $(FRANKY_SIM_VENV)/install-failed.txt
 FRANKY_SIM_PACKAGES := franky-sim==1.0.4 franky-control==2.0.0 mujoco==4.0.0 pin==4.1.0
 
-.PHONY: venv franky-sim franky-clients test stress lint demo hil bench avr-deps firmware harness proto clean
+.PHONY: venv franky-sim test stress lint demo hil bench avr-deps firmware harness proto clean
 
 $(STAMP): $(MEMBERS)
 	$(PYTHON) -m venv $(VENV)
@@ -57,10 +57,6 @@ franky-sim: $(FRANKY_SIM_STAMP)
 ## (and the Franka backend against franky-sim, franky-control against the bundled FCI simulator)
 test: $(STAMP) $(FRANKY_SIM_STAMP) lint
 	$(PY) -m pytest $(PYTEST_ARGS)
-
-## franky-clients: franky-control's motions against the bundled FCI simulator (opt-in: see the test module)
-franky-clients: $(STAMP) $(FRANKY_SIM_STAMP)
-	ROBOHAL_FRANKY_CLIENT_TESTS=1 $(PY) -m pytest -q tests/franka/test_third_party_franky.py $(PYTEST_ARGS)
 
 ## stress: the whole suite five times in a row beside a busy process; every run must pass (about 45 min)
 stress: $(STAMP) $(FRANKY_SIM_STAMP) lint

@@ -113,3 +113,37 @@ def test_end_of_travel_velocity_bounds_follow_the_curve():
     assert plain.velocity_bounds([0.999])[1].tolist() == [2.0]
     with pytest.raises(InvalidArgument, match="together"):
         JointLimits([-1.0], [1.0], [2.0], 10.0, 5000.0, end_deceleration=[6.0])
+
+
+def test_after_cycles_the_robot_filled_the_guard_judges_against_the_robot_s_continuation():
+    """fill(): the robot continued at constant acceleration; the guard's last setpoint and
+    derivatives are that continuation's, the next setpoint is judged against it, and a setpoint
+    the robot dropped (drop_newest) leaves the history as the robot keeps it."""
+    checks = ("position", "velocity", "acceleration", "jerk")
+    dt = 0.001
+
+    def s(k):  # 200 rad/s^3 from rest on joint 1 (within 500)
+        return np.array([200.0 * (k * dt) ** 3 / 6, 0.0])
+
+    def run_to(k):
+        guard = SetpointGuard(LIMITS, dt, checks)
+        guard.reset(s(0))
+        for i in range(1, k + 1):
+            guard.commit(guard.check(s(i)))
+        return guard
+
+    guard = run_to(40)
+    v, a = guard.derivatives()
+    guard.fill(2)
+    assert guard.last[0] == pytest.approx(s(40)[0] + 2 * v[0] * dt + 3 * a[0] * dt**2, abs=1e-15)
+    assert guard.derivatives()[1][0] == pytest.approx(a[0])
+    with pytest.raises(LimitViolation) as rejoin:
+        guard.check(s(43))  # back onto the plan: ten times its jerk after two filled cycles
+    assert rejoin.value.quantity == "jerk"
+    guard.commit(guard.check(guard.continuation(1) + np.array([200.0 * dt**3, 0.0])))  # on from the robot's
+
+    guard = run_to(40)
+    expected = guard.continuation(1, without_newest=True)
+    guard.drop_newest()
+    guard.fill(1)
+    assert np.array_equal(guard.last, expected)

@@ -20,21 +20,23 @@ def names(errors) -> list[str]:
 def bump(lib, robot, joint: int, amplitude: float, duration: float, jump_at: int | None = None, jump: float = 0.0):
     """A smooth bump on one joint; optionally a jump at cycle ``jump_at``. Returns the exception text or None."""
     control = robot.start_joint_position_control(lib.ControllerMode.JointImpedance)
-    state, _ = control.readOnce()
+    state, period = control.readOnce()
     q0 = list(state.q_d)  # where the robot holds the arm (the measured q sits off it), as libfranka's examples
     cycles = round(duration / 0.001)
+    k = 0  # the robot's clock in cycles: as libfranka's examples, the motion follows its time
     try:
-        for i in range(cycles):
-            t = (i + 1) * 0.001
+        while k < cycles:
+            k = min(cycles, k + max(1, round(period.to_sec() / 0.001)))
+            t = k * 0.001
             q = list(q0)
             q[joint] += amplitude * math.sin(math.pi * t / duration) ** 4  # at rest at both ends
-            if jump_at is not None and i >= jump_at:
+            if jump_at is not None and k > jump_at:
                 q[joint] += jump
             command = lib.JointPositions(q)
-            command.motion_finished = i == cycles - 1
+            command.motion_finished = k == cycles
             control.writeOnce(command)
-            if i < cycles - 1:
-                state, _ = control.readOnce()
+            if k < cycles:
+                state, period = control.readOnce()
     except Exception as exc:
         del control
         return type(exc).__name__, str(exc)
@@ -82,16 +84,17 @@ def main() -> None:
         out["after_recovery"] = bump(lib, robot, 0, 0.05, 0.8)
     elif scenario == "velocity":
         control = robot.start_joint_velocity_control(lib.ControllerMode.JointImpedance)
-        control.readOnce()
-        q0 = robot_q = None
-        for i in range(1000):
-            t = (i + 1) * 0.001
+        state, period = control.readOnce()
+        q0 = list(state.q_d)
+        k = 0  # the robot's clock, as in bump()
+        while k < 1000:
+            k = min(1000, k + max(1, round(period.to_sec() / 0.001)))
+            t = k * 0.001
             command = lib.JointVelocities([0.2 * (1 - math.cos(2 * math.pi * t)) / 2, 0, 0, 0, 0, 0, 0])
-            command.motion_finished = i == 999
+            command.motion_finished = k == 1000
             control.writeOnce(command)
-            if i < 999:
-                state, _ = control.readOnce()
-                q0 = q0 or list(state.q_d)
+            if k < 1000:
+                state, period = control.readOnce()
         del control
         robot_q = list(robot.read_once().q_d)
         out.update(start_q_d=q0, end_q_d=robot_q)  # desired: the measured q carries noise

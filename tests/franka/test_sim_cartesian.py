@@ -45,11 +45,13 @@ def _pose_motion(lib, robot, offset, duration: float, jump_at: int | None = None
     """libfranka's generate_cartesian_pose_motion example, shortened: the flange swings on an arc
     in x-z and back, starting from O_T_EE_c. ``offset(P0, k)`` may spoil the command at cycle k."""
     control = robot.start_cartesian_pose_control(lib.ControllerMode.JointImpedance)
-    state, _ = control.readOnce()
+    state, period = control.readOnce()
     start = list(state.O_T_EE_c)
     cycles = round(duration / 0.001)
+    k = 0  # the robot's clock, in cycles: as libfranka's examples, the motion follows its time
     try:
-        for k in range(1, cycles + 1):
+        while k < cycles:
+            k = min(cycles, k + max(1, round(period.to_sec() / 0.001)))
             t = k * 0.001
             angle = math.pi / 4 * (1 - math.cos(2 * math.pi * t / duration))
             pose = list(start)
@@ -60,7 +62,7 @@ def _pose_motion(lib, robot, offset, duration: float, jump_at: int | None = None
             command.motion_finished = k == cycles
             control.writeOnce(command)
             if k < cycles:
-                state, _ = control.readOnce()
+                state, period = control.readOnce()
     except Exception as exc:
         del control
         return start, [type(exc).__name__, str(exc)]
@@ -71,19 +73,22 @@ def _pose_motion(lib, robot, offset, duration: float, jump_at: int | None = None
 def _velocity_motion(lib, robot, duration: float, jump: bool = False):
     """libfranka's generate_cartesian_velocity_motion example, one period: 0.1 m/s peak at 45 deg in x-z."""
     control = robot.start_cartesian_velocity_control(lib.ControllerMode.JointImpedance)
-    control.readOnce()
+    _, period = control.readOnce()
     cycles = round(duration / 0.001)
+    k = 0  # the robot's clock, in cycles, as in _pose_motion
     try:
-        for k in range(1, cycles + 1):
+        while k < cycles:
+            k = min(cycles, k + max(1, round(period.to_sec() / 0.001)))
             t = k * 0.001
             v = 0.1 / 2 * (1 - math.cos(2 * math.pi / duration * t))
-            if jump and k == 50:
+            if jump and k >= 50:  # once, at the first cycle from 50 on
                 v += 0.5
+                jump = False
             command = lib.CartesianVelocities([math.cos(math.pi / 4) * v, 0, -math.sin(math.pi / 4) * v, 0, 0, 0])
             command.motion_finished = k == cycles
             control.writeOnce(command)
             if k < cycles:
-                control.readOnce()
+                _, period = control.readOnce()
     except Exception as exc:
         del control
         return [type(exc).__name__, str(exc)]
@@ -171,7 +176,7 @@ def test_a_smooth_pose_motion_is_followed_exactly_through_the_robot_s_ik():
     cycles = 1000
     for k in range(1, cycles + 1):
         target = arc(start, k, cycles, radius=0.05)
-        robot.receive(command(target, finished=k == cycles))
+        robot.answer(command(target, finished=k == cycles))
         assert robot.tick() in (None, "finished"), robot.errors
         assert np.allclose(dh_forward(robot.q_d), target, atol=1e-6)  # within float32 of the start pose
     assert robot.mode is RobotMode.IDLE and robot.stats["reflexes"] == 0
@@ -186,7 +191,7 @@ def test_the_elbow_sets_joint_3():
     cycles = 800
     for k in range(1, cycles + 1):
         elbow = q3 + 0.1 * math.sin(math.pi * k / cycles) ** 4  # the elbow swings while the flange holds
-        robot.receive(command(start, elbow=(elbow, -1.0), finished=k == cycles))
+        robot.answer(command(start, elbow=(elbow, -1.0), finished=k == cycles))
         assert robot.tick() in (None, "finished"), robot.errors
         assert robot.q_d[2] == pytest.approx(elbow, abs=1e-12)
         assert np.allclose(dh_forward(robot.q_d), start, atol=1e-6)
@@ -200,9 +205,9 @@ def test_the_elbow_sets_joint_3():
 ])
 def test_bad_pose_commands_raise_libfranka_s_errors(spoil, errors):
     robot, start = pose_robot()
-    robot.receive(command(start))
+    robot.answer(command(start))
     assert robot.tick() is None
-    robot.receive(command(spoil(start)))
+    robot.answer(command(spoil(start)))
     assert robot.tick() == "reflex"
     assert set(robot.errors) == errors and robot.mode is RobotMode.REFLEX
     robot.recover()
@@ -222,7 +227,7 @@ def _shift(dx: float) -> np.ndarray:
 ])
 def test_the_first_pose_starts_where_the_robot_holds_the_flange(first, error):
     robot, start = pose_robot()
-    robot.receive(command(first(start)))
+    robot.answer(command(first(start)))
     event = robot.tick()
     assert robot.errors == (() if error is None else (error,)) and event == (None if error is None else "reflex")
 
@@ -238,7 +243,7 @@ def test_elbow_checks(elbows, error):
     q3 = robot.q_d[2]
     events = []
     for offset, sign in elbows:
-        robot.receive(command(start, elbow=(q3 + offset, sign)))
+        robot.answer(command(start, elbow=(q3 + offset, sign)))
         events.append(robot.tick())
     assert events[-1] == "reflex" and events[:-1] == [None] * (len(elbows) - 1)
     assert robot.errors == (error,)
@@ -255,7 +260,7 @@ def test_the_ik_keeps_the_joint_limits_near_the_end_of_travel():
         angle += rate * 1e-3
         turn = np.eye(4)
         turn[:2, :2] = [[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]]
-        robot.receive(command(turn @ start))
+        robot.answer(command(turn @ start))
         if robot.tick() == "reflex":
             errors = robot.errors
             break
@@ -270,7 +275,7 @@ def test_cartesian_velocity_integrates_the_desired_pose_and_checks_the_twist():
     cycles = 1000
     for k in range(1, cycles + 1):
         v = 0.05 * (1 - math.cos(2 * math.pi * k / cycles))
-        robot.receive(command(twist=[v, 0, 0, 0, 0, v], finished=k == cycles))
+        robot.answer(command(twist=[v, 0, 0, 0, 0, v], finished=k == cycles))
         assert robot.tick() in (None, "finished"), robot.errors
     end = dh_forward(robot.q_d)
     assert end[0, 3] - start[0, 3] == pytest.approx(0.05, abs=1e-4)  # the integral of the twist
@@ -278,7 +283,7 @@ def test_cartesian_velocity_integrates_the_desired_pose_and_checks_the_twist():
     assert turned == pytest.approx(0.05, abs=1e-4) and robot.mode is RobotMode.IDLE
     # from rest to 0.5 m/s in one cycle: over the acceleration and jerk limits (not the 3 m/s one)
     robot.start_motion(MoveController.JOINT_IMPEDANCE, MoveGenerator.CARTESIAN_VELOCITY)
-    robot.receive(command(twist=[0.5, 0, 0, 0, 0, 0]))
+    robot.answer(command(twist=[0.5, 0, 0, 0, 0, 0]))
     assert robot.tick() == "reflex"
     assert robot.errors == ("cartesian_motion_generator_velocity_discontinuity",
                             "cartesian_motion_generator_acceleration_discontinuity")
@@ -288,7 +293,7 @@ def test_a_cartesian_motion_finished_at_speed_is_refused():
     robot = SimulatedRobot(seed=13)
     robot.start_motion(MoveController.JOINT_IMPEDANCE, MoveGenerator.CARTESIAN_VELOCITY)
     for k in range(1, 101):  # up to 0.05 m/s at 0.5 m/s^2, then stop dead
-        robot.receive(command(twist=[min(k, 100) * 5e-4, 0, 0, 0, 0, 0], finished=k == 100))
+        robot.answer(command(twist=[min(k, 100) * 5e-4, 0, 0, 0, 0, 0], finished=k == 100))
         event = robot.tick()
     assert event == "reflex"
     assert robot.errors == ("cartesian_motion_generator_velocity_discontinuity",

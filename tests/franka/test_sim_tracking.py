@@ -31,7 +31,7 @@ def run_bump(robot: SimulatedRobot, joint=3, amplitude=0.2, duration=1.0):
     for k in range(1, cycles + 1):
         q = q0.copy()
         q[joint] += amplitude * np.sin(np.pi * k / cycles) ** 4
-        robot.receive(joint_command(q, finished=k == cycles))
+        robot.answer(joint_command(q, finished=k == cycles))
         assert robot.tick() in (None, "finished")
         desired.append(robot.q_d.copy())
         measured.append(robot.q.copy())
@@ -83,7 +83,7 @@ def test_dq_comes_from_the_same_model():
     for k in range(1, 201):
         q = q0.copy()
         q[3] += 0.01 * np.sin(np.pi * k / 200) ** 4
-        robot.receive(joint_command(q, finished=k == 200))
+        robot.answer(joint_command(q, finished=k == 200))
         assert robot.tick() in (None, "finished")
         positions.append(robot.tracking.position.copy())
         velocities.append(robot.dq.copy())
@@ -112,9 +112,9 @@ def test_after_a_reflex_the_robot_holds_where_it_stopped():
     q = robot.q_d.copy()
     for k in range(1, 301):  # speed joint 1 up to 0.1 rad/s at 1 rad/s^2
         q = q + np.r_[min(k, 100) * 1e-3 * 1e-3, np.zeros(6)]
-        robot.receive(joint_command(q))
+        robot.answer(joint_command(q))
         assert robot.tick() is None
-    robot.receive(joint_command(q + np.r_[0.05, np.zeros(6)]))  # a jump
+    robot.answer(joint_command(q + np.r_[0.05, np.zeros(6)]))  # a jump
     assert robot.tick() == "reflex"
     stopped = robot.q_d.copy()
     assert np.abs(stopped - q).max() < 1e-6  # the last accepted desired position

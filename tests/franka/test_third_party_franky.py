@@ -4,24 +4,12 @@ reflex and leave the robot where they were asked to.
 
 The client runs in the franky venv (``make franky-sim``), one process per motion, and a
 fresh simulator per test (a reflex, like the robot's, outlives the client that caused it).
-
-Opt-in for now (``make franky-clients``, or ``ROBOHAL_FRANKY_CLIENT_TESTS=1``): franky's
-generators follow the robot's clock, so a cycle its client misses (its first cycles on this
-shared VM, about one run in two) becomes a jump in the command, which the simulator refuses.
-The FCI assumes a constant-acceleration model for a lost packet (libfranka's rate_limiting.h,
-kTolNumberPacketsLost); the simulator does not model that yet.
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
-
-pytestmark = pytest.mark.skipif(
-    os.environ.get("ROBOHAL_FRANKY_CLIENT_TESTS") != "1",
-    reason="opt-in until the simulator models lost packets as the FCI does (make franky-clients)")
 
 JOINT_TOLERANCE = 5e-3  # rad: our choice; a measured arm settles near, not exactly on, its command
 TRANSLATION_TOLERANCE = 2e-3  # m: our choice, as above

@@ -62,7 +62,7 @@ def command(q=None, dq=None, tau=None, pose=None, twist=None, elbow=None, finish
 
 
 def step(robot: SimulatedRobot, **kwargs) -> str | None:
-    robot.receive(command(**kwargs))
+    robot.answer(command(**kwargs))
     return robot.tick()
 
 
@@ -97,7 +97,8 @@ def test_each_limit_alone_raises_its_libfranka_error(history, next_velocity, err
     from robohal_franka.simulated_robot import CommandChecker
 
     checker = CommandChecker(FR3)
-    checker.history = history
+    for q in history:
+        checker.history.record(q)
     assert checker.check_position(history[-1] + np.r_[next_velocity * 1e-3, np.zeros(6)]) == (error,)
 
 
@@ -135,7 +136,8 @@ def test_near_the_end_of_travel_the_fr3_speed_curve_raises_the_velocity_reflex()
         q[1] = FR3.upper[1] - 0.03 - (direction > 0) * 0.0024
         step_ = np.r_[0.0, direction * 0.8e-3, np.zeros(5)]
         checker.reset(q)
-        checker.history = [q - 2 * step_, q - step_, q]  # moving steadily
+        for value in (q - 2 * step_, q - step_, q):  # moving steadily
+            checker.history.record(value)
         assert checker.check_position(q + step_) == (() if expected is None else (expected,))
 
 
@@ -235,3 +237,75 @@ def test_state_record_is_consistent():
     assert wire.error_names(record["errors"]) == ("cartesian_reflex",)
     with pytest.raises(ValueError):
         robot.inject_reflex("no_such_error")
+
+
+def _s_curve(t: float) -> float:
+    """A jerk-heavy start on joint 1, rad: 1500 rad/s^3 from rest (the FR3 allows 5000), which
+    reaches 9 rad/s^2 of the 10 allowed after 6 ms."""
+    return 1500.0 * t**3 / 6
+
+
+def _answer_for(robot: SimulatedRobot, q: np.ndarray, answered: int) -> str | None:
+    record = command(q=q)
+    record["message_id"] = answered
+    robot.receive(record)
+    return robot.tick()
+
+
+def test_after_a_filled_cycle_commands_are_judged_against_the_motion_the_robot_executes():
+    """A cycle without a command: the robot continues at constant acceleration. A client that
+    builds on that (libfranka's rate limiter, franky) goes on smoothly; one that jumps back onto
+    its own jerk-heavy plan meets four times the plan's jerk and more than its acceleration."""
+    def robot_after_a_lost_cycle() -> tuple[SimulatedRobot, np.ndarray]:
+        robot = moving_robot(ideal=True)
+        q0 = robot.q_d.copy()
+        for k in range(1, 5):
+            assert step(robot, q=q0 + np.r_[_s_curve(k * 1e-3), np.zeros(6)]) is None
+        assert robot.tick() is None  # no command for this cycle: filled
+        return robot, q0
+
+    robot, q0 = robot_after_a_lost_cycle()
+    executed = [q0[0] + _s_curve(k * 1e-3) for k in (2, 3, 4)] + [robot.q_d[0]]
+    on_the_executed = 3 * executed[-1] - 3 * executed[-2] + executed[-3] + 1500.0 * 1e-9  # the plan's jerk
+    assert _answer_for(robot, q0 + np.r_[on_the_executed - q0[0], np.zeros(6)], robot.message_id) is None
+    assert robot.stats["filled"] == 1 and robot.stats["reflexes"] == 0
+
+    robot, q0 = robot_after_a_lost_cycle()
+    assert _answer_for(robot, q0 + np.r_[_s_curve(6e-3), np.zeros(6)], robot.message_id) == "reflex"
+    # the acceleration too: 9 rad/s^2 on the plan, plus twice its jerk times the cycle over it
+    assert robot.errors == ("joint_motion_generator_velocity_discontinuity",
+                            "joint_motion_generator_acceleration_discontinuity")
+
+
+def test_a_command_that_comes_after_its_cycle_is_dropped_for_the_filled_one():
+    """Late: the robot has filled the cycle the command was for; it drops the command and
+    reports the filled q_d in the state (what a client's next command builds on)."""
+    robot = moving_robot(ideal=True)
+    q0 = robot.q_d.copy()
+    for k in range(1, 5):
+        assert step(robot, q=q0 + np.r_[_s_curve(k * 1e-3), np.zeros(6)]) is None
+    answered = robot.message_id
+    assert robot.tick() is None  # the cycle passes without the command
+    filled = robot.q_d.copy()
+    expected = q0[0] + 3 * _s_curve(4e-3) - 3 * _s_curve(3e-3) + _s_curve(2e-3)  # at constant acceleration
+    assert filled[0] == pytest.approx(expected, abs=1e-12)
+    assert wire.get_floats(robot.fill(wire.new_state()), "q_d")[0] == pytest.approx(filled[0], abs=1e-7)
+    assert _answer_for(robot, q0 + np.r_[_s_curve(5e-3), np.zeros(6)], answered) is None  # arrives now: too late
+    assert robot.stats["stale"] == 1 and robot.stats["filled"] == 2
+    s2, s3, s4 = (q0[0] + _s_curve(k * 1e-3) for k in (2, 3, 4))
+    assert robot.q_d[0] == pytest.approx(2 * filled[0] - s4 + (s4 - 2 * s3 + s2), abs=1e-12)  # filled again
+
+
+def test_a_client_that_counts_its_own_cycles_through_a_lost_state_is_refused():
+    """The same skipped state, but the client sends its next setpoint as if no cycle had
+    passed: against its own commands at their cycles, the velocity halves for one cycle."""
+    robot = moving_robot(ideal=True)
+    q0 = robot.q_d.copy()
+    velocity = 0.5  # rad/s on joint 1, reached smoothly
+    t = np.arange(1, 400) * 1e-3
+    ramp = velocity * np.minimum(t, 0.2) ** 2 / 0.4 + velocity * np.maximum(t - 0.2, 0)  # 2.5 rad/s^2 then 0.5 rad/s
+    for k, x in enumerate(ramp[:300]):
+        assert step(robot, q=q0 + np.r_[x, np.zeros(6)]) is None, (k, robot.errors)
+    robot.tick()  # the client never answers the state of this cycle
+    assert _answer_for(robot, q0 + np.r_[ramp[300], np.zeros(6)], robot.message_id) == "reflex"
+    assert "joint_motion_generator_velocity_discontinuity" in robot.errors

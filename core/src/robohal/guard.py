@@ -75,6 +75,27 @@ class SetpointGuard:
         self._history = [q.copy(), q.copy(), q.copy()]
         self._recent = [q.tolist()] * 3
 
+    def fill(self, cycles: int) -> None:
+        """Record ``cycles`` control cycles that no setpoint of ours reached, which the robot
+        filled by continuing at constant acceleration (the FCI's model of a lost command): the
+        next setpoints are judged against that continuation, as the robot judges them."""
+        for _ in range(cycles if self._history else 0):
+            self._remember(self.continuation(1))
+
+    def continuation(self, cycles: int, *, without_newest: bool = False) -> Array:
+        """Where ``cycles`` cycles at constant acceleration lead from the newest setpoint (or,
+        ``without_newest``, from the one before it), as the robot would fill them."""
+        h = self._history[:-1] if without_newest and len(self._history) > 3 else list(self._history)
+        for _ in range(cycles):
+            h.append(3 * h[-1] - 3 * h[-2] + h[-3])
+        return h[-1].copy()
+
+    def drop_newest(self) -> None:
+        """Forget the newest setpoint: it never reached the robot (it came after its cycle)."""
+        if len(self._history) > 3:
+            self._history = self._history[:-1]
+            self._recent = [q.tolist() for q in self._history[-3:]]
+
     def derivatives(self) -> tuple[Array, Array]:
         """Velocity and acceleration of the sent setpoints (finite differences)."""
         if not self._history:
@@ -167,6 +188,9 @@ class SetpointGuard:
         if not self._history:
             self.reset(q)
             return
-        q = np.array(q, dtype=np.float64)
+        self._remember(np.array(q, dtype=np.float64))
+
+    def _remember(self, q: Array) -> None:
+        """The robot's newest setpoint, one cycle on."""
         self._history = [*self._history, q][-4:]
         self._recent = [*self._recent[1:], q.tolist()]

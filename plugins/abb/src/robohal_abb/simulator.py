@@ -351,7 +351,8 @@ class SimulatedController:
             self._held_back = datagram  # goes out right after the next one
             counters["robot_messages_reordered"] += 1
             return
-        due = now + o.delay
+        # from now, not from the loop's tick: the message was stamped after the tick began
+        due = time.monotonic() + o.delay if o.delay else now
         batch = [datagram] * copies
         if self._held_back is not None:
             batch.append(self._held_back)

@@ -49,8 +49,14 @@ from .shared import SESSION_MOTION, SESSION_NONE, SESSION_STREAM, Doorbell, Layo
 from .wire import ERROR_NAMES
 
 PERIOD = 0.001
-MAILBOX_WAIT = 0.00075  # s after a state: how long a streamed setpoint may take to arrive
+# s after a state: how long a streamed setpoint may take to arrive. Our choice: the robot drops a
+# command that comes after its cycle (it fills the cycle itself), so this leaves 0.6 ms of the 1 ms
+# for the state's way here, our own step and the command's way back.
+MAILBOX_WAIT = 0.0004
 MAILBOX_POLL = 0.00005
+# rad: how far the reported q_d (float32 on the wire) may sit from a prediction and still be it:
+# float32 resolves 2.4e-7 rad at the FR3's largest joint angles (our choice: twice that).
+DROP_TOLERANCE = 5e-7
 REST_VELOCITY = 1e-9
 REST_ACCELERATION = 1e-6
 CHECKS = ("position", "velocity", "acceleration", "jerk")
@@ -160,6 +166,7 @@ class ControlLoop:
         self.stream_refused = False
         self.session_start: np.ndarray | None = None  # the held position a session starts from
         self.starved_at_start = 0.0  # Layout.STARVED when the session started
+        self.lost_at_start = 0.0  # Layout.LOST when the session started
         self.closing = False
         self.lost = False
         self.failures = 0  # loop iterations in a row that raised
@@ -245,9 +252,12 @@ class ControlLoop:
         else:
             self.state, duration = self.control.readOnce()
             step = round(duration.to_sec() / PERIOD)
+            filled = max(step - 1, 0) + self.newest_dropped(step)
             if step > 1:
                 self.shared.add(Layout.LATE)
-                self.shared.add(Layout.LOST, step - 1)
+            if filled:
+                self.shared.add(Layout.LOST, filled)
+                self.robot_filled(filled, step)
         self.publish(self.state)
         while self._requests.poll(0):
             self.handle(*self.conn.recv())
@@ -257,6 +267,51 @@ class ControlLoop:
             self.refuse_sessionless_setpoint()
         if self.control is not None:
             self.write()
+
+    def newest_dropped(self, step: int) -> bool:
+        """Whether the robot dropped our newest command (it came after its cycle) and filled that
+        cycle instead: the state's desired position is where the robot's constant-acceleration
+        continuation without it leads, not where it leads with it. Within float32 on the wire
+        (DROP_TOLERANCE) the two are one; a robot that reports neither keeps our own account."""
+        if self.first_write or not self.guard.active or step < 1:
+            return False
+        reported = np.array(self.state.q_d, dtype=np.float64)
+        if np.abs(self.guard.continuation(step - 1) - reported).max() <= DROP_TOLERANCE:
+            return False
+        if np.abs(self.guard.continuation(step, without_newest=True) - reported).max() > DROP_TOLERANCE:
+            return False
+        self.guard.drop_newest()
+        return True
+
+    def robot_filled(self, cycles: int, step: int) -> None:
+        """No command of ours reached the robot for ``cycles`` cycles (this process ran late: it
+        skipped states, or its command came after its cycle), and the robot continued the
+        motion at constant acceleration through them (the FCI's model of a lost command,
+        libfranka's rate_limiting.h). Our history follows the robot's, and a running motion
+        follows the robot's clock (``step`` cycles since the last state): its setpoints for the
+        cycles between are past."""
+        if self.first_write:
+            return  # nothing sent yet: the robot holds
+        self.guard.fill(cycles)
+        if self.braking is not None:
+            self.braking = self.guard.derivatives()
+        elif self.motion is not None and step == 1 and self.prepared is not None:
+            try:  # on time, but checked against a history the robot did not keep
+                self.prepared = self.guard.check(self.prepared)
+            except LimitViolation as exc:
+                self.motion_error = exc
+                self.prepared = None
+                self.begin_brake(finish=True)
+        elif self.motion is not None and step > 1:
+            past = step - 1 if self.prepared is None else step - 2
+            self.prepared = None
+            state = to_robot_state(self.state)
+            try:
+                for _ in range(past):
+                    self.motion.step(state)
+            except Exception as exc:
+                self.motion_error = exc
+                self.begin_brake(finish=True)
 
     def publish(self, state: Any) -> None:
         errors = state.current_errors
@@ -295,6 +350,7 @@ class ControlLoop:
         self.first_write = True
         self.guard.reset(self.session_start)
         self.starved_at_start = self.shared.get(Layout.STARVED)
+        self.lost_at_start = self.shared.get(Layout.LOST)
         self.braking = None
         self.prepared = None
         self.finish_after_brake = False
@@ -335,6 +391,10 @@ class ControlLoop:
             command.motion_finished = True
         self.control.writeOnce(command)
         self.guard.commit(q)
+        if checked:  # a motion's setpoint, with the state it answers (its time marks the robot's cycle)
+            assert self.recorder is not None
+            self.recorder.add(to_robot_state(self.state), q)
+            self.shared.add(Layout.MOTION_SETPOINTS)
         self.shared.set(Layout.COMMANDED, q)
         self.shared.add(Layout.WRITES)
         if finish:
@@ -359,9 +419,6 @@ class ControlLoop:
         if q is None:
             self.begin_brake(finish=True)
             return None
-        self.shared.add(Layout.MOTION_SETPOINTS)
-        assert self.recorder is not None
-        self.recorder.add(state, q)
         return q
 
     def stream_step(self) -> np.ndarray:
@@ -394,15 +451,23 @@ class ControlLoop:
             # session's start): ours differs only after cycles we braked through without a setpoint.
             self.stream_refused = True
             starved = int(self.shared.get(Layout.STARVED) - self.starved_at_start)
+            lost = int(self.shared.get(Layout.LOST) - self.lost_at_start)
             if starved:
                 error: RobohalError = StreamStarved(
                     f"franka: the setpoint stream fell behind the robot's 1 kHz cycle while moving ({starved} cycles"
                     f" starved in this stream); the control process braked the robot to rest ({exc}). Call recover()"
                     " to resume; run whole motions with run() to keep them in the control loop.")
+            elif lost:
+                error = StreamStarved(
+                    f"franka: the control process ran late and lost {lost} of the robot's cycles in this stream; the"
+                    f" robot continued at constant acceleration through them, and the stream's next setpoint did not"
+                    f" follow on ({exc}); the control process braked the robot to rest. Call recover() to resume; give"
+                    " the control process a real-time kernel, or run whole motions with run(), which keep to the"
+                    " robot's clock.")
             else:
                 error = StreamStarved(
                     f"franka: the control process refused a streamed setpoint that the caller's check had passed, with"
-                    f" no cycle starved ({exc}); it braked the robot to rest. Call recover() to resume.")
+                    f" no cycle starved or lost ({exc}); it braked the robot to rest. Call recover() to resume.")
             self.event("error", pack_error(error))
             self.begin_brake(finish=True)
             q, _ = self.brake_step()

@@ -27,7 +27,9 @@ Specification and Robot Limits", and the meaning of each error in libfranka's
 * torque interface: torque range and rate.
 * a motion starts where the robot stands and ends at rest (checked through the
   documented limits, see :meth:`SimulatedRobot._finish`).
-* communication: more than ``max_missed`` cycles in a row without a command.
+* communication: more than ``max_missed`` cycles in a row without a command. A
+  cycle whose command does not come in time is filled by the robot at constant
+  acceleration, as the FCI does (see :meth:`SimulatedRobot._fill`).
 
 A violation puts the robot in Reflex with every error the command violated (the
 robot reports a set of errors); only automatic error recovery returns it to Idle.
@@ -59,6 +61,14 @@ ORTHONORMAL_THRESHOLD = 1e-5
 # Our choice (no public figure): command cycles in a row without a command before
 # communication_constraints_violation; tolerant enough for a loaded CI machine.
 DEFAULT_MAX_MISSED = 20
+# s: how long past its time a tick waits for the command of a client that has the state to answer.
+# Our choice. The robot's clock never waits, but this host is no real-time machine: it runs the
+# client and the simulator on a general-purpose kernel, where either wakes a millisecond late now
+# and then (measured: 2-3 % of ticks more than 0.5 ms late on an idle two-core machine), which a
+# real-time client beside a real robot does not. Waiting keeps that jitter out of the robot; a
+# command later than this, a state lost on the way (--loss), or a client that stopped answering is
+# a lost cycle, which the robot fills as the FCI does (SimulatedRobot._fill); the stubs keep the same rule.
+COMMAND_WAIT = 0.005
 SUCCESS_WINDOW = 100  # our choice: cycles over which control_command_success_rate is reported
 GRAVITY = (0.0, 0.0, -9.81)
 # Our choice: torque interface dynamics of a gravity-compensated arm, per-joint inertia and damping.
@@ -111,6 +121,45 @@ ELBOW_SIGN = "cartesian_motion_generator_elbow_sign_inconsistent"
 START_ELBOW = "cartesian_motion_generator_start_elbow_invalid"
 
 
+def rates(values: list, period: float) -> list:
+    """The finite-difference derivatives (first, second, ...) at the newest of values one cycle
+    apart, as many as the values allow."""
+    level, out = values, []
+    for _ in range(len(values) - 1):
+        level = [(level[i + 1] - level[i]) / period for i in range(len(level) - 1)]
+        out.append(level[-1])
+    return out
+
+
+class CommandHistory:
+    """A command stream as the robot executes it: one value per cycle, the cycles it filled
+    included (see :meth:`SimulatedRobot._fill`); the last three, newest last."""
+
+    def __init__(self, value, period: float = PERIOD) -> None:
+        self.period = period
+        self.reset(value)
+
+    def reset(self, value) -> None:
+        self.executed = [value] * 3
+
+    def rates(self, value, samples: int = 4) -> list:
+        """The derivatives with ``value`` next, over the last ``samples`` values."""
+        return rates([*self.executed[1 - samples:], value], self.period)
+
+    def record(self, value) -> None:
+        self.executed = [*self.executed[-2:], value]
+
+    def derivatives(self) -> list:
+        """The first two derivatives at the newest value."""
+        return rates(self.executed, self.period)
+
+    def continued(self, order: int):
+        """The next value at constant acceleration: for positions (``order`` 3) a zero third
+        difference, for velocities (``order`` 2) a zero second difference."""
+        h = self.executed
+        return 3 * h[-1] - 3 * h[-2] + h[-3] if order == 3 else 2 * h[-1] - h[-2]
+
+
 class CommandChecker:
     """Finite-difference checks on a stream of joint positions or velocities (1 ms apart).
 
@@ -125,15 +174,14 @@ class CommandChecker:
         self.jerk = np.array(arm.jerk) * (1 + SLACK)
         self.period = period
         self.names = names
-        self.history: list[np.ndarray] = []
+        self.history = CommandHistory(np.zeros(7), period)
 
     def reset(self, value: np.ndarray) -> None:
         """Start from rest at ``value`` (the desired position the robot holds, or zero velocity)."""
-        self.history = [value.copy(), value.copy(), value.copy()]
+        self.history.reset(value.copy())
 
-    def derivatives(self) -> tuple[np.ndarray, np.ndarray]:
-        h, dt = self.history, self.period
-        return (h[-1] - h[-2]) / dt, (h[-1] - 2 * h[-2] + h[-3]) / dt**2
+    def derivatives(self) -> list[np.ndarray]:
+        return self.history.derivatives()
 
     def _too_fast(self, v: np.ndarray, q: np.ndarray) -> bool:
         """Whether a velocity breaks the limits at position ``q``: the rectangular ones, and
@@ -152,36 +200,42 @@ class CommandChecker:
             errors.append(self.names["jerk"])
         return errors
 
+    def _outside(self, q: np.ndarray) -> bool:
+        return bool((q < self.lower - 1e-9).any() or (q > self.upper + 1e-9).any())
+
     def position_errors(self, q_c: np.ndarray) -> list[str]:
         """Every error a joint-position command violates (nothing is recorded)."""
         if not np.isfinite(q_c).all():
             return [self.names["position"]]
-        errors = []
-        if (q_c < self.lower - 1e-9).any() or (q_c > self.upper + 1e-9).any():
-            errors.append(self.names["position"])
-        h, dt = self.history, self.period
-        v = (q_c - h[-1]) / dt
-        a = (q_c - 2 * h[-1] + h[-2]) / dt**2
-        j = (q_c - 3 * h[-1] + 3 * h[-2] - h[-3]) / dt**3
+        errors = [self.names["position"]] if self._outside(q_c) else []
+        v, a, j = self.history.rates(q_c)
         return errors + self._rates(v, a, j, q_c)
 
     def check_position(self, q_c: np.ndarray) -> tuple[str, ...]:
         """The errors a joint-position command raises; none: it is recorded."""
         errors = self.position_errors(q_c)
         if not errors:
-            self.history = [*self.history[-2:], q_c.copy()]
+            self.history.record(q_c.copy())
         return tuple(errors)
 
     def check_velocity(self, dq_c: np.ndarray, q: np.ndarray) -> tuple[str, ...]:
         """The errors a joint-velocity command at position ``q`` raises; none: it is recorded."""
         if not np.isfinite(dq_c).all():
             return (self.names["velocity"],)
-        h, dt = self.history, self.period
-        a = (dq_c - h[-1]) / dt
-        j = (dq_c - 2 * h[-1] + h[-2]) / dt**2
+        a, j = self.history.rates(dq_c, samples=3)
         errors = self._rates(dq_c, a, j, q)
         if not errors:
-            self.history = [*self.history[-2:], dq_c.copy()]
+            self.history.record(dq_c.copy())
+        return tuple(errors)
+
+    def check_filled(self, value: np.ndarray, q: np.ndarray, velocity: np.ndarray) -> tuple[str, ...]:
+        """The errors of a value the robot filled in (position and velocity: a constant-acceleration
+        continuation changes nothing else); none: it is recorded."""
+        errors = [self.names["position"]] if self._outside(q) else []
+        if self._too_fast(velocity, q):
+            errors.append(self.names["velocity"])
+        if not errors:
+            self.history.record(value.copy())
         return tuple(errors)
 
 
@@ -244,28 +298,31 @@ class CartesianChecker:
     def __init__(self, arm: ArmFacts, period: float = PERIOD) -> None:
         self.limits = np.array([arm.translation, arm.rotation]) * (1 + SLACK)  # rows: translation, rotation
         self._limits = {name: self.limits[:, i] + 1e-6 for i, name in enumerate(("velocity", "acceleration", "jerk"))}
-        self.period = period
-        self.twists = [np.zeros(6), np.zeros(6)]  # the last two, newest last
+        self.history = CommandHistory(np.zeros(6), period)
 
     def reset(self) -> None:
-        self.twists = [np.zeros(6), np.zeros(6)]
+        self.history.reset(np.zeros(6))
 
-    def errors(self, twist: np.ndarray) -> list[str]:
-        """Every Cartesian rate error of the next twist (nothing is recorded)."""
-        if not np.isfinite(twist).all():
-            return [CARTESIAN_NAMES["velocity"]]
-        dt = self.period
-        older, last = self.twists
+    def _errors(self, twist: np.ndarray, acceleration: np.ndarray, jerk: np.ndarray) -> list[str]:
         errors = []
-        for name, value in (("velocity", twist), ("acceleration", (twist - last) / dt),
-                            ("jerk", (twist - 2 * last + older) / dt**2)):
+        for name, value in (("velocity", twist), ("acceleration", acceleration), ("jerk", jerk)):
             limit = self._limits[name]
             if math.sqrt(value[:3] @ value[:3]) > limit[0] or math.sqrt(value[3:] @ value[3:]) > limit[1]:
                 errors.append(CARTESIAN_NAMES[name])
         return errors
 
+    def errors(self, twist: np.ndarray) -> list[str]:
+        """Every Cartesian rate error of the next twist (nothing is recorded)."""
+        if not np.isfinite(twist).all():
+            return [CARTESIAN_NAMES["velocity"]]
+        return self._errors(twist, *self.history.rates(twist, samples=3))
+
     def record(self, twist: np.ndarray) -> None:
-        self.twists = [self.twists[1], twist.copy()]
+        self.history.record(twist.copy())
+
+    def continued(self) -> np.ndarray:
+        """The next twist at constant acceleration."""
+        return self.history.continued(2)
 
 
 class ElbowChecker:
@@ -276,25 +333,21 @@ class ElbowChecker:
     def __init__(self, arm: ArmFacts, period: float = PERIOD) -> None:
         self.lower, self.upper = arm.lower[2], arm.upper[2]
         self.velocity, self.acceleration, self.jerk = (np.array(arm.elbow) * (1 + SLACK)).tolist()
-        self.period = period
-        self.history: list[float] = []
+        self.history = CommandHistory(0.0, period)
 
     def reset(self, value: float) -> None:
-        self.history = [value] * 3
+        self.history.reset(value)
 
     def errors(self, value: float) -> list[str]:
-        h, dt = self.history, self.period
-        v = (value - h[-1]) / dt
-        a = (value - 2 * h[-1] + h[-2]) / dt**2
-        j = (value - 3 * h[-1] + 3 * h[-2] - h[-3]) / dt**3
-        inside = self.lower - 1e-9 <= value <= self.upper + 1e-9
-        if not (inside and abs(v) <= self.velocity + END_TOLERANCE and abs(a) <= self.acceleration + 1e-6
-                and abs(j) <= self.jerk + 1e-3):
+        if not self.lower - 1e-9 <= value <= self.upper + 1e-9:
             return [ELBOW_LIMIT]
-        return []
+        v, a, j = self.history.rates(value)
+        if abs(v) <= self.velocity + END_TOLERANCE and abs(a) <= self.acceleration + 1e-6 and abs(j) <= self.jerk + 1e-3:
+            return []
+        return [ELBOW_LIMIT]
 
     def record(self, value: float) -> None:
-        self.history = [*self.history[-2:], float(value)]
+        self.history.record(float(value))
 
 
 class JointTracking:
@@ -367,6 +420,8 @@ class SimulatedRobot:
         self.cartesian = CartesianChecker(self.arm)
         self.elbow = ElbowChecker(self.arm)
         self._pending: list[np.ndarray] = []
+        self._started = False  # whether the running motion has had its first command
+        self._late = 0  # fault injection: commands still to be taken as too late
         self._missed = 0
         self._successes: deque[bool] = deque(maxlen=SUCCESS_WINDOW)
         self._first_command = False
@@ -375,7 +430,8 @@ class SimulatedRobot:
         self._reported_errors: tuple | None = None  # what the record last carried
         self._pose_cache: dict[bytes, np.ndarray] = {}
         self._ik_last: tuple[bytes, np.ndarray, np.ndarray] | None = None
-        self.stats = {"ticks": 0, "move_ticks": 0, "commands": 0, "missed": 0, "reflexes": 0, "seed": self.seed}
+        self.stats = {"ticks": 0, "move_ticks": 0, "commands": 0, "missed": 0, "filled": 0,
+                      "stale": 0, "reflexes": 0, "seed": self.seed}
 
     # Requests (from TCP or the stubs' API) -----------------------------------------
 
@@ -422,6 +478,7 @@ class SimulatedRobot:
         self.elbow_c = None
         self.tau_J_d = np.zeros(7)
         self._pending.clear()
+        self._started = False
         self._missed = 0
         self._first_command = True
         return MoveStatus.MOTION_STARTED
@@ -438,6 +495,11 @@ class SimulatedRobot:
         self.errors = ()
         self._to_idle()
 
+    def inject_late(self, commands: int) -> None:
+        """Take the next ``commands`` commands of a running motion as too late (fault injection):
+        each is dropped and its cycle filled, as if it had come after its cycle."""
+        self._late = max(0, int(commands))
+
     def inject_reflex(self, name: str) -> None:
         """Make the next tick raise a reflex with libfranka's error ``name`` (fault injection)."""
         if name not in wire.ERROR_INDEX:
@@ -448,6 +510,16 @@ class SimulatedRobot:
         """A command record arrived (it is applied on the next tick)."""
         if self.moving:
             self._pending.append(command)
+
+    def awaits_command(self) -> bool:
+        """Whether a running motion's command for the next cycle (the answer to the last state)
+        has yet to come."""
+        return self.moving and not any(int(c["message_id"]) >= self.message_id for c in self._pending)
+
+    def answer(self, command: np.ndarray) -> None:
+        """Receive ``command`` as the answer to the state of this cycle (an in-process client)."""
+        command["message_id"] = self.message_id
+        self.receive(command)
 
     # The 1 ms cycle ------------------------------------------------------------------
 
@@ -463,21 +535,7 @@ class SimulatedRobot:
         torque = False
         if self.moving:
             self.stats["move_ticks"] += 1
-            pending, self._pending = self._pending, []
-            if pending:
-                self._missed = 0
-                self._successes.append(True)
-            else:
-                self._missed += 1
-                self.stats["missed"] += 1
-                self._successes.append(False)
-                if self._missed > self.max_missed:
-                    event = self._reflex("communication_constraints_violation")
-            for command in pending:
-                if event is not None:
-                    break
-                self.stats["commands"] += 1
-                event = self._apply(command)
+            event = event or self._cycle_command()
             torque = self.moving and self.generator is StateGenerator.NONE
         if torque:
             self._integrate_torque()
@@ -485,6 +543,93 @@ class SimulatedRobot:
             self.tracking.step(self.q_d, self.dq_d)
         self.q, self.dq = self.tracking.measured()
         return event
+
+    def _cycle_command(self) -> str | None:
+        """This cycle's command: the one answering the state of the cycle before. Commands that
+        answer older states came too late (their cycles are past) and are dropped; with none in
+        time, the robot fills the cycle (see :meth:`_fill`)."""
+        pending, self._pending = self._pending, []
+        command = None
+        for candidate in pending:
+            if command is None and int(candidate["message_id"]) >= self.message_id - 1:
+                command = candidate
+            else:
+                self.stats["stale"] += 1
+        if command is not None and self._started and self._late:
+            self._late -= 1
+            self.stats["stale"] += 1
+            command = None
+        self._successes.append(command is not None)
+        if command is None:
+            self._missed += 1
+            self.stats["missed"] += 1
+            if self._missed > self.max_missed:
+                return self._reflex("communication_constraints_violation")
+            if self._started:
+                self.stats["filled"] += 1
+                errors = self._fill()
+                return self._reflex(*errors) if errors else None
+            return None
+        self._missed = 0
+        self._started = True
+        self.stats["commands"] += 1
+        return self._apply(command)
+
+    def _fill(self) -> tuple[str, ...]:
+        """A cycle no command answers in time; returns the errors of the robot's continuation.
+
+        "When a packet is lost, FCI assumes a constant acceleration model" (libfranka's
+        rate_limiting.h, kTolNumberPacketsLost): the robot continues the desired motion at
+        constant acceleration. A command belongs to the cycle after the state it answers (it
+        carries that state's message_id: libfranka's robot_impl.cpp); a cycle is lost when no
+        such command has arrived when the robot takes the cycle's command. The client was
+        late (its late command is dropped), or it skipped a state (readOnce returns the
+        newest). This simulator reads every datagram that has arrived before each tick, so its
+        own lateness on a busy machine loses nothing.
+
+        The filled cycle is part of the desired motion the robot executes and reports (q_d).
+        It is checked for position and velocity, the only allowance libfranka makes for a lost
+        packet (kJointVelocityLimitsTolerance): a constant-acceleration continuation changes
+        nothing else.
+
+        The commands after it are judged against the motion the robot executes, the filled
+        cycle in it, as every command is: libfranka's rate limiter limits a command against
+        the robot's last commanded values, which after a lost packet are the filled ones, and
+        franky plans each cycle from the reported desired state. A client that rejoins its own
+        plan instead meets the jump between its plan and the filled cycle (up to four times the
+        plan's jerk after one lost cycle), as on the robot, where libfranka's documentation
+        names lost packets among the causes of discontinuity errors.
+        """
+        generator = self.generator
+        if generator is StateGenerator.JOINT_POSITION:
+            q = self.checker.history.continued(3)
+            errors = self.checker.check_filled(q, q, (q - self.q_d) / PERIOD)
+            if not errors:
+                self.q_d = q
+                self.dq_d, self.ddq_d = self.checker.derivatives()
+        elif generator is StateGenerator.JOINT_VELOCITY:
+            dq = self.checker.history.continued(2)
+            q = self.q_d + dq * PERIOD
+            errors = self.checker.check_filled(dq, q, dq)
+            if not errors:
+                self.q_d, self.dq_d = q, dq
+        elif generator in (StateGenerator.CARTESIAN_POSITION, StateGenerator.CARTESIAN_VELOCITY):
+            q = self.ik_checker.history.continued(3)
+            errors = self.ik_checker.check_filled(q, q, (q - self.q_d) / PERIOD)
+            if not errors:
+                twist = self.cartesian.continued()
+                self.cartesian.record(twist)
+                self.elbow.record(float(q[2]))
+                assert self.pose_c is not None
+                pose = self.pose_c.copy()
+                pose[:3, 3] += twist[:3] * PERIOD
+                pose[:3, :3] = rotation_from_vector(twist[3:] * PERIOD) @ pose[:3, :3]
+                self.pose_c, self.twist_c = pose, twist
+                self.q_d = q
+                self.dq_d, self.ddq_d = self.ik_checker.derivatives()
+        else:
+            errors = ()  # our choice: the torque interface holds its last torque
+        return errors
 
     def _apply(self, command: np.ndarray) -> str | None:
         generator = self.generator
@@ -514,7 +659,7 @@ class SimulatedRobot:
                 return self._reflex(*dict.fromkeys(errors))
             self.q_d = q_next
             self.dq_d = dq_c
-            self.ddq_d = self.checker.derivatives()[1] * PERIOD  # the velocity history's first difference
+            self.ddq_d = self.checker.derivatives()[0]  # the velocity stream's rate of change
             finished = bool(command["motion_generation_finished"])
         elif generator in (StateGenerator.CARTESIAN_POSITION, StateGenerator.CARTESIAN_VELOCITY):
             errors = self._apply_cartesian(command)
@@ -597,7 +742,7 @@ class SimulatedRobot:
         if first:
             # errors.h: "the first elbow value ... too far from initial one": as for the start pose,
             # off by more than one cycle at the elbow's acceleration limit from rest, or the other side.
-            if abs(elbow[0] - self.elbow.history[-1]) > self.elbow.acceleration * PERIOD**2 or elbow[1] != self._start_sign:
+            if abs(elbow[0] - self.elbow.history.executed[-1]) > self.elbow.acceleration * PERIOD**2 or elbow[1] != self._start_sign:
                 return [START_ELBOW]
         if elbow[1] != self._start_sign:  # the elbow cannot flip within a motion
             return [ELBOW_SIGN]

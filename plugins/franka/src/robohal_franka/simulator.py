@@ -36,7 +36,7 @@ import numpy as np
 
 from . import wire
 from .facts import ARMS
-from .simulated_robot import DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot
+from .simulated_robot import COMMAND_WAIT, DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot
 from .urdf import urdf_text
 from .wire import Command, MoveStatus
 
@@ -114,6 +114,7 @@ class FciSimulator:
         self.stats = {"states_sent": 0, "states_dropped": 0, "late_ticks": 0, "clients": 0, "bad_datagrams": 0}
         self._periods: list[float] = []
         self._last_send: float | None = None
+        self._state_delivered = False  # whether the client has the last state to answer
 
     # Main loop --------------------------------------------------------------------
 
@@ -130,6 +131,8 @@ class FciSimulator:
             for key, _ in self.selector.select(max(timeout, 0.0)):
                 self._dispatch(key)
             now = time.monotonic()
+            if now >= next_tick and self._awaiting_client(now - next_tick):
+                continue
             if now >= next_tick:
                 self._tick(now)
                 if now - next_tick > LATE_TICK:
@@ -154,8 +157,20 @@ class FciSimulator:
         elif key.data == "stdin":
             self._read_stdin(key.fileobj)
 
+    def _awaiting_client(self, overdue: float) -> bool:
+        """Whether this tick waits a little longer for the client's command (see COMMAND_WAIT)."""
+        if overdue >= COMMAND_WAIT or self.client is None or not self._state_delivered:
+            return False
+        self._read_udp()
+        if not self.robot.awaits_command():
+            return False
+        self.selector.select(min(COMMAND_WAIT - overdue, 0.0002))
+        return True
+
     def _tick(self, now: float) -> None:
+        self._read_udp()  # every command that has arrived takes part in this cycle, however late we run
         event = self.robot.tick()
+        self._state_delivered = False
         client = self.client
         if client is None:
             return
@@ -176,6 +191,7 @@ class FciSimulator:
         except OSError:
             return
         self.stats["states_sent"] += 1
+        self._state_delivered = True
         if self._last_send is not None and len(self._periods) < 600_000:
             self._periods.append(now - self._last_send)
         self._last_send = now
@@ -313,6 +329,8 @@ class FciSimulator:
             self.stall_after = None
         elif verb == "LOSS" and len(words) == 2:
             self.loss = min(max(float(words[1]), 0.0), 0.99)
+        elif verb == "LATE" and len(words) == 2 and words[1].isdigit():
+            self.robot.inject_late(int(words[1]))
         elif verb == "REFLEX" and len(words) == 2:
             try:
                 self.robot.inject_reflex(words[1])
