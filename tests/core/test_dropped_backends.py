@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import robohal
 from robohal.backend import start_link_thread
-from robohal.motion import Hold, Robot
+from robohal.motion import Hold
+from robohal.robot import Robot
 from robohal.uri import parse_uri
 
 FAST = "sim://?model=generic.planar2&realtime=0&rate=250"

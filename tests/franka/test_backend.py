@@ -13,7 +13,8 @@ import time
 import numpy as np
 import pytest
 from robohal.errors import ConnectionLost, HardwareFault, LimitViolation, RobohalError, UriError
-from robohal.motion import Hold, PointToPoint, Robot
+from robohal.motion import Hold, PointToPoint
+from robohal.robot import Robot
 from robohal.state import RobotMode
 from robohal.uri import parse_uri
 from robohal_franka.backend import FrankaBackend

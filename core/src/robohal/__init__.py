@@ -30,9 +30,10 @@ from .errors import (
 )
 from .hookspecs import hookimpl
 from .kinematics import JointLimits, Kinematics, Solutions
-from .motion import Motion, MotionResult, Robot
+from .motion import Motion, MotionResult
 from .plugins import Registry, default_registry, use_registry
 from .records import BackendSpec, DemoSpec, ModelSpec, SimulatorSpec
+from .robot import Robot
 from .state import RobotMode, RobotState
 from .uri import RobotUri, parse_uri
 

@@ -37,7 +37,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -45,13 +45,9 @@ from numpy.typing import ArrayLike
 from .errors import ConnectionLost, HardwareFault, InvalidArgument, RobohalError
 from .guard import SetpointGuard
 from .kinematics import Kinematics
+from .motion import Motion, MotionRecorder, MotionResult
 from .state import Array, RobotMode, RobotState
-from .trajectory import STOP_SHARE, braking_step
 from .uri import RobotUri
-
-if TYPE_CHECKING:
-    from .motion import Motion, MotionResult
-
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +68,7 @@ class Backend(ABC):
     #: critical path; the setpoint was computed from the previous message.
     answers_each_message: bool = False
     #: the bundled simulator this backend talks to (host ``sim``), if any: stopped with the
-    #: :class:`~robohal.motion.Robot`, or when the backend is dropped without ``close()``
+    #: :class:`~robohal.robot.Robot`, or when the backend is dropped without ``close()``
     simulator: Any = None
 
     def __init__(self, uri: RobotUri, model: Kinematics, period: float) -> None:
@@ -263,8 +259,6 @@ class Backend(ABC):
         """Run ``motion`` to its end, one setpoint per cycle. With ``wait=False``
         it runs in the background; :meth:`wait` joins it and any error it met is
         raised by the next call."""
-        from .motion import MotionRecorder
-
         self._check_usable()
         if self._runner is not None and self._runner.is_alive():
             raise RobohalError("a motion is already running; wait() for it or stop() it first")
@@ -357,14 +351,11 @@ class Backend(ABC):
 
     def _brake(self, recorder: Any = None) -> None:
         """Bring the commanded motion to rest within the acceleration and jerk limits."""
-        limits = self.model.limits
-        v, a = self.guard.derivatives()
         q = self.commanded
         for _ in range(int(10.0 / self.period)):  # bounded: 10 s of braking at most
-            if np.abs(v).max() < 1e-9 and np.abs(a).max() < 1e-6:
+            q, resting = self.guard.brake()
+            if resting:
                 break
-            q, v, a = braking_step(q, v, a, limits.acceleration * STOP_SHARE, limits.jerk * STOP_SHARE, self.period)
-            q = limits.clip(q)
             state = self._cycle(q)
             if recorder is not None:
                 recorder.add(state, q)

@@ -1,4 +1,4 @@
-"""Turning a URI into a connected :class:`~robohal.motion.Robot`."""
+"""Turning a URI into a connected :class:`~robohal.robot.Robot`."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from .errors import PluginError, UnknownNameError, UriError
-from .motion import Robot
 from .plugins import Registry, default_registry
 from .records import BackendSpec
+from .robot import Robot
 from .uri import RobotUri, parse_uri
 
 

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from . import spatial
-from .motion import MotionResult, Robot
+from .motion import MotionResult
 from .plots import matplotlib_pyplot
 from .plugins import Registry, default_registry
 from .records import DemoSpec
+from .robot import Robot
 
 
 @dataclass

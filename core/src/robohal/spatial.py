@@ -263,3 +263,34 @@ def interpolate(a: ArrayLike, b: ArrayLike, s: Any) -> Array:
     out[..., :3, :3] = ra @ rotvec_to_matrix(s[..., None] * delta)
     out[..., :3, 3] = pa + s[..., None] * (b[..., :3, 3] - pa)
     return out
+
+
+def rotation_error_rows(t: list[list[float]], x: tuple, y: tuple, z: tuple) -> tuple[float, float, float]:
+    """Rotation vector of R_target R_actual^T on plain floats, for per-cycle solvers: the
+    target pose as rows (its rotation in the first three columns), the actual rotation
+    as its three columns ``x``, ``y``, ``z``."""
+    t0, t1, t2 = t[0], t[1], t[2]
+    m00 = t0[0] * x[0] + t0[1] * y[0] + t0[2] * z[0]
+    m11 = t1[0] * x[1] + t1[1] * y[1] + t1[2] * z[1]
+    m22 = t2[0] * x[2] + t2[1] * y[2] + t2[2] * z[2]
+    sx = (t2[0] * x[1] + t2[1] * y[1] + t2[2] * z[1]) - (t1[0] * x[2] + t1[1] * y[2] + t1[2] * z[2])
+    sy = (t0[0] * x[2] + t0[1] * y[2] + t0[2] * z[2]) - (t2[0] * x[0] + t2[1] * y[0] + t2[2] * z[0])
+    sz = (t1[0] * x[0] + t1[1] * y[0] + t1[2] * z[0]) - (t0[0] * x[1] + t0[1] * y[1] + t0[2] * z[1])
+    cos_angle = 0.5 * (m00 + m11 + m22 - 1.0)
+    sin_angle = 0.5 * math.sqrt(sx * sx + sy * sy + sz * sz)
+    angle = math.atan2(sin_angle, cos_angle)
+    if sin_angle > 1e-6 or cos_angle > 0.0:
+        scale = 0.5 if sin_angle < 1e-12 else 0.5 * angle / sin_angle
+        return scale * sx, scale * sy, scale * sz
+    # Near a half turn: the axis from the symmetric part.
+    m = [[t[i][0] * x[j] + t[i][1] * y[j] + t[i][2] * z[j] for j in range(3)] for i in range(3)]
+    diag = [max(m[i][i] - cos_angle, 0.0) / (1.0 - cos_angle) for i in range(3)]
+    k = max(range(3), key=lambda i: diag[i])
+    axis = [0.0, 0.0, 0.0]
+    axis[k] = math.sqrt(diag[k])
+    for i in range(3):
+        if i != k:
+            axis[i] = (m[k][i] + m[i][k]) / (2.0 * (1.0 - cos_angle) * axis[k])
+    sign = 1.0 if axis[0] * sx + axis[1] * sy + axis[2] * sz >= 0.0 else -1.0
+    norm = math.sqrt(sum(c * c for c in axis))
+    return tuple(sign * angle * c / norm for c in axis)  # type: ignore[return-value]

@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import InvalidArgument
-from ..spatial import as_finite
+from ..spatial import as_finite, rotation_error_rows
 from .base import Array, Kinematics, pose_rows
 from .limits import JointLimits
 
@@ -362,35 +362,6 @@ def cycle_box(limits: JointLimits, period: float, history: ArrayLike) -> tuple[A
 # One cycle -----------------------------------------------------------------------------------
 
 
-def _rotation_error(t: list[list[float]], x: tuple, y: tuple, z: tuple) -> tuple[float, float, float]:
-    """Rotation vector of R_target R_actual^T (target as rows, actual as columns)."""
-    t0, t1, t2 = t[0], t[1], t[2]
-    m00 = t0[0] * x[0] + t0[1] * y[0] + t0[2] * z[0]
-    m11 = t1[0] * x[1] + t1[1] * y[1] + t1[2] * z[1]
-    m22 = t2[0] * x[2] + t2[1] * y[2] + t2[2] * z[2]
-    sx = (t2[0] * x[1] + t2[1] * y[1] + t2[2] * z[1]) - (t1[0] * x[2] + t1[1] * y[2] + t1[2] * z[2])
-    sy = (t0[0] * x[2] + t0[1] * y[2] + t0[2] * z[2]) - (t2[0] * x[0] + t2[1] * y[0] + t2[2] * z[0])
-    sz = (t1[0] * x[0] + t1[1] * y[0] + t1[2] * z[0]) - (t0[0] * x[1] + t0[1] * y[1] + t0[2] * z[1])
-    cos_angle = 0.5 * (m00 + m11 + m22 - 1.0)
-    sin_angle = 0.5 * math.sqrt(sx * sx + sy * sy + sz * sz)
-    angle = math.atan2(sin_angle, cos_angle)
-    if sin_angle > 1e-6 or cos_angle > 0.0:
-        scale = 0.5 if sin_angle < 1e-12 else 0.5 * angle / sin_angle
-        return scale * sx, scale * sy, scale * sz
-    # Near a half turn: the axis from the symmetric part.
-    m = [[t[i][0] * x[j] + t[i][1] * y[j] + t[i][2] * z[j] for j in range(3)] for i in range(3)]
-    diag = [max(m[i][i] - cos_angle, 0.0) / (1.0 - cos_angle) for i in range(3)]
-    k = max(range(3), key=lambda i: diag[i])
-    axis = [0.0, 0.0, 0.0]
-    axis[k] = math.sqrt(diag[k])
-    for i in range(3):
-        if i != k:
-            axis[i] = (m[k][i] + m[i][k]) / (2.0 * (1.0 - cos_angle) * axis[k])
-    sign = 1.0 if axis[0] * sx + axis[1] * sy + axis[2] * sz >= 0.0 else -1.0
-    norm = math.sqrt(sum(c * c for c in axis))
-    return tuple(sign * angle * c / norm for c in axis)  # type: ignore[return-value]
-
-
 class DifferentialIk:
     """Differential IK for one model, one cycle per :meth:`step`.
 
@@ -495,7 +466,7 @@ class DifferentialIk:
 
     def _error(self, target: list[list[float]], frame: tuple) -> list[float]:
         x, y, z, p = frame
-        rx, ry, rz = _rotation_error(target, x, y, z)
+        rx, ry, rz = rotation_error_rows(target, x, y, z)
         w = self._weights
         return [w[0] * (target[0][3] - p[0]), w[1] * (target[1][3] - p[1]), w[2] * (target[2][3] - p[2]),
                 w[3] * rx, w[4] * ry, w[5] * rz]
@@ -509,7 +480,7 @@ class DifferentialIk:
         x = (last[0][0], last[1][0], last[2][0])
         y = (last[0][1], last[1][1], last[2][1])
         z = (last[0][2], last[1][2], last[2][2])
-        rx, ry, rz = _rotation_error(goal, x, y, z)
+        rx, ry, rz = rotation_error_rows(goal, x, y, z)
         dx, dy, dz = goal[0][3] - last[0][3], goal[1][3] - last[1][3], goal[2][3] - last[2][3]
         if math.sqrt(dx * dx + dy * dy + dz * dz) > MAX_TARGET_SPEED * self.period or \
                 math.sqrt(rx * rx + ry * ry + rz * rz) > MAX_TARGET_TURN_RATE * self.period:

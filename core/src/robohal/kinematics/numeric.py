@@ -9,19 +9,23 @@ do the restarts run.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import spatial
-from .base import (
+from .solutions import (
     DUPLICATE_TOLERANCE,
     POSITION_TOLERANCE,
     ROTATION_TOLERANCE,
     Array,
-    Kinematics,
     Solutions,
     no_solution,
     sort_by_distance,
 )
+
+if TYPE_CHECKING:
+    from .base import Kinematics
 
 MAX_ITERATIONS = 120
 RESTARTS = 24
@@ -105,15 +109,13 @@ def starts_for(model: Kinematics, restarts: int = RESTARTS) -> Array:
 def _solve_seeded(model: Kinematics, target: Array, seed: Array) -> Array:
     """Damped least squares from one start on plain floats, for chains with a
     scalar forward-kinematics path (a few iterations from a nearby seed)."""
-    from .diffik import _rotation_error
-
     goal = target.tolist()
     lower, upper = model.limits.lower.tolist(), model.limits.upper.tolist()
     q = [min(max(x, lo), hi) for x, lo, hi in zip(seed.tolist(), lower, upper, strict=True)]
     eye = np.eye(6)
     for _ in range(MAX_ITERATIONS):
         (x, y, z, p), jac = model.frame_and_jacobian_lists(q)
-        error = [goal[0][3] - p[0], goal[1][3] - p[1], goal[2][3] - p[2], *_rotation_error(goal, x, y, z)]
+        error = [goal[0][3] - p[0], goal[1][3] - p[1], goal[2][3] - p[2], *spatial.rotation_error_rows(goal, x, y, z)]
         size = max(map(abs, error))
         if size < CONVERGED:
             break

@@ -28,7 +28,8 @@ import pytest
 from ..backend import CLOSER_THREAD
 from ..errors import LimitViolation, RobohalError
 from ..kinematics import Kinematics
-from ..motion import Hold, Robot
+from ..motion import Hold
+from ..robot import Robot
 from ..state import Array, RobotState
 from .target import HilTarget
 

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from ..errors import RobohalError
-from ..motion import MotionResult, Robot
+from ..motion import MotionResult
 from ..plugins import default_registry
+from ..robot import Robot
 from ..uri import parse_uri
 from .target import HilTarget
 

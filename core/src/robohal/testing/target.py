@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..connection import open_robot, resolve_model_name, start_simulator_if_asked
-from ..motion import Robot
 from ..plugins import Registry, default_registry
 from ..records import BackendSpec
+from ..robot import Robot
 from ..uri import RobotUri, parse_uri
 
 

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from robohal import HardwareFault
 from robohal.connection import open_robot
-from robohal.motion import JointTrajectory, Robot
+from robohal.motion import JointTrajectory
+from robohal.robot import Robot
 from robohal.testing.target import HilTarget
 
 pytestmark = pytest.mark.hil_backend("arduino-planar")

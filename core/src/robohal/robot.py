@@ -1,0 +1,140 @@
+"""What a user calls: :func:`robohal.connect` gives a :class:`Robot`, a model and a backend
+together, with the motions users ask for by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import spatial
+from .backend import Backend
+from .errors import InvalidArgument, RobohalError
+from .kinematics import Kinematics
+from .motion import MAX_FOLLOW_TIME, JointTrajectory, Motion, PointToPoint, plan_linear
+from .state import Array, RobotState
+
+
+class Robot:
+    """A connected robot: a model and a backend, and what users want to do with them.
+
+    Use it as a context manager; it stops the motion, closes the link and stops
+    any simulator it started when the block ends. One dropped without ``close()``
+    is closed (and its simulator stopped) once nothing refers to its backend, with
+    a :class:`ResourceWarning`, as an unclosed file is.
+    """
+
+    def __init__(self, backend: Backend, model: Kinematics, *, simulator: Any = None, name: str = "") -> None:
+        self.backend = backend
+        self.model = model
+        self.simulator = simulator
+        if simulator is not None:  # it serves the backend, which may outlive this Robot
+            backend.simulator = simulator
+        self.name = name or str(backend.uri)
+
+    # Lifecycle
+    def connect(self) -> Robot:
+        self.backend.connect()
+        return self
+
+    def close(self) -> None:
+        try:
+            self.backend.close()
+        finally:
+            if self.simulator is not None:
+                self.simulator.stop()
+                if self.backend.simulator is self.simulator:
+                    self.backend.simulator = None  # stopped: nothing left for the backend to stop
+
+    def __enter__(self) -> Robot:
+        if not self.backend.connected:
+            self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # State
+    @property
+    def state(self) -> RobotState:
+        return self.backend.read()
+
+    @property
+    def q(self) -> Array:
+        return np.array(self.backend.read().q)
+
+    @property
+    def pose(self) -> Array:
+        """The flange pose from the measured joints."""
+        return self.model.forward(self.state.q)
+
+    # Motions
+    def run(self, motion: Motion, *, wait: bool = True):
+        return self.backend.run(motion, wait=wait)
+
+    def move_joints(self, q: ArrayLike, *, speed: float = 0.5, wait: bool = True):
+        """Move to joints ``q`` (rad) on a jerk-limited straight line in joint space;
+        ``speed`` is a fraction of the joint limits."""
+        target = spatial.as_finite(q, "target joints")
+        if target.shape != (self.model.dof,):
+            raise InvalidArgument(f"target must have {self.model.dof} joints, got shape {target.shape}")
+        self.model.check_joints(target, "target")
+        result = self.backend.run(PointToPoint(target, speed), wait=wait)
+        if result is not None:
+            result.target = target
+        return result
+
+    def move_linear(self, pose: ArrayLike, *, speed: float = 0.25, angular_speed: float = 1.0,
+                    joint_speed: float = 1.0, wait: bool = True):
+        """Move the flange on a straight line to ``pose`` at ``speed`` m/s (and
+        ``angular_speed`` rad/s), through the model's inverse kinematics."""
+        if self.backend.busy:
+            raise RobohalError("a motion is running; wait() for it or stop() it first")
+        target = spatial.as_pose(pose, "target pose")
+        start = self.backend.commanded
+        setpoints = plan_linear(self.model, start, target, self.backend.period, speed, angular_speed, joint_speed)
+        return self.backend.run(JointTrajectory(setpoints), wait=wait)
+
+    def follow(self, points: ArrayLike, times: ArrayLike, *, wait: bool = True):
+        """Pass through joint waypoints ``points`` (k, dof) at ``times`` (s, rising,
+        from now). Between waypoints joints move on jerk-limited segments that
+        stop at each point when a segment's time allows nothing smoother."""
+        points = spatial.as_finite(points, "waypoints")
+        times = spatial.as_finite(times, "times")
+        if points.ndim != 2 or points.shape[1] != self.model.dof or times.shape != (points.shape[0],):
+            raise InvalidArgument("follow() needs waypoints (k, dof) and k times")
+        if np.any(np.diff(np.concatenate([[0.0], times])) <= 0):
+            raise InvalidArgument("waypoint times must rise from 0")
+        if times[-1] > MAX_FOLLOW_TIME:
+            raise InvalidArgument(f"waypoint times must stay within {MAX_FOLLOW_TIME:g} s, got {times[-1]:g} s")
+        self.model.check_joints(points, "waypoint")
+        period = self.backend.period
+        segments = []
+        start = self.backend.commanded
+        t0 = 0.0
+        for k, (point, t) in enumerate(zip(points, times, strict=False)):
+            planned = PointToPoint(point).plan(start, self.model, period)
+            wanted = round((t - t0) / period)
+            if len(planned) > wanted + 1:
+                raise InvalidArgument(
+                    f"waypoint {k + 1} cannot be reached {t - t0:.3f} s after the previous one within the"
+                    f" joint limits (it needs {len(planned) * period:.3f} s)"
+                )
+            if len(planned) < wanted:  # early: wait at the waypoint until its time
+                planned = np.vstack([planned, np.repeat(planned[-1:], wanted - len(planned), axis=0)])
+            segments.append(planned)
+            start, t0 = point, t
+        return self.backend.run(JointTrajectory(np.vstack(segments)), wait=wait)
+
+    def wait(self, timeout: float | None = None):
+        return self.backend.wait(timeout)
+
+    def stop(self) -> None:
+        self.backend.stop()
+
+    def recover(self) -> RobotState:
+        return self.backend.recover()
+
+    def __repr__(self) -> str:
+        return f"<Robot {self.name} dof={self.model.dof}>"
