@@ -147,3 +147,21 @@ def test_after_cycles_the_robot_filled_the_guard_judges_against_the_robot_s_cont
     guard.drop_newest()
     guard.fill(1)
     assert np.array_equal(guard.last, expected)
+
+
+def test_the_guard_brakes_to_rest_within_the_limits():
+    """SetpointGuard.brake: every backend's one way to stop. Each step passes the guard's own
+    check, the stop ends at rest, and at rest it repeats the last setpoint."""
+    guard = SetpointGuard(LIMITS, 0.001, ("position", "velocity", "acceleration", "jerk"))
+    guard.reset([0.0, 0.0])
+    for k in range(1, 41):  # 180 rad/s^3 for 40 ms: 7.2 rad/s^2, 0.14 rad/s
+        guard.commit(guard.check(np.array([30.0, -30.0]) * (k * 1e-3) ** 3))
+    assert not guard.at_rest()
+    steps = 0
+    q, resting = guard.brake()
+    while not resting and steps < 2000:
+        guard.commit(guard.check(q))
+        steps += 1
+        q, resting = guard.brake()
+    assert resting and steps > 10 and guard.at_rest()
+    assert np.array_equal(guard.brake()[0], guard.last)

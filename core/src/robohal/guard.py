@@ -18,10 +18,14 @@ from numpy.typing import ArrayLike
 from .errors import InvalidArgument, LimitViolation
 from .kinematics.limits import TOLERANCE, JointLimits
 from .state import Array
+from .trajectory import STOP_SHARE, braking_step
 
 ALL_CHECKS = frozenset({"position", "velocity", "acceleration", "jerk"})
 # Finite differences of a profile planned exactly at a limit land on it up to round-off.
 RELATIVE_SLACK = 1e-6
+# Below these the sent setpoints are at rest (rad/s, rad/s^2): round-off of a finished stop.
+REST_VELOCITY = 1e-9
+REST_ACCELERATION = 1e-6
 
 
 class SetpointGuard:
@@ -95,6 +99,26 @@ class SetpointGuard:
         if len(self._history) > 3:
             self._history = self._history[:-1]
             self._recent = [q.tolist() for q in self._history[-3:]]
+
+    def at_rest(self) -> bool:
+        """Whether the setpoints sent have come to rest (the one test every backend uses)."""
+        v, a = self.derivatives()
+        return bool(np.abs(v).max() < REST_VELOCITY and np.abs(a).max() < REST_ACCELERATION)
+
+    def brake(self) -> tuple[Array, bool]:
+        """The next setpoint of a jerk-limited stop from what was sent (``STOP_SHARE`` of the
+        acceleration and jerk limits, inside the position limits), and whether the setpoints
+        are already at rest (then it is the last setpoint again). The one way every backend
+        brakes to rest; the caller checks, sends and commits the setpoint as any other."""
+        last = self.last
+        if last is None:
+            raise InvalidArgument("no setpoint has been sent yet")
+        if self.at_rest():
+            return last, True
+        v, a = self.derivatives()
+        limits = self.limits
+        q, _, _ = braking_step(last, v, a, limits.acceleration * STOP_SHARE, limits.jerk * STOP_SHARE, self.period)
+        return limits.clip(q), False
 
     def derivatives(self) -> tuple[Array, Array]:
         """Velocity and acceleration of the sent setpoints (finite differences)."""

@@ -67,7 +67,6 @@ from robohal import Backend, ConnectionLost, HardwareFault, LimitViolation, Robo
 from robohal.backend import start_link_thread
 from robohal.kinematics import Kinematics
 from robohal.state import Array
-from robohal.trajectory import STOP_SHARE, braking_step
 from robohal.uri import RobotUri
 
 from . import stamps, wire
@@ -92,8 +91,6 @@ STALE_AFTER_PERIODS = 2
 #: s the hold thread rests while the control loop streams
 HOLD_THREAD_REST = 0.025
 #: below these (rad/s, rad/s^2) the last setpoints are at rest: the hold thread holds, not brakes
-REST_VELOCITY = 1e-9
-REST_ACCELERATION = 1e-6
 
 
 class SessionRestarted(ConnectionLost):
@@ -406,11 +403,8 @@ class EgmBackend(Backend):
             q = self._target
             guard = self.guard
             if guard.active:
-                velocity, acceleration = guard.derivatives()
-                if np.abs(velocity).max() > REST_VELOCITY or np.abs(acceleration).max() > REST_ACCELERATION:
-                    limits = self.model.limits
-                    step = limits.clip(braking_step(guard.last, velocity, acceleration, limits.acceleration * STOP_SHARE,
-                                                    limits.jerk * STOP_SHARE, self.period)[0])
+                step, resting = guard.brake()
+                if not resting:
                     if self._admissible(step):
                         q = step
                         self.counters["hold_braking_replies"] += 1

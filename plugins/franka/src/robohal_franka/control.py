@@ -43,7 +43,6 @@ from robohal.guard import SetpointGuard
 from robohal.kinematics import Kinematics
 from robohal.motion import MotionRecorder
 from robohal.state import RobotMode, RobotState
-from robohal.trajectory import STOP_SHARE, braking_step
 
 from .shared import SESSION_MOTION, SESSION_NONE, SESSION_STREAM, Doorbell, Layout, SharedBlock
 from .wire import ERROR_NAMES
@@ -57,8 +56,6 @@ MAILBOX_POLL = 0.00005
 # rad: how far the reported q_d (float32 on the wire) may sit from a prediction and still be it:
 # float32 resolves 2.4e-7 rad at the FR3's largest joint angles (our choice: twice that).
 DROP_TOLERANCE = 5e-7
-REST_VELOCITY = 1e-9
-REST_ACCELERATION = 1e-6
 CHECKS = ("position", "velocity", "acceleration", "jerk")
 MAX_FAILURES = 10  # loop iterations in a row that raise before the link counts as lost
 
@@ -159,7 +156,7 @@ class ControlLoop:
         self.motion: Any = None
         self.prepared: np.ndarray | None = None  # the motion's next setpoint, already checked
         self.recorder: MotionRecorder | None = None
-        self.braking: tuple[np.ndarray, np.ndarray] | None = None  # (v, a) while braking
+        self.braking = False  # braking to rest (the guard's brake) instead of following a source
         self.finish_after_brake = False
         self.stop_reply: int | None = None
         self.motion_error: BaseException | None = None
@@ -293,25 +290,19 @@ class ControlLoop:
         if self.first_write:
             return  # nothing sent yet: the robot holds
         self.guard.fill(cycles)
-        if self.braking is not None:
-            self.braking = self.guard.derivatives()
-        elif self.motion is not None and step == 1 and self.prepared is not None:
-            try:  # on time, but checked against a history the robot did not keep
-                self.prepared = self.guard.check(self.prepared)
-            except LimitViolation as exc:
-                self.motion_error = exc
+        if self.braking or self.motion is None:
+            return  # a brake or a stream goes on from the guard, which now has the robot's account
+        try:
+            if step > 1:  # the motion's setpoints for the skipped cycles are past
+                for _ in range(step - 1 if self.prepared is None else step - 2):
+                    self.motion.step(to_robot_state(self.state))
                 self.prepared = None
-                self.begin_brake(finish=True)
-        elif self.motion is not None and step > 1:
-            past = step - 1 if self.prepared is None else step - 2
+            elif self.prepared is not None:  # on time, but checked against a history the robot did not keep
+                self.prepared = self.guard.check(self.prepared)
+        except Exception as exc:
+            self.motion_error = exc
             self.prepared = None
-            state = to_robot_state(self.state)
-            try:
-                for _ in range(past):
-                    self.motion.step(state)
-            except Exception as exc:
-                self.motion_error = exc
-                self.begin_brake(finish=True)
+            self.begin_brake(finish=True)
 
     def publish(self, state: Any) -> None:
         errors = state.current_errors
@@ -351,7 +342,7 @@ class ControlLoop:
         self.guard.reset(self.session_start)
         self.starved_at_start = self.shared.get(Layout.STARVED)
         self.lost_at_start = self.shared.get(Layout.LOST)
-        self.braking = None
+        self.braking = False
         self.prepared = None
         self.finish_after_brake = False
         self.shared.set(Layout.SESSION, kind)
@@ -362,7 +353,7 @@ class ControlLoop:
         if control is not None:
             del control  # an unfinished control sends StopMove as it goes
         self.shared.set(Layout.SESSION, SESSION_NONE)
-        self.braking = None
+        self.braking = False
         self.finish_after_brake = False
 
     def write(self) -> None:
@@ -372,7 +363,7 @@ class ControlLoop:
             self.first_write = False
             assert self.session_start is not None
             q = self.session_start
-        elif self.braking is not None:
+        elif self.braking:
             q, finish = self.brake_step()
         elif self.motion is not None:
             q, self.prepared = self.prepared, None
@@ -399,7 +390,7 @@ class ControlLoop:
         self.shared.add(Layout.WRITES)
         if finish:
             self.finished()
-        elif self.motion is not None and self.braking is None:
+        elif self.motion is not None and not self.braking:
             # The next setpoint, computed while the robot runs this one: the command goes out
             # right after the next state instead of a motion step later.
             self.prepared = self.motion_step()
@@ -433,12 +424,11 @@ class ControlLoop:
             else:
                 time.sleep(MAILBOX_POLL)
             taken = self.shared.take_setpoint()
-        v, a = self.guard.derivatives()
         if taken is None:
-            if np.abs(v).max() > REST_VELOCITY:
+            q, resting = self.guard.brake()
+            if not resting:
                 self.shared.add(Layout.STARVED)
-            q, _, _ = braking_step(self.guard.last, v, a, self.limits.acceleration * STOP_SHARE, self.limits.jerk * STOP_SHARE, PERIOD)
-            return self.limits.clip(q)
+            return q
         seq, q = taken
         self.shared.set(Layout.CONSUMED_AT, self.shared.get(Layout.STATE_COUNT))
         self.shared.set(Layout.CONSUMED, seq)
@@ -474,28 +464,21 @@ class ControlLoop:
             return q
 
     def begin_brake(self, finish: bool) -> None:
-        if self.braking is None:
-            self.braking = self.guard.derivatives()
+        self.braking = True
         self.finish_after_brake = self.finish_after_brake or finish
 
     def brake_step(self) -> tuple[np.ndarray, bool]:
-        """One jerk-limited braking step; (q, True) once at rest and the motion should finish."""
-        if self.braking is None:
-            self.braking = self.guard.derivatives()
-        v, a = self.braking
-        q = self.guard.last
-        if np.abs(v).max() < REST_VELOCITY and np.abs(a).max() < REST_ACCELERATION:
-            return q, self.finish_after_brake
-        q, v, a = braking_step(q, v, a, self.limits.acceleration * STOP_SHARE, self.limits.jerk * STOP_SHARE, PERIOD)
-        self.braking = (v, a)
-        return self.limits.clip(q), False
+        """One step of the guard's brake; (q, True) once at rest and the motion should finish."""
+        self.braking = True
+        q, resting = self.guard.brake()
+        return q, resting and self.finish_after_brake
 
     def finished(self) -> None:
         """The robot has the finishing command: the session is over."""
         gc.enable()
         self.control = None
         self.shared.set(Layout.SESSION, SESSION_NONE)
-        self.braking = None
+        self.braking = False
         self.finish_after_brake = False
         if self.motion is not None:
             self.motion_over(stopped=self.stop_reply is not None)
@@ -640,7 +623,7 @@ class ControlLoop:
         gc.enable()
         self.control = None  # libfranka refuses to read while a failed control object lives
         self.shared.set(Layout.SESSION, SESSION_NONE)
-        self.braking = None
+        self.braking = False
         self.finish_after_brake = False
         mapped = self.map_error(exc)
         in_motion = self.motion is not None
