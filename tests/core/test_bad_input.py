@@ -218,9 +218,9 @@ def test_backend_parameters_are_checked_before_a_simulator_starts() -> None:
     with pytest.raises(UriError, match="finite and positive"):
         robohal.connect("franka://sim?model=franka.fr3&impl=stubs&collision=inf,inf")
     with pytest.raises(UriError, match="below 1"):
-        robohal.connect("franka://sim?model=franka.fr3&loss=5")
-    with pytest.raises(UriError, match="does not simulate stall_after"):
-        robohal.connect("franka://sim?model=franka.fr3&impl=stubs&stall_after=1")
+        robohal.connect("franka://sim?model=franka.fr3&sim_loss=5")
+    with pytest.raises(UriError, match="does not simulate sim_stall_after"):
+        robohal.connect("franka://sim?model=franka.fr3&impl=stubs&sim_stall_after=1")
 
 
 @pytest.mark.parametrize("uri", [None, 123, b"sim://?model=generic.planar2"])

@@ -24,7 +24,7 @@ def test_backend_record():
 def test_sim_uris():
     stub = start_simulator(parse_uri("franka://sim?model=franka.fr3&impl=stubs"))
     assert isinstance(stub, InProcessStubs) and stub.uri.params["impl"] == "stubs"
-    args = simulator_args(parse_uri("franka://sim?model=franka.panda&loss=0.1&stall_after=2&max_missed=5"), "127.0.0.9")
+    args = simulator_args(parse_uri("franka://sim?model=franka.panda&sim_loss=0.1&sim_stall_after=2&sim_max_missed=5"), "127.0.0.9")
     assert args == ["--address", "127.0.0.9", "--model", "franka.panda", "--loss", "0.1", "--stall-after", "2.0",
                     "--max-missed", "5"]
     with pytest.raises(robohal.RobohalError):
@@ -34,7 +34,7 @@ def test_sim_uris():
 def test_lossy_link_is_tolerated_like_the_robot():
     """2 % of the state datagrams lost: libfranka skips to the next state; no reflex."""
     pytest.importorskip("pylibfranka")
-    with robohal.connect("franka://sim?model=franka.fr3&loss=0.02") as robot:
+    with robohal.connect("franka://sim?model=franka.fr3&sim_loss=0.02") as robot:
         target = robot.backend.commanded + np.radians([6, 0, 0, 6, 0, 0, 0])
         result = robot.backend.run(PointToPoint(target, speed=0.4))
         assert result.completed

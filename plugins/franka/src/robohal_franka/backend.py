@@ -163,7 +163,7 @@ class FrankaBackend(Backend):
         config = ControlConfig(
             host=self.uri.host, impl=self.impl, realtime=self.realtime, model=self.model,
             model_name=self.model_name, collision=self.collision,
-            stub_max_missed=self.uri.get_int("max_missed", 20, minimum=1),
+            stub_max_missed=self.uri.get_int("sim_max_missed", 20, minimum=1),
             stub_ideal=self.uri.get_bool("sim_ideal", False),
             stub_seed=self.uri.get_int("sim_seed", 0, minimum=0) if "sim_seed" in self.uri.params else None,
         )

@@ -4,7 +4,7 @@ The reserved host ``sim`` starts the FCI simulator (:mod:`.simulator`) on a
 free loopback address in its own process; with ``impl=stubs`` nothing is
 started: the pylibfranka-compatible stubs run the same simulated robot inside
 the backend's control process. Simulator options ride on the URI:
-``loss=P``, ``stall_after=S``, ``max_missed=N``, ``sim_seed=N`` (the seed of the
+``sim_loss=P``, ``sim_stall_after=S``, ``sim_max_missed=N``, ``sim_seed=N`` (the seed of the
 simulated arm's tracking error and noise) and ``sim_ideal=1`` (perfect tracking,
 ``q == q_d``: for unit tests that need exact figures, never the default).
 """
@@ -48,15 +48,15 @@ def simulator_args(uri: RobotUri, host: str) -> list[str]:
     if model not in ARMS:
         raise SimulatorError(f"the Franka simulator knows {', '.join(sorted(ARMS))}, not {model!r}")
     args = ["--address", host, "--model", model]
-    if "loss" in uri.params:
-        loss = uri.get_float("loss", 0.0, minimum=0.0)
+    if "sim_loss" in uri.params:
+        loss = uri.get_float("sim_loss", 0.0, minimum=0.0)
         if loss >= 1.0:
-            raise UriError(f"{uri}: loss is a probability below 1, got {loss:g}")
+            raise UriError(f"{uri}: sim_loss is a probability below 1, got {loss:g}")
         args += ["--loss", str(loss)]
-    if "stall_after" in uri.params:
-        args += ["--stall-after", str(uri.get_float("stall_after", 0.0, minimum=0.0))]
-    if "max_missed" in uri.params:
-        args += ["--max-missed", str(uri.get_int("max_missed", 20, minimum=1))]
+    if "sim_stall_after" in uri.params:
+        args += ["--stall-after", str(uri.get_float("sim_stall_after", 0.0, minimum=0.0))]
+    if "sim_max_missed" in uri.params:
+        args += ["--max-missed", str(uri.get_int("sim_max_missed", 20, minimum=1))]
     if "sim_seed" in uri.params:
         args += ["--seed", str(uri.get_int("sim_seed", 0, minimum=0))]
     if sim_ideal(uri):
@@ -72,11 +72,11 @@ def sim_ideal(uri: RobotUri) -> bool:
 def start_simulator(uri: RobotUri):
     """Start the simulator for ``franka://sim?...`` and return it (``.uri`` is where it listens)."""
     if uri.params.get("impl") == "stubs":
-        unsupported = sorted({"loss", "stall_after"} & set(uri.params))
+        unsupported = sorted({"sim_loss", "sim_stall_after"} & set(uri.params))
         if unsupported:  # the in-process stubs inject no link faults: refuse rather than ignore
             raise UriError(f"{uri}: impl=stubs does not simulate {' or '.join(unsupported)}; use the FCI simulator"
                            " (drop impl=stubs)")
-        simulator_args(uri, "127.0.0.1")  # the same checks as for the simulator (model, max_missed)
+        simulator_args(uri, "127.0.0.1")  # the same checks as for the simulator (model, sim_max_missed)
         return InProcessStubs(uri.with_address("stubs"))
     host = free_loopback_host(1337)
 
@@ -145,6 +145,6 @@ def backend_specs() -> list[BackendSpec]:
             position_tolerance=3e-3,
             settle_time=0.5,
             demo=DEMO,
-            params=("realtime", "impl", "collision", "loss", "stall_after", "max_missed", "sim_seed", "sim_ideal"),
+            params=("realtime", "impl", "collision", "sim_loss", "sim_stall_after", "sim_max_missed", "sim_seed", "sim_ideal"),
         )
     ]

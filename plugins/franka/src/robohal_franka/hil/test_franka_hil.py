@@ -51,13 +51,13 @@ def simulator_stats(hil_target: HilTarget) -> dict | None:
 
 @pytest.fixture
 def faulty(hil_target: HilTarget) -> Iterator:
-    """A dedicated simulated robot with simulator options (``stall_after="0.5"``)."""
+    """A dedicated simulated robot with simulator options (``stall_after="0.5"``, as ``sim_stall_after=0.5``)."""
     fci_simulator(hil_target)
     started: list[HilTarget] = []
 
-    def start(**options: str) -> HilTarget:
-        params = "&".join(f"{key}={value}" for key, value in options.items())
-        target = HilTarget.start(f"franka://sim?model={hil_target.model_name}&{params}", hil_target.registry)
+    def start(**sim_options: str) -> HilTarget:
+        params = "".join(f"&sim_{key}={value}" for key, value in sim_options.items())
+        target = HilTarget.start(f"franka://sim?model={hil_target.model_name}{params}", hil_target.registry)
         started.append(target)
         return target
 
