@@ -88,6 +88,33 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+# The layers the README's "How robohal is built" draws, top first; a module imports only from
+# its own layer or those below it.
+LAYERS = [
+    ("applications", {"cli", "demo", "jog", "drawing", "plots", "hil_runner", "hil_report", "scaffold", "testing"}),
+    ("robot API", {"robohal", "connection", "robot", "cartesian"}),
+    ("plugins", {"plugins", "builtin", "hookspecs", "records"}),
+    ("control", {"backend", "sim_backend", "simulation", "guard", "uri"}),
+    ("motions", {"motion", "trajectory", "state"}),
+    ("kinematics", {"kinematics", "spatial", "errors"}),
+]
+
+
+def layer(module: str) -> int:
+    name = "robohal" if module == "robohal" else module.split(".")[1]
+    for depth, (_, members) in enumerate(LAYERS):
+        if name in members:
+            return depth
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS and to the README's picture")
+
+
+def test_imports_point_down_the_layers():
+    edges, _ = graph()
+    upward = [f"{module} ({LAYERS[layer(module)][0]}) imports {target} ({LAYERS[layer(target)][0]})"
+              for module, targets in edges.items() for target in targets if layer(target) < layer(module)]
+    assert upward == []
+
+
 def test_the_core_has_no_import_cycle():
     edges, _ = graph()
     assert len(edges) > 20 and edges["robohal.robot"] >= {"robohal.backend", "robohal.motion"}
