@@ -318,6 +318,11 @@ class Backend(ABC):
     def busy(self) -> bool:
         return self._runner is not None and self._runner.is_alive()
 
+    @property
+    def motion_running(self) -> bool:
+        """Whether the executor is running a motion (in the foreground or the background)."""
+        return not self._motion_idle.is_set()
+
     def _run_motion(self, motion: Motion, recorder: Any) -> MotionResult:
         state = self.read()
         motion.start(state, self.commanded, self.model, self.period)

@@ -90,7 +90,12 @@ FIRST_TIMING = 25
 STALE_AFTER_PERIODS = 2
 #: s the hold thread rests while the control loop streams
 HOLD_THREAD_REST = 0.025
-#: below these (rad/s, rad/s^2) the last setpoints are at rest: the hold thread holds, not brakes
+#: periods without a send before the hold thread answers for the control loop: a user's stream that
+#: stopped is braked after 2.5; a motion the executor runs gets 12 (our choice). The executor's thread
+#: is delayed by the interpreter now and then (a CI run met over 10 ms); braking in between would
+#: leave its plan nothing to continue from, and the controller keeps the last target meanwhile.
+TAKEOVER_PERIODS = 2.5
+MOTION_TAKEOVER_PERIODS = 12
 
 
 class SessionRestarted(ConnectionLost):
@@ -282,7 +287,8 @@ class EgmBackend(Backend):
 
     def _streaming(self) -> bool:
         """The control loop answers: it is sending now, or sent within the last cycles."""
-        return self._sending or time.monotonic() - self._last_send < 2.5 * self.period
+        takeover = MOTION_TAKEOVER_PERIODS if self.motion_running else TAKEOVER_PERIODS
+        return self._sending or time.monotonic() - self._last_send < takeover * self.period
 
     def _hold_step(self) -> float | None:
         """Between motions: read the socket and answer every new message with the held target
