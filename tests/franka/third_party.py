@@ -235,12 +235,12 @@ def raise_priority() -> bool:
 
 def client_main(argv: list[str]) -> int:
     scenario, host = argv
-    realtime = raise_priority()
+    raised = raise_priority()
     import franky
 
     robot = franky.Robot(host, realtime_config=franky.RealtimeConfig.Ignore)
     robot.relative_dynamics_factor = DYNAMICS_FACTOR
-    result: dict = {"scenario": scenario, "error": None, "realtime": realtime}
+    result: dict = {"scenario": scenario, "error": None, "raised_priority": raised}
     try:
         result.update(_scenario(robot, franky, scenario))
     except franky.Exception as exc:  # a refused or reflex-aborted motion: the test reports it
