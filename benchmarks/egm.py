@@ -82,7 +82,7 @@ def drive_peer(port: int, seconds: float, checked: bool = False) -> dict:
     guard = None
     if checked:
         import robohal
-        from robohal.guard import SetpointGuard
+        from robohal.control.guard import SetpointGuard
 
         guard = SetpointGuard(robohal.get_model(MODEL).limits, 0.004, ("position", "velocity", "acceleration"))
     egm = EGM(port=port)
@@ -119,7 +119,7 @@ def drive_peer(port: int, seconds: float, checked: bool = False) -> dict:
 def run_one(driver: str, seconds: float, cores: tuple[int, int] | None = None) -> dict:
     """One simulated controller + one sensor process; both report. ``cores``: pin the
     controller to the first CPU and the sensor to the second."""
-    from robohal.simulation import SimulatorProcess, free_port, python_module
+    from robohal.sim.process import SimulatorProcess, free_port, python_module
     from robohal.uri import parse_uri
 
     port = free_port()

@@ -59,7 +59,7 @@ def ik_cycle_times(n: int = 3000) -> dict[str, float]:
 
 def circle_path(model, start_q: np.ndarray, seconds: float):
     """Poses every 10 ms on two 5 cm circles in the y-z plane, at rest at both ends."""
-    from robohal.cartesian import CartesianPath
+    from robohal.motion.cartesian import CartesianPath
 
     pose0 = model.forward(start_q)
     times = np.arange(1, int(seconds * 100) + 1) * 0.01

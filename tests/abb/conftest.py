@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
-from robohal.simulation import SimulatorProcess, free_port, python_module
+from robohal.sim.process import SimulatorProcess, free_port, python_module
 from robohal.uri import RobotUri, parse_uri
 
 EGM_MODEL = "abb.irb1410"

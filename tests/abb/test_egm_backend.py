@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import robohal
 from robohal import ConnectionLost, HardwareFault, LimitViolation, RobotMode
-from robohal.backend import wait_until
 from robohal.cartesian import CartesianBackend
-from robohal.simulation import free_port
+from robohal.control.backend import wait_until
+from robohal.sim.process import free_port
 from robohal_abb.backend import SessionRestarted
 
 

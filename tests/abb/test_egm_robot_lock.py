@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import robohal
 from robohal import ConnectionLost, HardwareFault
-from robohal.backend import wait_until
+from robohal.control.backend import wait_until
 from robohal.uri import parse_uri
 from robohal_abb.backend import EgmBackend
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import robohal
-from robohal.simulation import free_port
+from robohal.sim.process import free_port
 from robohal_abb import wire
 
 MODEL = robohal.get_model("abb.irb1410")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import robohal
 from robohal.errors import ConnectionLost, LimitViolation, ProtocolError, UriError
-from robohal.plugins import default_registry
+from robohal.plugins.registry import default_registry
 from robohal.uri import RobotUri, parse_uri
 from robohal_arduino_planar import firmware
 from robohal_arduino_planar import protocol as p
@@ -234,7 +234,7 @@ def test_sim_uri_runs_the_emulator_and_passes_backend_parameters() -> None:
 
 
 def test_without_the_toolchain_hil_defaults_to_the_emulator_and_simavr_names_the_fix(monkeypatch) -> None:
-    from robohal.simulation import SimulatorError
+    from robohal.sim.process import SimulatorError
     from robohal_arduino_planar import backends
     from robohal_arduino_planar.simulation import simulator_argv
 

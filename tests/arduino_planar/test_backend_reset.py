@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 from robohal import HardwareFault
-from robohal.plugins import default_registry
+from robohal.plugins.registry import default_registry
 from robohal.uri import RobotUri
 from robohal_arduino_planar.backend import ArduinoPlanarBackend
 from robohal_arduino_planar.emulator import FirmwareModel

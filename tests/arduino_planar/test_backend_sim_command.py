@@ -14,7 +14,7 @@ import serial
 from robohal_arduino_planar import firmware
 from robohal_arduino_planar import protocol as p
 
-ROBOHAL = [sys.executable, "-c", "from robohal.cli import main; main()"]
+ROBOHAL = [sys.executable, "-c", "from robohal.cli.main import main; main()"]
 
 
 def _first_line(proc: subprocess.Popen, timeout: float) -> str:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from robohal.cli import main
+from robohal.cli.main import main
 
 EMULATOR = "arduino-planar://sim?model=arduino.planar2&firmware=emulator&sim_boot_ms=50"
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import robohal
 from robohal import spatial
+from robohal.control.guard import SetpointGuard
 from robohal.errors import InvalidArgument, LimitViolation, UriError
-from robohal.guard import SetpointGuard
 from robohal.kinematics import (
     OPW,
     Constraints,

@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from robohal.cli import main
+from robohal.cli.main import main
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import robohal
 from robohal import ModelSpec, hookimpl
 from robohal.errors import LimitViolation
 from robohal.kinematics import JointLimits, Parallelogram, PlanarTwoLink
-from robohal.plugins import registry_with
+from robohal.plugins.registry import registry_with
 
 
 def linked_arm() -> Parallelogram:
@@ -31,7 +31,7 @@ def test_model_refuses_joints_whose_linkage_angle_is_out_of_range():
 
 
 def test_backend_refuses_the_setpoint_before_sending_it():
-    registry = registry_with(("linked", Plugin()), ("builtin", __import__("robohal.builtin").builtin))
+    registry = registry_with(("linked", Plugin()), ("builtin", __import__("robohal.plugins.builtin").plugins.builtin))
     q0 = ",".join(str(v) for v in np.radians([0.0, 89.9998]))
     with robohal.connect(f"sim://?model=test.linked&realtime=0&q0={q0}", registry=registry) as robot:
         sent = robot.backend.counters["commands_sent"]

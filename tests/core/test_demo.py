@@ -6,14 +6,14 @@ import sys
 from pathlib import Path
 
 from robohal import DemoSpec
-from robohal.demo import demos
+from robohal.cli.demo import demos
 
 CORE = Path(__file__).resolve().parents[2] / "core" / "src" / "robohal"
 
 
 def test_demo_drives_every_installed_simulator_and_writes_plots(tmp_path):
     out = tmp_path / "demo"
-    result = subprocess.run([sys.executable, "-m", "robohal.cli", "demo", "--out", str(out)],
+    result = subprocess.run([sys.executable, "-m", "robohal.cli.main", "demo", "--out", str(out)],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     expected = [demo.name for demo in demos()]
@@ -26,7 +26,7 @@ def test_demo_drives_every_installed_simulator_and_writes_plots(tmp_path):
 
 
 def test_demo_says_why_there_are_no_plots(monkeypatch, tmp_path, capsys):
-    from robohal import demo
+    from robohal.cli import demo
 
     monkeypatch.setattr(demo, "matplotlib_pyplot", lambda: None)
     assert demo.run_demo(str(tmp_path), tasks=[]) == 0
@@ -34,7 +34,7 @@ def test_demo_says_why_there_are_no_plots(monkeypatch, tmp_path, capsys):
 
 
 def test_a_failing_task_is_reported_and_the_others_still_run(tmp_path, capsys):
-    from robohal import demo
+    from robohal.cli import demo
 
     def broken(run):
         raise RuntimeError("no robot here")

@@ -9,8 +9,8 @@ import pickle
 import numpy as np
 import pytest
 import robohal
+from robohal.control.guard import SetpointGuard
 from robohal.errors import InvalidArgument
-from robohal.guard import SetpointGuard
 from robohal.kinematics import JointLimits
 from robohal.kinematics.diffik import MAX_POSTURE_RATE, DifferentialIk, IkOptions, cycle_box
 

@@ -1,5 +1,5 @@
-"""robohal.drawing (shapes, time parametrisation, elbow choice, refusing unreachable shapes),
-robohal.jog and the `robohal draw` / `robohal jog` commands, on the in-process sim backend."""
+"""robohal.cli.drawing (shapes, time parametrisation, elbow choice, refusing unreachable shapes),
+robohal.cli.jog and the `robohal draw` / `robohal jog` commands, on the in-process sim backend."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import robohal
 from click.testing import CliRunner
-from robohal import drawing
-from robohal.cli import main
+from robohal.cli import drawing
+from robohal.cli.jog import JogSession, parse_keys, run_jog
+from robohal.cli.main import main
 from robohal.errors import InvalidArgument, UnreachableError
-from robohal.jog import JogSession, parse_keys, run_jog
-from robohal.plugins import default_registry
+from robohal.plugins.registry import default_registry
 
 PERIOD = 0.01
 SIM = "sim://?model=generic.planar2&realtime=0&rate=100"
@@ -185,7 +185,7 @@ def test_check_refuses_a_branch_and_auto_takes_the_other(model) -> None:
 
 
 def test_render_pad_marks_base_pen_and_reach(model) -> None:
-    from robohal.jog import render_pad
+    from robohal.cli.jog import render_pad
 
     xy = model.forward([0.5, 0.8])[:2, 3]
     rows = 13
@@ -201,7 +201,7 @@ def test_render_pad_marks_base_pen_and_reach(model) -> None:
 def test_every_backend_can_check_a_whole_path_before_it_moves():
     """check_setpoints is part of every backend (nothing to probe for): by default the model's
     limits are all there is, so it refuses nothing; backends with limits of their own override it."""
-    from robohal.backend import Backend
+    from robohal.control.backend import Backend
 
     with robohal.connect("sim://?model=generic.planar2&realtime=0") as robot:
         assert type(robot.backend).check_setpoints is Backend.check_setpoints

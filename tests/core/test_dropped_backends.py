@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 import pytest
 import robohal
-from robohal.backend import start_link_thread
+from robohal.control.backend import start_link_thread
 from robohal.motion import Hold
 from robohal.robot import Robot
 from robohal.uri import parse_uri

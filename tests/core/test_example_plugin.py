@@ -31,9 +31,9 @@ def with_path(target: Path) -> dict[str, str]:
 
 
 def test_robohal_models_lists_the_installed_example(installed):
-    before = subprocess.run([sys.executable, "-m", "robohal.cli", "models", "--json"], capture_output=True, text=True, timeout=120)
+    before = subprocess.run([sys.executable, "-m", "robohal.cli.main", "models", "--json"], capture_output=True, text=True, timeout=120)
     assert "kuka.kr6_r700_sixx" not in before.stdout
-    after = subprocess.run([sys.executable, "-m", "robohal.cli", "models", "--json"], capture_output=True, text=True,
+    after = subprocess.run([sys.executable, "-m", "robohal.cli.main", "models", "--json"], capture_output=True, text=True,
                            env=with_path(installed), timeout=120)
     assert after.returncode == 0, after.stderr
     kuka = [m for m in json.loads(after.stdout) if m["name"] == "kuka.kr6_r700_sixx"]

@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from robohal.control.guard import SetpointGuard
 from robohal.errors import InvalidArgument, LimitViolation
-from robohal.guard import SetpointGuard
 from robohal.kinematics import JointLimits
-from robohal.trajectory import DoubleS, braking_step, joint_profile, sample_times
+from robohal.motion.trajectory import DoubleS, braking_step, joint_profile, sample_times
 
 LIMITS = JointLimits(lower=[-1.0, -2.0], upper=[1.0, 2.0], velocity=[1.0, 2.0], acceleration=[10.0, 10.0], jerk=[500.0, 500.0])
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from robohal import InvalidArgument, LimitViolation
-from robohal.guard import SetpointGuard
+from robohal.control.guard import SetpointGuard
 from robohal.kinematics import JointLimits
 
 LIMITS = JointLimits.from_degrees(

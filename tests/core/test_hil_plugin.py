@@ -51,8 +51,8 @@ def test_a_broken_backend_fails_the_contract(pytester):
         """
 import robohal
 from robohal import BackendSpec, hookimpl
-from robohal.plugins import Registry, set_default_registry, plugin_manager
-from robohal.sim_backend import SimBackend
+from robohal.plugins.registry import Registry, set_default_registry, plugin_manager
+from robohal.sim.backend import SimBackend
 
 class LazyBackend(SimBackend):
     def _send(self, q):

@@ -8,14 +8,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import robohal.testing
-from robohal.hil_runner import confirm_real_hardware, real_targets, targets_in_pytest_args
+from robohal.cli.hil import confirm_real_hardware, real_targets, targets_in_pytest_args
 
 
 def test_hil_runner_writes_junit_report_and_plots(tmp_path):
     suite = Path(robohal.testing.__file__).parent / "suite"
     report = tmp_path / "report"
     result = subprocess.run(
-        [sys.executable, "-m", "robohal.cli", "hil", "--suite", str(suite), "--report", str(report),
+        [sys.executable, "-m", "robohal.cli.main", "hil", "--suite", str(suite), "--report", str(report),
          "--target", "sim://?model=generic.planar2&realtime=0", "-q"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
@@ -32,7 +32,7 @@ def test_hil_runner_writes_junit_report_and_plots(tmp_path):
 def test_hil_runner_fails_when_the_target_fails(tmp_path):
     suite = Path(robohal.testing.__file__).parent / "suite"
     result = subprocess.run(
-        [sys.executable, "-m", "robohal.cli", "hil", "--suite", str(suite), "--target", "nonexistent://x", "-q"],
+        [sys.executable, "-m", "robohal.cli.main", "hil", "--suite", str(suite), "--target", "nonexistent://x", "-q"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     assert result.returncode != 0
@@ -40,12 +40,12 @@ def test_hil_runner_fails_when_the_target_fails(tmp_path):
 
 def test_default_suites_are_the_contract_and_each_installed_family(tmp_path):
     # Found by package, not by the working directory: an installed robohal runs them too.
-    listed = subprocess.run([sys.executable, "-m", "robohal.cli", "hil", "--list-suites"], capture_output=True,
+    listed = subprocess.run([sys.executable, "-m", "robohal.cli.main", "hil", "--list-suites"], capture_output=True,
                             text=True, timeout=120, cwd=tmp_path, check=True).stdout.splitlines()
     suites = dict(line.split("\t") for line in listed)
     assert next(iter(suites)) == "robohal.testing.suite"
     assert {"robohal_abb.hil", "robohal_franka.hil", "robohal_arduino_planar.hil"} <= set(suites)
-    collected = subprocess.run([sys.executable, "-m", "robohal.cli", "hil", "--collect-only", "-q"],
+    collected = subprocess.run([sys.executable, "-m", "robohal.cli.main", "hil", "--collect-only", "-q"],
                                capture_output=True, text=True, timeout=300, cwd=tmp_path).stdout
     for folder in suites.values():
         modules = sorted(Path(folder).glob("test_*.py"))
@@ -55,7 +55,7 @@ def test_default_suites_are_the_contract_and_each_installed_family(tmp_path):
 
 
 def test_missing_pytest_is_said_plainly(monkeypatch, capsys):
-    from robohal import hil_runner
+    from robohal.cli import hil as hil_runner
 
     monkeypatch.setattr(hil_runner.importlib.util, "find_spec", lambda name, *a: None)
     assert hil_runner.run_hil(["sim://?model=generic.planar2"]) == 2
@@ -69,7 +69,7 @@ def test_a_pytest_configuration_around_the_suites_does_not_apply(tmp_path):
     (project / "pytest.ini").write_text("[pytest]\naddopts = -k this_matches_nothing\n")
     report = tmp_path / "report"
     result = subprocess.run(
-        [sys.executable, "-m", "robohal.cli", "hil", "--suite", str(project / "suite"), "--report", str(report),
+        [sys.executable, "-m", "robohal.cli.main", "hil", "--suite", str(project / "suite"), "--report", str(report),
          "--target", "sim://?model=generic.planar2&realtime=0", "-q"],
         capture_output=True, text=True, timeout=300, cwd=project,
     )
@@ -105,7 +105,7 @@ def test_moving_real_hardware_waits_for_enter_at_a_terminal():
 
 def test_without_a_terminal_real_hardware_needs_yes(tmp_path):
     # Nothing may start: the refusal comes before pytest (no robot answers here anyway).
-    command = [sys.executable, "-m", "robohal.cli", "hil", "--target", REAL]
+    command = [sys.executable, "-m", "robohal.cli.main", "hil", "--target", REAL]
     for given in (command, [*command[:-2], "--", "--hil-target", REAL], [*command[:-2], f"--hil-target={REAL}"]):
         # (also when the target reaches pytest as one of its own arguments)
         refused = subprocess.run(given, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=tmp_path)

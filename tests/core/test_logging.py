@@ -63,22 +63,22 @@ def test_only_the_first_irregularity_of_a_kind_is_logged(caplog):
 
 def test_the_command_shows_warnings_and_with_v_the_events(tmp_path):
     def run(*flags: str) -> str:
-        command = [sys.executable, "-m", "robohal.cli", *flags, "draw", FAST, "circle", "--radius", "0.01", "--speed", "0.2"]
+        command = [sys.executable, "-m", "robohal.cli.main", *flags, "draw", FAST, "circle", "--radius", "0.01", "--speed", "0.2"]
         result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         return result.stderr
 
     assert "INFO" not in run()
     verbose = run("-v")
-    assert "robohal: INFO robohal.backend: sim://" in verbose and ": closed" in verbose
+    assert "robohal: INFO robohal.control.backend: sim://" in verbose and ": closed" in verbose
 
 
 def test_the_command_logs_to_the_stderr_of_each_invocation():
     # (click's runner, like any embedding, swaps sys.stderr between invocations)
     from click.testing import CliRunner
-    from robohal.cli import main
+    from robohal.cli.main import main
 
     args = ["-v", "draw", FAST, "circle", "--radius", "0.01", "--speed", "0.2"]
     for _ in range(2):
         result = CliRunner().invoke(main, args)
-        assert result.exit_code == 0 and "robohal: INFO robohal.backend" in result.output
+        assert result.exit_code == 0 and "robohal: INFO robohal.control.backend" in result.output

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import robohal
-from robohal.backend import wait_until
+from robohal.control.backend import wait_until
 from robohal.errors import LimitViolation
 from robohal.motion import JointTrajectory
 
@@ -159,7 +159,7 @@ def test_a_background_motions_error_waits_for_its_caller() -> None:
 
 def test_a_robot_in_a_fault_at_connect_takes_no_command_before_recover() -> None:
     from robohal.errors import HardwareFault
-    from robohal.sim_backend import SimBackend
+    from robohal.sim.backend import SimBackend
     from robohal.uri import parse_uri
 
     class FaultedAtConnect(SimBackend):

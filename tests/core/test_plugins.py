@@ -16,8 +16,8 @@ import robohal
 from robohal import BackendSpec, ModelSpec, hookimpl
 from robohal.errors import PluginConflictError, PluginError, UnknownNameError
 from robohal.kinematics import PlanarTwoLink
-from robohal.plugins import Registry, registry_with, use_registry
-from robohal.sim_backend import SimBackend
+from robohal.plugins.registry import Registry, registry_with, use_registry
+from robohal.sim.backend import SimBackend
 
 
 def make_plugin(models=(), backends=()):
@@ -131,7 +131,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, extra_path: str | Non
     environ = {**os.environ, **(env or {})}
     if extra_path:
         environ["PYTHONPATH"] = extra_path + os.pathsep + environ.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "robohal.cli", *args], capture_output=True, text=True, env=environ, timeout=120)
+    return subprocess.run([sys.executable, "-m", "robohal.cli.main", *args], capture_output=True, text=True, env=environ, timeout=120)
 
 
 def test_disabling_a_plugin_by_name_hides_it():
@@ -187,7 +187,7 @@ def test_a_conflicting_installed_plugin_produces_the_error_naming_both(tmp_path)
         tmp_path, "copycat_dist", "[robohal]\ncopycat = copycat_robohal_plugin\n",
         {"copycat_robohal_plugin": """
             from robohal import ModelSpec, hookimpl
-            from robohal.builtin import generic_planar2
+            from robohal.plugins.builtin import generic_planar2
 
             @hookimpl
             def robohal_models():

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from robohal.cli import main
+from robohal.cli.main import main
 
 
 def test_scaffold_installs_registers_and_passes_its_tests(tmp_path):
@@ -20,7 +20,7 @@ def test_scaffold_installs_registers_and_passes_its_tests(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--target", str(site), str(root)], check=True, timeout=300)
     env = {**os.environ, "PYTHONPATH": str(site) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    listed = subprocess.run([sys.executable, "-m", "robohal.cli", "plugins", "--json"], capture_output=True, text=True,
+    listed = subprocess.run([sys.executable, "-m", "robohal.cli.main", "plugins", "--json"], capture_output=True, text=True,
                             env=env, timeout=120)
     plugin = [p for p in json.loads(listed.stdout)["plugins"] if p["name"] == "acme_bot"]
     assert plugin and plugin[0]["models"] == ["acme_bot.arm2"] and plugin[0]["backends"] == ["acme-bot"]

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import robohal
 from robohal import RobotMode, spatial
+from robohal.control.guard import SetpointGuard
 from robohal.errors import (
     ConnectionLost,
     HardwareFault,
@@ -18,7 +19,6 @@ from robohal.errors import (
     UnreachableError,
     UriError,
 )
-from robohal.guard import SetpointGuard
 
 FAST = "sim://?model=generic.planar2&realtime=0&rate=250"
 

@@ -6,7 +6,7 @@ import os
 import sys
 
 import pytest
-from robohal.simulation import SimulatorError, SimulatorProcess
+from robohal.sim.process import SimulatorError, SimulatorProcess
 from robohal.uri import parse_uri
 
 

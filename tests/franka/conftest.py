@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from robohal.simulation import SimulatorProcess, free_loopback_host, python_module
+from robohal.sim.process import SimulatorProcess, free_loopback_host, python_module
 from robohal.uri import parse_uri
 from robohal_franka.reference_arm import ReferenceArm
 

@@ -191,7 +191,7 @@ def test_the_reported_q_d_tells_a_dropped_command_from_a_taken_one(reference_mod
     command was dropped) or our command (taken); a robot that reports neither keeps our account."""
     from types import SimpleNamespace
 
-    from robohal.guard import SetpointGuard
+    from robohal.control.guard import SetpointGuard
     from robohal_franka.control import PERIOD, ControlLoop
 
     def loop_after(commands):

@@ -8,8 +8,9 @@ import pickle
 import numpy as np
 import pytest
 import robohal
-from robohal.cartesian import CartesianBackend, CartesianPath, profile_for
+from robohal.cartesian import CartesianBackend
 from robohal.errors import InvalidArgument
+from robohal.motion.cartesian import CartesianPath, profile_for
 from robohal.uri import parse_uri
 from robohal_franka.facts import READY_Q
 
@@ -183,7 +184,7 @@ def test_joint_moves_near_an_end_of_travel_slow_down_to_its_speed_curve():
     # Into the last few mrad, where the arm allows no speed toward the limit, it is refused.
     from robohal.errors import LimitViolation
     from robohal.motion import PointToPoint, end_of_travel_ratio
-    from robohal.trajectory import joint_profile, sample_times
+    from robohal.motion.trajectory import joint_profile, sample_times
 
     model = robohal.get_model("franka.fr3")
     limits = model.limits

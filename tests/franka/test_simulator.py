@@ -123,7 +123,7 @@ def test_without_a_pipe_on_stdin_it_runs_until_terminated():
     import subprocess
     import sys
 
-    from robohal.simulation import free_loopback_host
+    from robohal.sim.process import free_loopback_host
 
     host = free_loopback_host(1337)
     process = subprocess.Popen([sys.executable, "-m", "robohal_franka.simulator", "--address", host, "--no-realtime"],

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from robohal.simulation import free_loopback_host
+from robohal.sim.process import free_loopback_host
 
 HIL_TIMEOUT = 600.0  # s: the whole run; about a minute here, so this only stops a hang
 HOST_ATTEMPTS = 20

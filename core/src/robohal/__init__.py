@@ -14,7 +14,8 @@ import logging
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from .backend import Backend
+from .control.backend import Backend
+from .control.lifecycle import LifecycleState
 from .errors import (
     ConnectionLost,
     HardwareFault,
@@ -28,11 +29,11 @@ from .errors import (
     UnreachableError,
     UriError,
 )
-from .hookspecs import hookimpl
 from .kinematics import JointLimits, Kinematics, Solutions
 from .motion import Motion, MotionResult
-from .plugins import Registry, default_registry, use_registry
-from .records import BackendSpec, DemoSpec, ModelSpec, SimulatorSpec
+from .plugins.hookspecs import hookimpl
+from .plugins.records import BackendSpec, DemoSpec, ModelSpec, SimulatorSpec
+from .plugins.registry import Registry, default_registry, use_registry
 from .robot import Robot
 from .state import RobotMode, RobotState
 from .uri import RobotUri, parse_uri
@@ -75,7 +76,7 @@ def backends(*, registry: Registry | None = None) -> list[BackendSpec]:
 
 __all__ = [
     "Backend", "BackendSpec", "ConnectionLost", "DemoSpec", "HardwareFault", "InvalidArgument", "JointLimits",
-    "Kinematics", "LimitViolation", "ModelSpec", "Motion", "MotionResult", "PluginConflictError",
+    "Kinematics", "LifecycleState", "LimitViolation", "ModelSpec", "Motion", "MotionResult", "PluginConflictError",
     "PluginError", "ProtocolError", "Registry", "RobohalError", "Robot", "RobotMode", "RobotState",
     "RobotUri", "SimulatorSpec", "Solutions", "UnknownNameError", "UnreachableError", "UriError",
     "__version__", "backends", "connect", "default_registry", "get_model", "hookimpl", "models",

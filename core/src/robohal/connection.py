@@ -6,8 +6,8 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from .errors import PluginError, UnknownNameError, UriError
-from .plugins import Registry, default_registry
-from .records import BackendSpec
+from .plugins.records import BackendSpec
+from .plugins.registry import Registry, default_registry
 from .robot import Robot
 from .uri import RobotUri, parse_uri
 

@@ -9,7 +9,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import spatial
-from .backend import Backend
+from .control.backend import Backend
+from .control.lifecycle import LifecycleState
 from .errors import InvalidArgument, RobohalError
 from .kinematics import Kinematics
 from .motion import MAX_FOLLOW_TIME, JointTrajectory, Motion, PointToPoint, plan_linear
@@ -56,6 +57,11 @@ class Robot:
         self.close()
 
     # State
+    @property
+    def lifecycle(self) -> LifecycleState:
+        """Where the backend is in its lifecycle: disconnected, ready, moving, fault or lost."""
+        return self.backend.lifecycle
+
     @property
     def state(self) -> RobotState:
         return self.backend.read()

@@ -26,14 +26,7 @@ from .. import spatial
 from ..errors import InvalidArgument
 from .limits import JointLimits
 from .numeric import numeric_batch, numeric_candidates
-from .solutions import (
-    DUPLICATE_TOLERANCE,
-    LIMIT_TOLERANCE,
-    TWO_PI,
-    Array,
-    Solutions,
-    no_solution,
-)
+from .solutions import DUPLICATE_TOLERANCE, LIMIT_TOLERANCE, TWO_PI, Array, Solutions, no_solution
 
 
 # Solutions, tolerances and the array type live in .solutions, which the numeric solver shares.

@@ -344,7 +344,7 @@ def cycle_box(limits: JointLimits, period: float, history: ArrayLike) -> tuple[A
 
     ``history`` holds the last three goals, (3, dof), newest last. A goal inside
     the box keeps position, velocity, acceleration and jerk (finite differences
-    over ``period``, as :class:`robohal.guard.SetpointGuard` computes them) within
+    over ``period``, as :class:`robohal.control.guard.SetpointGuard` computes them) within
     the limits (velocity, acceleration and jerk with the margin :data:`SAFETY`),
     and leaves a state from which the joint can still brake to rest before its
     position limits, so the next box is never empty.

@@ -25,7 +25,7 @@ import weakref
 import numpy as np
 import pytest
 
-from ..backend import CLOSER_THREAD
+from ..control.backend import CLOSER_THREAD
 from ..errors import LimitViolation, RobohalError
 from ..kinematics import Kinematics
 from ..motion import Hold

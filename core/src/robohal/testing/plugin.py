@@ -22,7 +22,7 @@ import pytest
 
 from ..errors import RobohalError
 from ..motion import MotionResult
-from ..plugins import default_registry
+from ..plugins.registry import default_registry
 from ..robot import Robot
 from ..uri import parse_uri
 from .target import HilTarget
@@ -168,7 +168,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     recorded = session.config.stash.get(_RECORDED, [])
     if not folder or not recorded:
         return
-    from ..plots import plot_motion
+    from ..cli.plots import plot_motion
 
     index = []
     for n, (nodeid, target, name, result) in enumerate(recorded):

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..connection import open_robot, resolve_model_name, start_simulator_if_asked
-from ..plugins import Registry, default_registry
-from ..records import BackendSpec
+from ..plugins.records import BackendSpec
+from ..plugins.registry import Registry, default_registry
 from ..robot import Robot
 from ..uri import RobotUri, parse_uri
 

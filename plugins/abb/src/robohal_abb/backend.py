@@ -64,7 +64,7 @@ from typing import Any
 
 import numpy as np
 from robohal import Backend, ConnectionLost, HardwareFault, LimitViolation, RobotMode, RobotState, UriError
-from robohal.backend import start_link_thread
+from robohal.control.backend import start_link_thread
 from robohal.kinematics import Kinematics
 from robohal.state import Array
 from robohal.uri import RobotUri
@@ -287,7 +287,7 @@ class EgmBackend(Backend):
 
     def _streaming(self) -> bool:
         """The control loop answers: it is sending now, or sent within the last cycles."""
-        takeover = MOTION_TAKEOVER_PERIODS if self.motion_running else TAKEOVER_PERIODS
+        takeover = MOTION_TAKEOVER_PERIODS if self.busy else TAKEOVER_PERIODS
         return self._sending or time.monotonic() - self._last_send < takeover * self.period
 
     def _hold_step(self) -> float | None:

@@ -7,7 +7,7 @@ command-line option of the same name (``--loss 0.1 --seed 3``).
 
 from __future__ import annotations
 
-from robohal.simulation import SimulatorError, SimulatorProcess, free_port, python_module
+from robohal.sim.process import SimulatorError, SimulatorProcess, free_port, python_module
 from robohal.uri import RobotUri, parse_uri
 
 #: s after ERR_UDPUC_COMM until the RAPID loop starts a new session. The template's error

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 import serial
-from robohal.backend import Backend, start_link_thread
+from robohal.control.backend import Backend, start_link_thread
 from robohal.errors import ConnectionLost, InvalidArgument, ProtocolError, UriError
 from robohal.kinematics import Kinematics
 from robohal.state import Array, RobotMode, RobotState

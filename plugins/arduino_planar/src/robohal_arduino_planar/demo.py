@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from robohal import connect
-from robohal.demo import polygon_through_ik
+from robohal.cli.demo import polygon_through_ik
 
 from .backends import EMULATOR_TARGET, SIMAVR_TARGET
 from .firmware import toolchain_missing

@@ -29,7 +29,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from robohal.errors import UriError
-from robohal.simulation import SimulatorError, SimulatorProcess
+from robohal.sim.process import SimulatorError, SimulatorProcess
 from robohal.uri import RobotUri
 
 from . import firmware

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from robohal.backend import Backend
+from robohal.control.backend import Backend
 from robohal.errors import ConnectionLost, HardwareFault, InvalidArgument, RobohalError, UriError
 from robohal.kinematics import Kinematics
 from robohal.motion import Motion, MotionResult
@@ -127,11 +127,8 @@ class FrankaBackend(Backend):
         self._replies: dict[int, queue.Queue] = {}
         self._ids = itertools.count(1)
         self._send_lock = threading.Lock()
-        self._motion_done = threading.Event()
-        self._motion_done.set()
         self._motion_outcome: tuple[MotionResult, BaseException | None] | None = None
-        self._lost: ConnectionLost | None = None
-        self._stream_error: StreamStarved | None = None
+        self._gone = False  # the control process lost the robot, or exited: the pipe says nothing more
         self._fault_names: tuple[str, ...] = ()
         self._base_motion_setpoints = 0
 
@@ -179,8 +176,7 @@ class FrankaBackend(Backend):
             os.close(fd)  # the child's ends
         self._state_bell.write_fd = self._setpoint_bell.read_fd = -1
         self._conn = Connection(parent.detach())
-        self._lost = None
-        self._stream_error = None
+        self._gone = False
         self._fault_names = ()
         self._reader = threading.Thread(target=_read_pipe, args=(weakref.ref(self), self._conn, self._replies),
                                         name="robohal-franka-pipe", daemon=True)
@@ -197,7 +193,7 @@ class FrankaBackend(Backend):
 
     def _close(self) -> None:
         try:
-            if self._process is not None and self._process.poll() is None and self._lost is None:
+            if self._process is not None and self._process.poll() is None and not self._gone:
                 self._request("close", None, timeout=REQUEST_TIMEOUT)
         except RobohalError:
             pass
@@ -206,7 +202,7 @@ class FrankaBackend(Backend):
 
     def _stop_process(self) -> None:
         process, self._process = self._process, None
-        if self._conn is not None and self._lost is not None:
+        if self._conn is not None and self._gone:
             self._hang_up()  # after a loss it waits on the pipe for nothing more: its end says so
         if process is not None:
             for stop in (None, process.terminate, process.kill):
@@ -259,35 +255,38 @@ class FrankaBackend(Backend):
                 self._set_fault(fault)  # raised by every call until recover()
             else:
                 log.warning("%s: %s", self.uri, fault)
-                self._pending = fault
+                self._life.hand_over(fault)
         elif kind == "lost":
-            lost = unpack_error(payload)
-            # told before any caller can meet it: a caller that raises it has seen the log
-            self._link_lost(lost)  # type: ignore[arg-type]
-            self._lost = lost  # type: ignore[assignment]
+            self._lose(unpack_error(payload))  # type: ignore[arg-type]
         elif kind == "error":
             error = unpack_error(payload)
             log.warning("%s: %s", self.uri, error)
             if isinstance(error, StreamStarved):
-                self._stream_error = error
+                self._life.enter_fault(error)  # the control process braked the stream: recover() resumes
             else:
-                self._pending = error
+                self._life.hand_over(error)
+
+    def _lose(self, lost: ConnectionLost) -> None:
+        """The link is gone for good: every call raises ``lost`` until close()."""
+        self._gone = True
+        # told before any caller can meet it: a caller that raises it has seen the log
+        self._life.enter_lost(lost, announce=lambda: self._link_lost(lost))
 
     def _after_motion(self, result: MotionResult, error: BaseException | None, commanded: np.ndarray) -> None:
         self.guard.reset(commanded)  # the control process brought it to rest here
+        self._motion_outcome = (result, error)  # before the lifecycle moves on: wait() takes it then
         if isinstance(error, ConnectionLost):
-            self._link_lost(error)
-            self._lost = error
+            self._lose(error)
         elif isinstance(error, HardwareFault):
             self._fault_names = error.names
             self._set_fault(error)
         elif error is not None:
             log.warning("%s: motion failed (%r); the control process braked it to rest", self.uri, error)
-        self._motion_outcome = (result, error)
+            self._life.hand_over(error)  # for the next command, if no wait() takes it first
         self._motion_ended()
 
     def _motion_ended(self) -> None:
-        self._motion_done.set()
+        self._life.motion_ended()
         _MOVING.discard(self)  # (the caller still holds it: freed, if at all, after it returns)
 
     def _request(self, kind: str, payload: Any, timeout: float = REQUEST_TIMEOUT) -> Any:
@@ -345,13 +344,6 @@ class FrankaBackend(Backend):
     def _read_now(self) -> RobotState | None:
         return self._snapshot_state() if self._shared is not None else None
 
-    def _check_usable(self, *, allow_fault: bool = False) -> None:
-        if self._lost is not None and self._connected:
-            raise self._lost
-        super()._check_usable(allow_fault=allow_fault)
-        if self._stream_error is not None and not allow_fault:  # the state can still be read
-            raise self._stream_error
-
     @property
     def figures(self) -> dict[str, Any]:
         """Loop figures from the control process: late and lost cycles, starvation, success rate."""
@@ -365,7 +357,7 @@ class FrankaBackend(Backend):
         """The last setpoint of the running stream or motion; between them, the position the
         robot holds (its ``q_d``), where the next stream or motion starts."""
         shared = self._shared
-        if shared is None or not self._connected:
+        if shared is None or not self.connected:
             raise ConnectionLost(f"franka: not connected to {self.uri.host}")
         session = shared.get(Layout.SESSION)
         if session == SESSION_STREAM:
@@ -378,9 +370,7 @@ class FrankaBackend(Backend):
         """One 1 kHz cycle of a stream. The first cycle after connect, a motion, stop() or
         recover() opens the stream where the robot holds (``commanded`` until then): both this
         side's check and the control process's then start from that same position."""
-        self._check_usable()
-        if self.busy:
-            raise RobohalError("a motion is running; wait for it or stop() it before streaming")
+        self._life.check_command("streaming")
         if setpoint is not None:
             self.guard.check_static(setpoint)  # never open a stream for a setpoint that cannot pass
         assert self._shared is not None
@@ -390,7 +380,7 @@ class FrankaBackend(Backend):
             except ConnectionLost as lost:
                 self._link_lost(lost)
                 raise
-        return self._cycle(setpoint)
+        return super().cycle(setpoint)
 
     def _send(self, q: np.ndarray) -> None:
         assert self._shared is not None
@@ -412,14 +402,12 @@ class FrankaBackend(Backend):
             if shared.get(Layout.DROPPED) >= seq > 0:
                 raise RobohalError("franka: the stream ended (stop() or a fault) before this setpoint reached the"
                                    " robot; it was not sent. The next cycle() opens a new stream where the robot holds.")
-            if self._lost is not None:
-                raise self._lost
-            if self._stream_error is not None:
-                raise self._stream_error
-            pending = self._pending
-            if pending is not None:
-                self._pending = None
-                raise pending
+            lost, fault = self._life.lost, self._life.fault
+            if lost is not None:
+                raise lost
+            if isinstance(fault, StreamStarved):
+                raise fault
+            self._life.raise_pending()
             if answered():
                 return self._snapshot_state()
             left = limit - time.monotonic()
@@ -433,12 +421,10 @@ class FrankaBackend(Backend):
     # Motions in the control process ----------------------------------------------------------
 
     def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | None:
-        """Run ``motion`` in the control process at 1 kHz (it is pickled there)."""
-        self._check_usable()
-        if self.busy:
-            raise RobohalError("a motion is already running; wait() for it or stop() it first")
+        """Run ``motion`` in the control process at 1 kHz (it is pickled there, and its
+        :class:`~robohal.control.executor.MotionExecutor` runs there)."""
+        self._life.begin_motion()
         self._motion_outcome = None
-        self._motion_done.clear()
         _MOVING.add(self)
         try:
             self._request("run", motion)
@@ -449,7 +435,7 @@ class FrankaBackend(Backend):
             try:
                 return self.wait()
             except KeyboardInterrupt as interrupt:  # Ctrl-C while the arm moves: brake it, then raise
-                if not self._motion_done.is_set():
+                if self.busy:
                     self._brake_after_interrupt(interrupt)
                 raise
         return None
@@ -466,29 +452,30 @@ class FrankaBackend(Backend):
         """Wait for the running motion; re-raise the error it met, if any."""
         deadline = None if timeout is None else time.monotonic() + timeout
         # in slices: a thread blocked in one long wait would see a Ctrl-C only when the motion ends
-        while not self._motion_done.wait(WAIT_SLICE):
+        while not self._life.wait_while_moving(WAIT_SLICE):
             if deadline is not None and time.monotonic() >= deadline:
                 return None
         outcome, self._motion_outcome = self._motion_outcome, None
         if outcome is None:
-            self._check_usable()
-            return getattr(self, "_result", None)
+            self._life.check_command()
+            return self._result
         result, error = outcome
         self._result = result
         if error is not None:
+            self._life.forget_pending()  # raised here: not again by the next command
             raise error
         return result
 
-    @property
-    def busy(self) -> bool:
-        return not self._motion_done.is_set()
+    def _stop_motion(self, timeout: float) -> None:
+        """(On close:) nothing to wait for here: the control process brakes a running motion to
+        rest itself when it is told to close."""
 
     def stop(self) -> None:
         """Stop the running motion or stream: brake to rest within the limits, then hold."""
-        if self._conn is None or self._lost is not None:
+        if self._conn is None or self._gone:
             return
         commanded = self._request("stop", None, timeout=REQUEST_TIMEOUT)
-        if not self._motion_done.wait(REQUEST_TIMEOUT):
+        if not self._life.wait_while_moving(REQUEST_TIMEOUT):
             raise ConnectionLost("franka: the motion did not stop within 10 s")
         # the stopped motion's outcome stays for wait(): a foreground run() waiting for it
         # must return that motion's result, not the one before
@@ -496,10 +483,8 @@ class FrankaBackend(Backend):
             self.guard.reset(commanded)
 
     def _recover(self) -> RobotState:
-        if self.busy:
-            self._motion_done.wait(REQUEST_TIMEOUT)
+        self._life.wait_while_moving(REQUEST_TIMEOUT)
         self._request("recover", None)
-        self._stream_error = None
         self._fault_names = ()
         self._motion_outcome = None
         return self._snapshot_state()
@@ -544,11 +529,9 @@ def _read_pipe(backend_ref: weakref.ref[FrankaBackend], conn: Connection, replie
             backend._on_event(message[1], message[2])
         del backend
     backend = backend_ref()
-    if backend is not None and backend._connected and backend._lost is None:
-        lost = ConnectionLost(f"franka: the control process for {backend.uri.host} exited")
-        backend._link_lost(lost)
-        backend._lost = lost
-    lost = None if backend is None else backend._lost
+    if backend is not None and backend.connected and not backend._gone:
+        backend._lose(ConnectionLost(f"franka: the control process for {backend.uri.host} exited"))
+    lost = None if backend is None else backend._life.lost
     for waiter in list(replies.values()):
         waiter.put((False, pack_error(lost or ConnectionLost("franka: closed"))))
     if backend is not None:

@@ -18,7 +18,7 @@ import click
 from robohal import BackendSpec, DemoSpec, SimulatorSpec
 from robohal.errors import UriError
 from robohal.kinematics import Kinematics
-from robohal.simulation import SimulatorError, SimulatorProcess, free_loopback_host, python_module
+from robohal.sim.process import SimulatorError, SimulatorProcess, free_loopback_host, python_module
 from robohal.uri import RobotUri
 
 from .facts import ARMS

@@ -6,7 +6,7 @@ user's process would starve the user's threads (and be starved by them). This
 process publishes every state to shared memory, takes streamed setpoints from
 the shared mailbox, runs whole motions sent through the pipe (stepping them
 here, at 1 kHz), and passes every setpoint through its own
-:class:`~robohal.guard.SetpointGuard` before writeOnce. When the parent's
+:class:`~robohal.control.guard.SetpointGuard` before writeOnce. When the parent's
 stream misses cycles it brakes smoothly (jerk-limited) instead of holding
 still, and reports the starvation.
 
@@ -38,10 +38,10 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
+from robohal.control.executor import MotionExecutor
+from robohal.control.guard import SetpointGuard
 from robohal.errors import ConnectionLost, HardwareFault, LimitViolation, ProtocolError, RobohalError
-from robohal.guard import SetpointGuard
 from robohal.kinematics import Kinematics
-from robohal.motion import MotionRecorder
 from robohal.state import RobotMode, RobotState
 
 from .shared import SESSION_MOTION, SESSION_NONE, SESSION_STREAM, Doorbell, Layout, SharedBlock
@@ -153,13 +153,10 @@ class ControlLoop:
         self.robot: Any = None
         self.control: Any = None
         self.first_write = False
-        self.motion: Any = None
-        self.prepared: np.ndarray | None = None  # the motion's next setpoint, already checked
-        self.recorder: MotionRecorder | None = None
-        self.braking = False  # braking to rest (the guard's brake) instead of following a source
-        self.finish_after_brake = False
+        # The running motion's executor; or one with no motion, braking a stream to rest to end it.
+        self.executor: MotionExecutor | None = None
+        self.prepared: np.ndarray | None = None  # the executor's next setpoint, already checked
         self.stop_reply: int | None = None
-        self.motion_error: BaseException | None = None
         self.stream_refused = False
         self.session_start: np.ndarray | None = None  # the held position a session starts from
         self.starved_at_start = 0.0  # Layout.STARVED when the session started
@@ -260,7 +257,7 @@ class ControlLoop:
             self.handle(*self.conn.recv())
             if self.closing:
                 return
-        if self.control is None and self.motion is None:
+        if self.control is None and self.executor is None:
             self.refuse_sessionless_setpoint()
         if self.control is not None:
             self.write()
@@ -290,19 +287,15 @@ class ControlLoop:
         if self.first_write:
             return  # nothing sent yet: the robot holds
         self.guard.fill(cycles)
-        if self.braking or self.motion is None:
-            return  # a brake or a stream goes on from the guard, which now has the robot's account
-        try:
-            if step > 1:  # the motion's setpoints for the skipped cycles are past
-                for _ in range(step - 1 if self.prepared is None else step - 2):
-                    self.motion.step(to_robot_state(self.state))
-                self.prepared = None
-            elif self.prepared is not None:  # on time, but checked against a history the robot did not keep
-                self.prepared = self.guard.check(self.prepared)
-        except Exception as exc:
-            self.motion_error = exc
+        executor = self.executor
+        if executor is None or executor.braking:
+            self.prepared = None  # a brake or a stream goes on from the guard, which now has the robot's account
+            return
+        if step > 1:  # the motion's setpoints for the skipped cycles are past
+            executor.skip(to_robot_state(self.state), step - 1 if self.prepared is None else step - 2)
             self.prepared = None
-            self.begin_brake(finish=True)
+        elif self.prepared is not None:  # on time, but checked against a history the robot did not keep
+            self.prepared = executor.recheck(self.prepared)
 
     def publish(self, state: Any) -> None:
         errors = state.current_errors
@@ -342,9 +335,7 @@ class ControlLoop:
         self.guard.reset(self.session_start)
         self.starved_at_start = self.shared.get(Layout.STARVED)
         self.lost_at_start = self.shared.get(Layout.LOST)
-        self.braking = False
         self.prepared = None
-        self.finish_after_brake = False
         self.shared.set(Layout.SESSION, kind)
 
     def drop_control(self) -> None:
@@ -353,64 +344,41 @@ class ControlLoop:
         if control is not None:
             del control  # an unfinished control sends StopMove as it goes
         self.shared.set(Layout.SESSION, SESSION_NONE)
-        self.braking = False
-        self.finish_after_brake = False
+        self.prepared = None
 
     def write(self) -> None:
         finish = False
-        checked = False
+        executor = self.executor
         if self.first_write:  # the robot wants the first command at the position it holds
             self.first_write = False
             assert self.session_start is not None
             q = self.session_start
-        elif self.braking:
-            q, finish = self.brake_step()
-        elif self.motion is not None:
+        elif executor is not None:  # a motion, or a brake that ends the session
             q, self.prepared = self.prepared, None
             if q is None:
-                q = self.motion_step()
-            if q is None:
-                q, finish = self.brake_step()
-            else:
-                checked = True
+                q = executor.next(to_robot_state(self.state))
+            if q is None:  # over and at rest: the command that finishes the motion
+                q, finish = self.guard.last, True
         else:
-            q = self.stream_step()
-        if not checked:
-            q = self.guard.check(q)
+            q = self.guard.check(self.stream_step())
         command = self.lib.JointPositions(q.tolist())
         if finish:
             command.motion_finished = True
         self.control.writeOnce(command)
         self.guard.commit(q)
-        if checked:  # a motion's setpoint, with the state it answers (its time marks the robot's cycle)
-            assert self.recorder is not None
-            self.recorder.add(to_robot_state(self.state), q)
+        # a setpoint of the motion's, with the state it answers (its time marks the robot's cycle)
+        if executor is not None and not finish and executor.sent(to_robot_state(self.state), q):
             self.shared.add(Layout.MOTION_SETPOINTS)
         self.shared.set(Layout.COMMANDED, q)
         self.shared.add(Layout.WRITES)
         if finish:
             self.finished()
-        elif self.motion is not None and not self.braking:
+        elif executor is not None and not executor.braking:
             # The next setpoint, computed while the robot runs this one: the command goes out
             # right after the next state instead of a motion step later.
-            self.prepared = self.motion_step()
+            self.prepared = executor.next(to_robot_state(self.state))
 
     # Setpoint sources -------------------------------------------------------------------------
-
-    def motion_step(self) -> np.ndarray | None:
-        """The running motion's next setpoint; None when it is over (then brake and finish)."""
-        state = to_robot_state(self.state)
-        try:
-            q = self.motion.step(state)
-            if q is not None:
-                q = self.guard.check(q)
-        except Exception as exc:
-            self.motion_error = exc
-            q = None
-        if q is None:
-            self.begin_brake(finish=True)
-            return None
-        return q
 
     def stream_step(self) -> np.ndarray:
         deadline = time.monotonic() + MAILBOX_WAIT
@@ -459,45 +427,36 @@ class ControlLoop:
                     f"franka: the control process refused a streamed setpoint that the caller's check had passed, with"
                     f" no cycle starved or lost ({exc}); it braked the robot to rest. Call recover() to resume.")
             self.event("error", pack_error(error))
-            self.begin_brake(finish=True)
-            q, _ = self.brake_step()
-            return q
+            self.end_session_braking()
+            q = self.executor.next(to_robot_state(self.state)) if self.executor is not None else None
+            return self.guard.last if q is None else q
 
-    def begin_brake(self, finish: bool) -> None:
-        self.braking = True
-        self.finish_after_brake = self.finish_after_brake or finish
-
-    def brake_step(self) -> tuple[np.ndarray, bool]:
-        """One step of the guard's brake; (q, True) once at rest and the motion should finish."""
-        self.braking = True
-        q, resting = self.guard.brake()
-        return q, resting and self.finish_after_brake
+    def end_session_braking(self) -> None:
+        """Brake the session to rest (the executor's brake), then finish it: a running motion is
+        stopped; a stream gets an executor that only brakes."""
+        if self.executor is not None:
+            self.executor.stop()
+        else:
+            self.executor = MotionExecutor(None, self.guard, self.model, finish_at_rest=True, name=self.config.host)
+        self.prepared = None
 
     def finished(self) -> None:
         """The robot has the finishing command: the session is over."""
         gc.enable()
         self.control = None
         self.shared.set(Layout.SESSION, SESSION_NONE)
-        self.braking = False
-        self.finish_after_brake = False
-        if self.motion is not None:
-            self.motion_over(stopped=self.stop_reply is not None)
+        executor, self.executor = self.executor, None
+        self.prepared = None
+        if executor is not None and executor.motion is not None:
+            self.motion_over(executor)
         if self.stop_reply is not None:
             self.reply(self.stop_reply, True, self.guard.last)
             self.stop_reply = None
 
-    def motion_over(self, stopped: bool = False, error: BaseException | None = None) -> None:
-        error = error or self.motion_error
-        recorder, motion = self.recorder, self.motion
-        self.motion, self.recorder, self.motion_error, self.prepared = None, None, None, None
-        assert recorder is not None
-        result = recorder.result(completed=error is None and not stopped, stopped=stopped)
-        summary = getattr(motion, "summary", None)
-        if callable(summary):
-            try:
-                result.info.update(summary())
-            except Exception:
-                pass
+    def motion_over(self, executor: MotionExecutor, error: BaseException | None = None) -> None:
+        """Tell the parent how the motion ended: its result, the error it met, where it rests."""
+        error = error or executor.error
+        result = executor.result()
         self.event("motion_done", (result, None if error is None else pack_error(error), self.guard.last))
 
     # Commands from the parent ---------------------------------------------------------------
@@ -514,7 +473,7 @@ class ControlLoop:
                     self.reply(request_id, True, self.guard.last)
                 else:
                     self.stop_reply = request_id
-                    self.begin_brake(finish=True)
+                    self.end_session_braking()
             elif kind == "recover":
                 self.reply(request_id, True, self.recover())
             elif kind == "collision":
@@ -532,23 +491,25 @@ class ControlLoop:
             self.reply(request_id, False, self.map_error(exc))
 
     def start_motion(self, motion: Any) -> None:
-        if self.motion is not None:
-            raise RobohalError("a motion is already running")
+        if self.executor is not None:
+            raise RobohalError("a motion is already running" if self.executor.motion is not None
+                               else "the stream is braking to rest; wait for stop() to return")
         if self.stream_refused:
             raise StreamStarved("franka: the stream was braked after starving; call recover() first")
+        # libfranka wants a motion's last command at rest: the executor brakes it there
+        executor = MotionExecutor(motion, self.guard, self.model, finish_at_rest=True, name=self.config.host)
         if self.control is None:
             # Plan before the robot starts waiting for commands: start() may take milliseconds.
-            motion.start(to_robot_state(self.state), self.held_position(), self.model, PERIOD)
+            executor.start(to_robot_state(self.state), self.held_position())
             self.start_session(SESSION_MOTION)
         else:
-            motion.start(to_robot_state(self.state), self.guard.last, self.model, PERIOD)
+            executor.start(to_robot_state(self.state), self.guard.last)
             self.shared.set(Layout.SESSION, SESSION_MOTION)
-        self.motion = motion
-        self.recorder = MotionRecorder(PERIOD, self.model.dof)
+        self.executor = executor
 
     def start_stream(self) -> np.ndarray:
         """Open a stream session (if none is open) and return the position it starts from."""
-        if self.motion is not None:
+        if self.executor is not None:
             raise RobohalError("a motion is running; wait() for it or stop() it before streaming")
         if self.stream_refused:
             raise StreamStarved("franka: the stream was braked after it was refused; call recover() first")
@@ -562,8 +523,10 @@ class ControlLoop:
         return last
 
     def recover(self) -> None:
-        if self.motion is not None:
-            self.motion_over(stopped=True)
+        executor, self.executor = self.executor, None
+        if executor is not None and executor.motion is not None:
+            executor.stopped = True
+            self.motion_over(executor)
         self.drop_control()
         self.robot.automatic_error_recovery()
         for _ in range(100):  # states queued before the recovery come first
@@ -579,7 +542,7 @@ class ControlLoop:
         """Bring a running session to rest and finish it (bounded)."""
         if self.control is None:
             return
-        self.begin_brake(finish=True)
+        self.end_session_braking()
         deadline = time.monotonic() + 5.0
         try:
             while self.control is not None and time.monotonic() < deadline:
@@ -588,8 +551,9 @@ class ControlLoop:
                 self.write()
         except Exception:
             pass
-        if self.motion is not None:
-            self.motion_over(stopped=True)
+        executor, self.executor = self.executor, None
+        if executor is not None and executor.motion is not None:
+            self.motion_over(executor)
         self.drop_control()
 
     # Errors ----------------------------------------------------------------------------------
@@ -623,14 +587,13 @@ class ControlLoop:
         gc.enable()
         self.control = None  # libfranka refuses to read while a failed control object lives
         self.shared.set(Layout.SESSION, SESSION_NONE)
-        self.braking = False
-        self.finish_after_brake = False
+        executor, self.executor = self.executor, None
+        self.prepared = None
         mapped = self.map_error(exc)
-        in_motion = self.motion is not None
         if isinstance(mapped, ConnectionLost):
             self.lost = True
-        if in_motion:
-            self.motion_over(error=mapped)
+        if executor is not None and executor.motion is not None:
+            self.motion_over(executor, mapped)
         elif isinstance(mapped, (HardwareFault, ConnectionLost)):
             self.event("fault" if isinstance(mapped, HardwareFault) else "lost", pack_error(mapped))
         else:

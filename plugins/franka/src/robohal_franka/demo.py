@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 from robohal import connect
-from robohal.cartesian import CartesianPath
-from robohal.trajectory import DoubleS
+from robohal.motion.cartesian import CartesianPath
+from robohal.motion.trajectory import DoubleS
 
 
 def cartesian_circle(run) -> None:

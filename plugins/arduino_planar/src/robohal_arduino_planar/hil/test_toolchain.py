@@ -4,7 +4,7 @@ defaults (the emulator target still runs); this test says so as a skip naming th
 from __future__ import annotations
 
 import pytest
-from robohal.plugins import default_registry
+from robohal.plugins.registry import default_registry
 
 from robohal_arduino_planar import firmware
 from robohal_arduino_planar.backends import SIMAVR_TARGET

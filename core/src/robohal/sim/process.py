@@ -1,6 +1,6 @@
 """Running bundled simulators in their own processes.
 
-A plugin's :class:`~robohal.records.SimulatorSpec` ``start(uri)`` returns a
+A plugin's :class:`~robohal.plugins.records.SimulatorSpec` ``start(uri)`` returns a
 :class:`RunningSimulator`. :class:`SimulatorProcess` is the usual way to build
 one: it starts ``python -m <module> ...``, waits for the first line the program
 prints (its address, a pty path, ...), and always stops the process.
@@ -23,8 +23,8 @@ import time
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from .errors import RobohalError
-from .uri import RobotUri
+from ..errors import RobohalError
+from ..uri import RobotUri
 
 log = logging.getLogger(__name__)
 

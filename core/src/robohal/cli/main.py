@@ -12,9 +12,9 @@ from typing import Any
 import click
 import numpy as np
 
-from . import __version__, spatial
-from .errors import LimitViolation, RobohalError
-from .plugins import default_registry
+from .. import __version__, spatial
+from ..errors import LimitViolation, RobohalError
+from ..plugins.registry import default_registry
 
 USER_ERRORS = (RobohalError, ValueError, LookupError)
 
@@ -53,7 +53,7 @@ def _table(title: str, columns: Sequence[str], wrap: Sequence[str] = ()):
 
 
 def _version_message() -> str:
-    from .kinematics import diffik
+    from ..kinematics import diffik
 
     kernels = "compiled" if diffik.COMPILED else "pure Python (no C compiler at install)"
     return f"%(prog)s, version %(version)s; kinematics kernels: {kernels}"
@@ -95,7 +95,7 @@ def plugins(as_json: bool) -> None:
     """Installed plugins and what each registers."""
     import importlib.metadata
 
-    from .plugins import DISABLE_ENV, ENTRY_POINT_GROUP, disabled_from_env
+    from ..plugins.registry import DISABLE_ENV, ENTRY_POINT_GROUP, disabled_from_env
 
     registry = default_registry()
     infos = registry.plugins()
@@ -261,7 +261,7 @@ class SimulatorGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         commands = self._commands()
         if name not in commands:
-            from .errors import UnknownNameError
+            from ..errors import UnknownNameError
 
             raise UnknownNameError("simulator", name, list(commands))
         return commands[name]
@@ -285,7 +285,7 @@ def hil(targets: Sequence[str], report: str | None, suites: Sequence[str], list_
     """Run the HIL suites against robot URIs (extra arguments go to pytest).
 
     Real robots move: robohal asks for Enter first (--yes skips the question)."""
-    from .hil_runner import confirm_real_hardware, default_suites, run_hil, suite_folder, targets_in_pytest_args
+    from .hil import confirm_real_hardware, default_suites, run_hil, suite_folder, targets_in_pytest_args
 
     if list_suites:
         for package in default_suites():
@@ -328,7 +328,7 @@ def demo(out: str) -> None:
 @click.option("--elbow", type=click.Choice(["up", "down"]), help="Elbow branch (default: the arm's present one).")
 def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
     """Move a planar arm's end point with the arrow keys (keys as text when stdin is not a terminal)."""
-    from .connection import open_robot
+    from ..connection import open_robot
     from .jog import run_jog
 
     with open_robot(uri) as robot:
@@ -351,8 +351,8 @@ def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float
          line_start: tuple[float, float] | None, line_end: tuple[float, float] | None,
          polyline_file: str | None, speed: float, elbow: str, dry_run: bool) -> None:
     """Draw SHAPE with a planar arm: time-parametrised, refused before moving if out of reach."""
+    from ..connection import open_robot
     from . import drawing
-    from .connection import open_robot
 
     with open_robot(uri) as robot:
         identity = robot.backend.identity

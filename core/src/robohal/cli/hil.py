@@ -1,7 +1,7 @@
 """``robohal hil``: run the HIL suites with pytest and report.
 
 The suites are the backend contract suite (``robohal.testing.suite``) and every installed
-backend family's own (:attr:`robohal.records.BackendSpec.hil_suite`), found by package, so an
+backend family's own (:attr:`robohal.plugins.records.BackendSpec.hil_suite`), found by package, so an
 installed robohal runs the same tests as a checkout.
 """
 
@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import PluginError, RobohalError
-from .uri import parse_uri
+from ..errors import PluginError, RobohalError
+from ..uri import parse_uri
 
 CONTRACT_SUITE = "robohal.testing.suite"
 
@@ -32,7 +32,7 @@ def suite_folder(package: str) -> str:
 
 def default_suites() -> list[str]:
     """The contract suite, then each installed backend family's suite (by package name)."""
-    from .plugins import default_registry
+    from ..plugins.registry import default_registry
 
     families = sorted({spec.hil_suite for spec in default_registry().backends() if spec.hil_suite})
     return [CONTRACT_SUITE, *families]
@@ -42,7 +42,7 @@ def real_targets(targets: Sequence[str]) -> list[str]:
     """The targets that are real hardware: neither a bundled simulator (host ``sim``) nor the
     in-process ``sim`` backend. (A URI that does not parse, or names no installed backend,
     moves nothing: the run reports it.)"""
-    from .plugins import default_registry
+    from ..plugins.registry import default_registry
 
     real = []
     for target in targets:
@@ -120,7 +120,7 @@ def run_hil(targets: Sequence[str], *, report: str | None = None, suites: Sequen
     args += list(pytest_args)
     code = subprocess.call(args)  # a fresh interpreter: pytest can rewrite robohal's asserts
     if report and junit and os.path.exists(junit):
-        from .hil_report import write_markdown_report
+        from .report import write_markdown_report
 
         path = write_markdown_report(junit, report)
         print(f"robohal hil: report written to {path}", file=sys.stderr)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import InvalidArgument
+from ..errors import InvalidArgument
 
 Array = NDArray[np.float64]
 

@@ -7,14 +7,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import PluginError
+from ..errors import PluginError
 
 if TYPE_CHECKING:
     import click
 
-    from .backend import Backend
-    from .kinematics import Kinematics
-    from .uri import RobotUri
+    from ..control.backend import Backend
+    from ..kinematics import Kinematics
+    from ..uri import RobotUri
 
 _MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*(\.[a-z0-9][a-z0-9_]*)+$")
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
@@ -56,7 +56,7 @@ class SimulatorSpec:
 
     ``start(uri)`` starts it (in its own process where it is a separate program)
     for the reserved ``sim`` form of a URI and returns a
-    :class:`~robohal.simulation.RunningSimulator` whose ``uri`` is the concrete
+    :class:`~robohal.sim.process.RunningSimulator` whose ``uri`` is the concrete
     address the backend connects to. ``command`` is the click command behind
     ``robohal sim SCHEME``.
     """
@@ -73,7 +73,7 @@ class DemoSpec:
 
     ``where()`` picks the URI when the demo runs and says what the task does:
     ``("abb-egm://sim?model=abb.irb1410", "a straight line over EGM")``. ``task(run)``
-    connects to ``run.uri``, moves, and fills the :class:`~robohal.demo.DemoRun`
+    connects to ``run.uri``, moves, and fills the :class:`~robohal.cli.demo.DemoRun`
     (its motion results, the ideal path, the model, the backend's figures).
     """
 

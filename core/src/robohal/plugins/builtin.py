@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kinematics import JointLimits, PlanarTwoLink
+from ..sim.backend import SimBackend
 from .hookspecs import hookimpl
-from .kinematics import JointLimits, PlanarTwoLink
 from .records import BackendSpec, ModelSpec
-from .sim_backend import SimBackend
 
 
 def generic_planar2(l1: float = 0.3, l2: float = 0.25) -> PlanarTwoLink:

@@ -45,7 +45,7 @@ def robohal_backends() -> Iterable[BackendSpec]:
 
     Each :class:`BackendSpec` serves one URI scheme (``franka``, ``abb-egm``,
     ...). ``factory(uri, model)`` builds an unconnected
-    :class:`robohal.backend.Backend`. Where the plugin bundles a simulator that
+    :class:`robohal.control.backend.Backend`. Where the plugin bundles a simulator that
     speaks the same wire protocol, ``simulator`` describes it and
     ``hil_targets`` lists the URIs the HIL suites use when no target is given.
     """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import InvalidArgument
+from ..errors import InvalidArgument
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -83,16 +83,16 @@ def arm2(l1: float = 0.4, l2: float = 0.3) -> PlanarTwoLink:
 BACKEND = '''\
 """The hardware backend: fill in the four wire methods.
 
-robohal.backend.Backend does the rest: the limit check of every setpoint before it
+robohal.control.backend.Backend does the rest: the limit check of every setpoint before it
 is sent, holding the measured position after connect/recover, running motions,
 re-raising errors from background cycles. A thread that keeps the link alive between
-motions (a heartbeat, a reader) is best started with robohal.backend.start_link_thread:
+motions (a heartbeat, a reader) is best started with robohal.control.backend.start_link_thread:
 it holds the backend weakly, so a Robot dropped without close() still gets closed.
 """
 
 from __future__ import annotations
 
-from robohal.backend import Backend
+from robohal.control.backend import Backend
 from robohal.errors import ConnectionLost
 from robohal.state import RobotState
 

@@ -2,14 +2,14 @@
 
 A shape is a list of :class:`Segment` (a line, an arc, ...) in the arm's xy plane, metres.
 :func:`plan_drawing` gives each segment a jerk-limited time profile along its arc length
-(:class:`~robohal.trajectory.DoubleS`, rest to rest, so the pen stops at a square's corners
+(:class:`~robohal.motion.trajectory.DoubleS`, rest to rest, so the pen stops at a square's corners
 and never turns a corner at speed), samples it at the control period, solves the inverse
 kinematics on the chosen elbow branch and checks the whole joint path *before* anything
 moves: a point out of reach or a joint outside its limits raises
 :class:`~robohal.errors.UnreachableError`; a path too fast for the joints is slowed down
 until it fits. :func:`draw` then moves to the first point and plays the path.
 
-    from robohal.drawing import circle, plan_drawing, draw
+    from robohal.cli.drawing import circle, plan_drawing, draw
     plan = plan_drawing(robot.model, circle((0.12, 0.0), 0.03), period=robot.backend.period)
     draw(robot, plan)
 """
@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import spatial
-from .errors import InvalidArgument, LimitViolation, UnreachableError
-from .kinematics import Kinematics
-from .state import Array
-from .trajectory import DoubleS, sample_times
+from .. import spatial
+from ..errors import InvalidArgument, LimitViolation, UnreachableError
+from ..kinematics import Kinematics
+from ..motion.trajectory import DoubleS, sample_times
+from ..state import Array
 
 ELBOWS = ("auto", "up", "down")
 DEFAULT_SPEED = 0.05  # m/s along the path
@@ -255,7 +255,7 @@ def _choose_branch(model: Kinematics, points: Array, elbow: str, start: ArrayLik
 
 def check_with_backend(robot, plan: DrawPlan) -> None:
     """Let the backend refuse the whole path before anything moves, where it has limits of its
-    own beyond the model's (:meth:`~robohal.backend.Backend.check_setpoints`, e.g. servo pulse limits)."""
+    own beyond the model's (:meth:`~robohal.control.backend.Backend.check_setpoints`, e.g. servo pulse limits)."""
     try:
         robot.backend.check_setpoints(plan.joints)
     except LimitViolation as exc:
@@ -264,7 +264,7 @@ def check_with_backend(robot, plan: DrawPlan) -> None:
 
 def draw(robot, plan: DrawPlan, *, approach_speed: float = 0.3):
     """Move (joint space) to the first point, then play the planned path; returns its MotionResult."""
-    from .motion import JointTrajectory
+    from ..motion import JointTrajectory
 
     check_with_backend(robot, plan)
     if robot.backend.period != plan.period:

@@ -29,8 +29,8 @@ from typing import Any
 
 import pluggy
 
+from ..errors import InvalidArgument, PluginConflictError, PluginError, RobohalError, UnknownNameError
 from . import hookspecs
-from .errors import InvalidArgument, PluginConflictError, PluginError, RobohalError, UnknownNameError
 from .records import BackendSpec, ModelSpec
 
 ENTRY_POINT_GROUP = "robohal"

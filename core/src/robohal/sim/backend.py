@@ -19,11 +19,11 @@ import time
 
 import numpy as np
 
-from .backend import Backend
-from .errors import ConnectionLost
-from .kinematics import Kinematics
-from .state import Array, RobotMode, RobotState
-from .uri import RobotUri
+from ..control.backend import Backend
+from ..errors import ConnectionLost
+from ..kinematics import Kinematics
+from ..state import Array, RobotMode, RobotState
+from ..uri import RobotUri
 
 #: s: the most simulated time a read catches up on (the arm has long settled by then)
 CATCH_UP = 5.0
@@ -88,7 +88,7 @@ class SimBackend(Backend):
         pass
 
     def _send(self, q: Array) -> None:
-        if not self._connected:
+        if not self.connected:
             raise ConnectionLost("sim: not connected")
         self._target = q.copy()
 
@@ -110,7 +110,7 @@ class SimBackend(Backend):
         """In real time the arm keeps following its last target between cycles, as a real
         one does: a read catches up on the ticks nobody cycled (at most CATCH_UP s of them)."""
         with self._stepping:
-            if self.realtime and self._connected:
+            if self.realtime and self.connected:
                 overdue = int((time.monotonic() - self._next_tick) / self.period)
                 if overdue > 1:  # more than a period behind: no motion is cycling
                     for _ in range(min(overdue, int(CATCH_UP / self.period))):

@@ -12,7 +12,7 @@ Lifecycle::
 
 Units are SI and radians. Each cycle sends one joint-position setpoint, at the
 hardware's own rate (``period``): 1 ms on Franka, 4 ms on EGM, tens of ms for
-hobby servos. Every setpoint passes the :class:`~robohal.guard.SetpointGuard`
+hobby servos. Every setpoint passes the :class:`~robohal.control.guard.SetpointGuard`
 before it reaches a wire. After ``connect()`` or ``recover()`` the backend holds
 the *measured* position: it never replays a stale setpoint. When a motion fails
 (a setpoint refused by the guard, an unreachable pose, Ctrl-C) the backend brakes
@@ -42,12 +42,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .errors import ConnectionLost, HardwareFault, InvalidArgument, RobohalError
+from ..errors import ConnectionLost, HardwareFault, InvalidArgument
+from ..kinematics import Kinematics
+from ..motion import Motion, MotionResult
+from ..state import Array, RobotMode, RobotState
+from ..uri import RobotUri
+from .executor import MotionExecutor
 from .guard import SetpointGuard
-from .kinematics import Kinematics
-from .motion import Motion, MotionRecorder, MotionResult
-from .state import Array, RobotMode, RobotState
-from .uri import RobotUri
+from .lifecycle import Lifecycle, LifecycleState
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ class Backend(ABC):
 
     #: seconds per control cycle
     period: float
-    #: which setpoint checks the hardware needs (see :mod:`robohal.guard`)
+    #: which setpoint checks the hardware needs (see :mod:`robohal.control.guard`)
     checks: Iterable[str] = ("position", "velocity")
     #: True for robots that send their state and take one setpoint in reply to each
     #: message (EGM): a cycle waits for the message first and answers it at once
@@ -77,32 +79,34 @@ class Backend(ABC):
         self.period = float(period)
         self.guard = SetpointGuard(model.limits, self.period, self.checks)
         self.counters: Counter[str] = Counter()
+        self._life = Lifecycle(uri.scheme)
         self._state: RobotState | None = None
-        self._connected = False
-        self._lock = threading.RLock()
-        self._pending: BaseException | None = None
-        self._runner: threading.Thread | None = None
-        self._stop_request = threading.Event()
-        self._motion_idle = threading.Event()  # clear while a motion runs, in the foreground or not
-        self._motion_idle.set()
-        self._motion_thread: threading.Thread | None = None
-        self._fault: HardwareFault | None = None
+        self._executor: MotionExecutor | None = None  # the running motion's
+        self._executing: threading.Thread | None = None  # the thread that runs it
+        self._background: threading.Thread | None = None  # a motion run with wait=False
+        self._result: MotionResult | None = None
         self._loss_told = False  # the lost link of this connection has been logged
+        self._loss_lock = threading.Lock()
 
     # Lifecycle ---------------------------------------------------------------------
 
     @property
+    def lifecycle(self) -> LifecycleState:
+        """Where the backend is in its lifecycle (:mod:`robohal.control.lifecycle`)."""
+        return self._life.state
+
+    @property
     def connected(self) -> bool:
-        return self._connected
+        return self._life.state is not LifecycleState.DISCONNECTED
 
     def connect(self) -> RobotState:
         """Open the link and hold the measured position."""
-        if self._connected:
+        if self.connected:
             return self.read()
         state = self._open()
-        self._connected = True
         self._loss_told = False
         self._state = state
+        self._life.to(LifecycleState.READY)
         self._activate(state)
         log.info("%s: connected%s, %g Hz", self.uri, f" to {self.identity}" if self.identity else "", 1.0 / self.period)
         if state.mode is RobotMode.FAULT:  # commands are refused until recover(), as after any fault
@@ -111,12 +115,12 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Stop any motion and close the link. Safe to call twice."""
-        if not self._connected:
+        if not self.connected:
             return
         try:
             self._stop_motion(timeout=5.0)
         finally:
-            self._connected = False
+            self._life.to(LifecycleState.DISCONNECTED)
             self._close()
             log.info("%s: closed", self.uri)
 
@@ -126,7 +130,8 @@ class Backend(ABC):
         # last reference going ends up here. Close it, and its simulator, like close() would.
         if sys.is_finalizing():  # at exit, the processes and sockets go with the interpreter
             return
-        connected = getattr(self, "_connected", False)
+        life = getattr(self, "_life", None)
+        connected = life is not None and life.state is not LifecycleState.DISCONNECTED
         if not connected and getattr(self, "simulator", None) is None:
             return
         # The collector runs this in whatever thread it interrupts, even another robot's control
@@ -162,23 +167,12 @@ class Backend(ABC):
 
     # State and control -----------------------------------------------------------
 
-    def _check_usable(self, *, allow_fault: bool = False) -> None:
-        """Raise what stands in the way of a command: the error a background motion met
-        (once), a lost link, a fault. Reads (``allow_fault``) leave the motion's error for
-        the caller: a thread that watches the state must not take it."""
-        if not allow_fault:
-            pending, self._pending = self._pending, None
-            if pending is not None:
-                raise pending
-        if not self._connected:
-            raise ConnectionLost(f"{self.uri.scheme}: not connected (call connect())")
-        if self._fault is not None and not allow_fault:
-            raise self._fault
-
     def read(self) -> RobotState:
         """The latest state (without waiting for a new cycle where possible). It
-        works in a fault too, so the fault can be inspected; commands do not."""
-        self._check_usable(allow_fault=True)
+        works in a fault too, so the fault can be inspected; commands do not. A
+        thread that watches the state leaves a background motion's error for the
+        caller's next command."""
+        self._life.check_readable()
         state = self._read_now()
         if state is not None:
             self._state = state
@@ -197,16 +191,15 @@ class Backend(ABC):
         """One control cycle: send ``setpoint`` (None: hold the last one) and
         return the next state. Raises :class:`LimitViolation` before sending a
         setpoint outside the limits."""
-        self._check_usable()
-        if self._runner is not None and self._runner.is_alive() and threading.current_thread() is not self._runner:
-            raise RobohalError("a motion is running; wait for it or stop() it before streaming")
-        return self._cycle(setpoint)
-
-    def _cycle(self, setpoint: ArrayLike | None) -> RobotState:
+        self._life.check_command("streaming")
         q = self.guard.last if setpoint is None else self.guard.check(setpoint)
         assert q is not None
         if self.model.coupled_limits and setpoint is not None:
             self.model.check_joints(q, "setpoint")
+        return self._cycle(q)
+
+    def _cycle(self, q: Array) -> RobotState:
+        """Send the checked setpoint ``q`` and return the next state."""
         try:
             if self.answers_each_message:
                 state = self._answer_next(q)
@@ -228,14 +221,12 @@ class Backend(ABC):
 
     def _set_fault(self, fault: HardwareFault) -> HardwareFault:
         """Record the hardware's fault (commands are refused until recover()); logged when new."""
-        if self._fault is None:
-            log.warning("%s: %s", self.uri, fault)
-        self._fault = fault
+        self._life.enter_fault(fault, announce=lambda: log.warning("%s: %s", self.uri, fault))
         return fault
 
     def _link_lost(self, lost: ConnectionLost) -> None:
         """Log a lost link, once per connection (a loss is usually met by several calls)."""
-        with self._lock:  # the caller's thread and a link thread may meet the same loss at once
+        with self._loss_lock:  # the caller's thread and a link thread may meet the same loss at once
             told, self._loss_told = self._loss_told, True
         if not told:
             log.warning("%s: %s", self.uri, lost)
@@ -255,51 +246,66 @@ class Backend(ABC):
             recoverable=bool(state.info.get("recoverable", True)),
         )
 
+    # Motions -----------------------------------------------------------------------------
+
     def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | None:
         """Run ``motion`` to its end, one setpoint per cycle. With ``wait=False``
         it runs in the background; :meth:`wait` joins it and any error it met is
         raised by the next call."""
-        self._check_usable()
-        if self._runner is not None and self._runner.is_alive():
-            raise RobohalError("a motion is already running; wait() for it or stop() it first")
-        self._stop_request.clear()
-        recorder = MotionRecorder(self.period, self.model.dof)
-        self._result: MotionResult | None = None
-
-        def body() -> None:
-            try:
-                self._result = self._tracked(motion, recorder)
-            except BaseException as exc:  # re-raised on the caller's next call
-                self._pending = exc
-                self._result = recorder.result(completed=False)
-
+        executor = self._begin_motion(motion, "a new motion")
         if wait:
-            self._result = self._tracked(motion, recorder)
-            return self._result
-        self._motion_idle.clear()  # before the thread exists: a stop() right now must see it
-        self._runner = threading.Thread(target=body, name=f"robohal-{self.uri.scheme}-motion", daemon=True)
-        self._runner.start()
+            return self._execute(executor)
+        self._background = threading.Thread(target=self._execute, args=(executor,), kwargs={"background": True},
+                                            name=f"robohal-{self.uri.scheme}-motion", daemon=True)
+        self._background.start()
         return None
 
-    def _tracked(self, motion: Motion, recorder: Any) -> MotionResult:
-        """Run a motion in this thread, known to stop() and close() from any other."""
-        self._motion_thread = threading.current_thread()
-        self._motion_idle.clear()
+    def _begin_motion(self, motion: Motion, what: str) -> MotionExecutor:
+        """MOVING, with the executor of ``motion`` (refused while another runs)."""
+        self._life.begin_motion(what)
+        executor = MotionExecutor(motion, self.guard, self.model, name=str(self.uri))
+        self._executor = executor
+        self._result = None
+        return executor
+
+    def _execute(self, executor: MotionExecutor, *, background: bool = False) -> MotionResult:
+        """Run a motion in this thread, one cycle per setpoint the executor gives. In the
+        ``background``, the error it meets is kept for the caller's next command instead."""
+        self._executing = threading.current_thread()
         try:
-            return self._run_motion(motion, recorder)
+            try:
+                state = self.read()
+                executor.start(state, self.commanded)
+                while (q := executor.next(state)) is not None:
+                    try:
+                        state = self._cycle(q)
+                    except (ConnectionLost, HardwareFault):
+                        raise  # the robot is gone or has stopped itself: there is nothing to brake
+                    except BaseException as error:  # Ctrl-C in a wait for the robot, a failed send: brake
+                        executor.fail(error)
+                        continue
+                    executor.sent(state, q)
+                self._result = executor.finish()
+            except BaseException as error:
+                self._result = executor.result()
+                if not background:
+                    raise
+                self._life.hand_over(error)  # before the motion counts as ended: the next call sees it
+            return self._result
         finally:
-            self._motion_thread = None
-            self._motion_idle.set()
+            self._executing = None
+            self._executor = None
+            self._life.motion_ended()
 
     def wait(self, timeout: float | None = None) -> MotionResult | None:
         """Wait for a background motion; re-raise the error it met, if any."""
-        runner = self._runner
+        runner = self._background
         if runner is not None:
             runner.join(timeout)
             if runner.is_alive():
                 return None
-        self._check_usable()
-        return getattr(self, "_result", None)
+        self._life.check_command()
+        return self._result
 
     def check_setpoints(self, q: ArrayLike) -> None:
         """Raise :class:`~robohal.errors.LimitViolation` if the hardware would refuse any of the
@@ -316,58 +322,8 @@ class Backend(ABC):
 
     @property
     def busy(self) -> bool:
-        return self._runner is not None and self._runner.is_alive()
-
-    @property
-    def motion_running(self) -> bool:
-        """Whether the executor is running a motion (in the foreground or the background)."""
-        return not self._motion_idle.is_set()
-
-    def _run_motion(self, motion: Motion, recorder: Any) -> MotionResult:
-        state = self.read()
-        motion.start(state, self.commanded, self.model, self.period)
-        while True:
-            if self._stop_request.is_set():
-                self._brake(recorder)
-                return recorder.result(completed=False, stopped=True)
-            try:
-                setpoint = motion.step(state)
-                if setpoint is None:
-                    return recorder.result(completed=True)
-                state = self._cycle(setpoint)
-            except (ConnectionLost, HardwareFault):
-                raise  # the robot is gone or has stopped itself: there is nothing to brake
-            except BaseException as error:
-                # A refused setpoint, a motion that failed, Ctrl-C: the arm may be moving,
-                # and holding the last setpoint would stop it dead. Brake first, then report.
-                self._brake_after(error, recorder)
-                raise
-            recorder.add(state, self.guard.last)
-
-    def _brake_after(self, error: BaseException, recorder: Any) -> None:
-        try:
-            self._brake(recorder)
-        except Exception as failure:  # the original error stays the one raised
-            error.add_note(f"robohal: braking after this error failed too: {failure!r}")
-            log.error("%s: motion failed (%r) and braking failed too (%r)", self.uri, error, failure)
-        else:
-            error.add_note("robohal: the motion was braked to rest within the limits")
-            log.warning("%s: motion failed (%r); braked to rest within the limits", self.uri, error)
-
-    def _brake(self, recorder: Any = None) -> None:
-        """Bring the commanded motion to rest within the acceleration and jerk limits."""
-        q = self.commanded
-        for _ in range(int(10.0 / self.period)):  # bounded: 10 s of braking at most
-            q, resting = self.guard.brake()
-            if resting:
-                break
-            state = self._cycle(q)
-            if recorder is not None:
-                recorder.add(state, q)
-        for _ in range(3):  # settle the command history at rest
-            state = self._cycle(q)
-            if recorder is not None:
-                recorder.add(state, q)
+        """Whether a motion runs (in the foreground or the background)."""
+        return self._life.state is LifecycleState.MOVING
 
     def stop(self) -> None:
         """Stop the running motion (decelerating within the limits) and hold. From another
@@ -378,26 +334,28 @@ class Backend(ABC):
 
     def _stop_motion(self, timeout: float) -> None:
         """Ask the running motion to brake to rest and wait for it (not from its own thread)."""
-        if not self._motion_idle.is_set():
-            self._stop_request.set()  # the motion's loop brakes when it sees this
-            if threading.current_thread() is not self._motion_thread:
-                self._motion_idle.wait(timeout)
-        if self._runner is not None and self._runner is not threading.current_thread():
-            self._runner.join(timeout=1.0)
-        if self._motion_idle.is_set():
-            self._stop_request.clear()
+        executor = self._executor
+        if executor is not None:
+            executor.stop()  # the executor brakes from its next cycle on
+        if threading.current_thread() is not self._executing:
+            self._life.wait_while_moving(timeout)
+        runner = self._background
+        if runner is not None and runner is not threading.current_thread():
+            runner.join(timeout=1.0)
 
     def recover(self) -> RobotState:
         """Clear a recoverable fault and hold the measured position."""
-        if not self._connected:
-            raise ConnectionLost(f"{self.uri.scheme}: not connected")
-        self._pending = None
-        if self._fault is not None and not self._fault.recoverable:
-            raise self._fault
+        self._life.check_readable()
+        self._life.forget_pending()
+        fault = self._life.fault
+        if isinstance(fault, HardwareFault) and not fault.recoverable:
+            raise fault
         state = self._recover()
-        if self._fault is not None:
-            log.info("%s: recovered from %s; holding the measured position", self.uri, ", ".join(self._fault.names) or "a fault")
-        self._fault = None
+        if fault is not None:
+            names = getattr(fault, "names", ())
+            log.info("%s: recovered from %s; holding the measured position", self.uri, ", ".join(names) or "a fault")
+        if self._life.state is LifecycleState.FAULT:
+            self._life.to(LifecycleState.READY)
         self._state = state
         self._activate(state)
         return state

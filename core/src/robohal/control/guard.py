@@ -15,10 +15,10 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .errors import InvalidArgument, LimitViolation
-from .kinematics.limits import TOLERANCE, JointLimits
-from .state import Array
-from .trajectory import STOP_SHARE, braking_step
+from ..errors import InvalidArgument, LimitViolation
+from ..kinematics.limits import TOLERANCE, JointLimits
+from ..motion.trajectory import STOP_SHARE, braking_step
+from ..state import Array
 
 ALL_CHECKS = frozenset({"position", "velocity", "acceleration", "jerk"})
 # Finite differences of a profile planned exactly at a limit land on it up to round-off.

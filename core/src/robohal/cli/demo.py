@@ -1,7 +1,7 @@
 """``robohal demo`` (and ``make demo``): every installed backend's bundled simulator,
 driven through the real backend by a short task, with a summary table and plots.
 
-Each plugin contributes its task through its backend record (:class:`~robohal.records.DemoSpec`
+Each plugin contributes its task through its backend record (:class:`~robohal.plugins.records.DemoSpec`
 in ``BackendSpec.demo``): the bundled ones have the planar servo arm draw a star through IK,
 the ABB IRB 1410 follow a straight line over EGM and the Franka FR3 follow a Cartesian circle
 through differential IK at 1 kHz. This module runs them and reports; it knows no plugin.
@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from . import spatial
-from .motion import MotionResult
+from .. import spatial
+from ..motion import MotionResult
+from ..plugins.records import DemoSpec
+from ..plugins.registry import Registry, default_registry
+from ..robot import Robot
 from .plots import matplotlib_pyplot
-from .plugins import Registry, default_registry
-from .records import DemoSpec
-from .robot import Robot
 
 
 @dataclass

@@ -23,10 +23,10 @@ from typing import TextIO
 
 import numpy as np
 
+from ..errors import HardwareFault, RobohalError, UnreachableError
+from ..motion import JointTrajectory
+from ..robot import Robot
 from .drawing import line, plan_drawing, reach_within_limits
-from .errors import HardwareFault, RobohalError, UnreachableError
-from .motion import JointTrajectory
-from .robot import Robot
 
 DIRECTIONS = {"up": (0.0, 1.0), "down": (0.0, -1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
 LETTERS = {"w": "up", "s": "down", "a": "left", "d": "right",

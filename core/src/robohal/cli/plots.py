@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .motion import MotionResult
+from ..motion import MotionResult
 
 
 def matplotlib_pyplot():

@@ -1,0 +1,72 @@
+"""What a motion did: per-cycle commanded and measured joints (:class:`MotionResult`),
+collected cycle by cycle by a :class:`MotionRecorder`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..state import Array, RobotState
+
+
+@dataclass
+class MotionResult:
+    """What a motion did: per-cycle commanded and measured joints, and figures."""
+
+    completed: bool
+    stopped: bool
+    times: Array
+    commanded: Array
+    measured: Array
+    period: float
+    target: Array | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cycles(self) -> int:
+        return len(self.times)
+
+    @property
+    def duration(self) -> float:
+        return float(self.times[-1] - self.times[0]) if len(self.times) > 1 else 0.0
+
+    @property
+    def tracking_error(self) -> Array:
+        """Largest joint deviation (rad) between command and measurement, per cycle."""
+        if self.cycles == 0:
+            return np.zeros(0)
+        return np.abs(self.commanded - self.measured).max(axis=-1)
+
+    def __repr__(self) -> str:
+        worst = float(self.tracking_error.max()) if self.cycles else 0.0
+        return (
+            f"MotionResult(completed={self.completed}, cycles={self.cycles}, duration={self.duration:.3f} s,"
+            f" max tracking error={np.degrees(worst):.3f} deg)"
+        )
+
+
+class MotionRecorder:
+    def __init__(self, period: float, dof: int) -> None:
+        self.period = period
+        self.dof = dof
+        self._times: list[float] = []
+        self._commanded: list[Array] = []
+        self._measured: list[Array] = []
+
+    def add(self, state: RobotState, commanded: Array | None) -> None:
+        self._times.append(state.time)
+        self._measured.append(state.q)
+        self._commanded.append(state.q if commanded is None else commanded)
+
+    def result(self, *, completed: bool, stopped: bool = False) -> MotionResult:
+        empty = np.zeros((0, self.dof))
+        return MotionResult(
+            completed=completed,
+            stopped=stopped,
+            times=np.array(self._times),
+            commanded=np.array(self._commanded) if self._commanded else empty,
+            measured=np.array(self._measured) if self._measured else empty,
+            period=self.period,
+        )
