@@ -323,6 +323,7 @@ def test_ctrl_c_during_a_foreground_motion_brakes_and_keeps_the_link(connect):
     """A Ctrl-C reaches the user's process only (the 1 kHz loop runs in a session of its own,
     so a terminal's Ctrl-C cannot drop the robot mid-motion); the interrupted run() brakes
     the arm through the loop, then raises, and the link stays usable."""
+    import gc
     import os
     import signal
 
@@ -331,6 +332,10 @@ def test_ctrl_c_during_a_foreground_motion_brakes_and_keeps_the_link(connect):
     robot = Robot(backend, backend.model)
     start = backend.read().q
     target = start + np.array([1.0, 0, 0, 0, 0, 0, 0])
+    # A KeyboardInterrupt raised inside a finaliser is swallowed by Python ("Exception ignored
+    # in ..."): no collection of an earlier test's garbage may run while the signal lands.
+    gc.collect()
+    gc.disable()
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))  # to the process, as a terminal does
     timer.start()
     try:
@@ -338,6 +343,7 @@ def test_ctrl_c_during_a_foreground_motion_brakes_and_keeps_the_link(connect):
             robot.move_joints(target, speed=0.5)
     finally:
         timer.cancel()
+        gc.enable()
     assert any("braked to rest" in note for note in getattr(raised.value, "__notes__", []))
     assert not backend.busy
     assert_at_rest(backend)
