@@ -1,0 +1,259 @@
+"""Online, jerk-limited motion toward a target that may change every cycle.
+
+:class:`OnlineGenerator` wraps ruckig (the community edition: the online generator behind
+MoveIt 2 and franky): from any current position, velocity and acceleration, each
+:meth:`~OnlineGenerator.step` gives the next setpoint of the time-optimal jerk-limited
+trajectory to the newest target (a position with a velocity to pass it at, or a velocity).
+
+ruckig's community edition leaves position limits to its user, so robohal keeps them here:
+targets stay inside the joint ranges, and each joint's speed toward an end of its range is
+bounded by the speed from which it can still stop before that end (and by the arm's own
+end-of-travel curve where it has one, :meth:`~robohal.kinematics.JointLimits.velocity_bounds`).
+Those bounds are set per cycle, from the joints' current positions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, Synchronization
+
+from ..errors import InvalidArgument, LimitViolation
+from ..kinematics import JointLimits
+from ..state import Array
+
+#: share of the velocity, acceleration and jerk limits the generator plans with, so that the
+#: finite differences of the sampled setpoints stay inside the guard's limits after round-off
+HEADROOM = 0.98
+#: share of the acceleration a joint is assumed to brake with when its speed toward an end of
+#: travel is bounded: the rest is left for the jerk-limited turn from accelerating to braking
+STOP_SHARE = 0.5
+#: rad: how far before each end of its range a joint driven toward it comes to rest (our choice:
+#: 0.3 deg, a few cycles of travel at the speeds that reach it, so round-off never touches the end)
+END_MARGIN = 0.005
+#: cycles between a bound being computed and the joint obeying it (its setpoint is sent one cycle
+#: later, and the generator reacts to a shrinking bound one cycle late), with one to spare
+LEAD_CYCLES = 3
+
+
+def stopping_speed(distance: float, acceleration: float, jerk: float) -> float:
+    """The highest speed (rad/s) from which a joint with no acceleration stops within ``distance``
+    (rad) braking jerk-limited at ``acceleration`` and ``jerk``; 0 where there is no room."""
+    if distance <= 0.0:
+        return 0.0
+    a, j = acceleration, jerk
+    short = (distance * distance * j) ** (1.0 / 3.0)  # never reaches full deceleration: d = v^1.5 / sqrt(j)
+    if short < a * a / j:
+        return short
+    # ramps to full deceleration, holds it and ramps back: d = v^2 / (2a) + v a / (2j)
+    return 0.5 * a * (math.sqrt((a / j) ** 2 + 8.0 * distance / a) - a / j)
+
+
+def stopping_distance(speed: float, acceleration: float, jerk: float) -> float:
+    """The distance (rad) a joint moving at ``speed`` with no acceleration needs to stop
+    (the inverse of :func:`stopping_speed`)."""
+    a, j = acceleration, jerk
+    if speed < a * a / j:
+        return speed ** 1.5 / math.sqrt(j)
+    return speed * speed / (2.0 * a) + speed * a / (2.0 * j)
+
+
+class OnlineGenerator:
+    """The next setpoint toward a target, from wherever the setpoints are (see the module docstring).
+
+    ``limits`` are the robot's; ``factor`` scales velocity, acceleration and jerk alike (a
+    dynamics factor in (0, 1], as franky's). Joint positions are in rad, velocities in rad/s.
+    """
+
+    def __init__(self, limits: JointLimits, period: float, *, factor: float = 1.0,
+                 synchronization: str = "phase") -> None:
+        self.limits = limits
+        self.period = float(period)
+        self.dof = limits.dof
+        self._otg = Ruckig(self.dof, self.period)
+        self._input = InputParameter(self.dof)
+        self._output = OutputParameter(self.dof)
+        self._input.synchronization = {"phase": Synchronization.Phase, "time": Synchronization.Time,
+                                       "none": Synchronization.No}[synchronization]
+        self._q = limits.clip(np.zeros(self.dof))
+        self._v = np.zeros(self.dof)
+        self._a = np.zeros(self.dof)
+        self._target_q = self._q.copy()
+        self._target_v = np.zeros(self.dof)
+        self._velocity_mode = False
+        self._finished = True
+        self._zeros = [0.0] * self.dof
+        self.set_factor(factor)
+
+    # Settings ------------------------------------------------------------------------------
+
+    def set_factor(self, factor: float) -> None:
+        """Scale velocity, acceleration and jerk by ``factor`` in (0, 1] from the next step on."""
+        if isinstance(factor, bool) or not isinstance(factor, (int, float, np.integer, np.floating)) \
+                or not 0.0 < factor <= 1.0:
+            raise InvalidArgument(f"the dynamics factor is a fraction in (0, 1], got {factor!r}")
+        self.factor = float(factor)
+        self._v_max = self.limits.velocity * HEADROOM * self.factor
+        self._a_max = self.limits.acceleration * HEADROOM * self.factor
+        self._j_max = self.limits.jerk * HEADROOM * self.factor
+        self._input.max_acceleration = self._a_max.tolist()
+        self._input.max_jerk = self._j_max.tolist()
+        limits = self.limits
+        a_stop = self._a_max * STOP_SHARE
+        ends = [None] * self.dof if limits.end_deceleration is None else \
+            list(zip((2.0 * limits.end_deceleration).tolist(), limits.end_offset.tolist(), strict=True))
+        # per joint: (lower, upper, v_max, braking acceleration, jerk, distance from an end beyond
+        # which nothing narrows the speed, end-of-travel curve or None)
+        self._bound_rows = [
+            (lo, hi, v, a, j, self._far(v, a, j, end), end)
+            for lo, hi, v, a, j, end in zip(limits.lower.tolist(), limits.upper.tolist(), self._v_max.tolist(),
+                                            a_stop.tolist(), self._j_max.tolist(), ends, strict=True)]
+        self._finished = False
+
+    def reset(self, q: ArrayLike, v: ArrayLike | None = None, a: ArrayLike | None = None) -> None:
+        """Start from position ``q`` with velocity ``v`` and acceleration ``a`` (default: at rest),
+        holding there until a target is given."""
+        self._q = self._vector(q, "position").copy()
+        self._v = np.zeros(self.dof) if v is None else self._vector(v, "velocity").copy()
+        self._a = np.zeros(self.dof) if a is None else self._vector(a, "acceleration").copy()
+        self.hold()
+
+    def hold(self) -> None:
+        """Target: come to rest (where the joints stop, braking within the limits)."""
+        self._velocity_mode = True
+        self._target_v = np.zeros(self.dof)
+        self._finished = not (self._v.any() or self._a.any())
+
+    def target(self, q: ArrayLike, v: ArrayLike | None = None) -> None:
+        """Target: reach position ``q`` (inside the joint ranges, else :class:`LimitViolation`)
+        moving at velocity ``v`` there (default: at rest)."""
+        q = self._vector(q, "target position")
+        self.limits.check_position(q, "target")
+        self._target_q = q.copy()
+        self._target_v = np.zeros(self.dof) if v is None else self._vector(v, "target velocity").copy()
+        self._velocity_mode = False
+        self._finished = False
+
+    def velocity_target(self, v: ArrayLike) -> None:
+        """Target: move at velocity ``v`` (rad/s; inside the velocity limits, else
+        :class:`LimitViolation`), which the joints keep until an end of travel stops them."""
+        v = self._vector(v, "target velocity")
+        over = np.abs(v) > self.limits.velocity * self.factor * (1 + 1e-9)
+        if over.any():
+            joint = int(np.argmax(over))
+            raise LimitViolation(f"target velocity of joint {joint + 1} is {v[joint]:.4g} rad/s, beyond its limit of"
+                                 f" {self.limits.velocity[joint] * self.factor:.4g} rad/s",
+                                 joint=joint, quantity="velocity", value=float(v[joint]),
+                                 limit=float(self.limits.velocity[joint] * self.factor))
+        self._target_v = v.copy()
+        self._velocity_mode = True
+        self._finished = False
+
+    # Stepping --------------------------------------------------------------------------------
+
+    @property
+    def position(self) -> Array:
+        return self._q.copy()
+
+    @property
+    def velocity(self) -> Array:
+        return self._v.copy()
+
+    @property
+    def acceleration(self) -> Array:
+        return self._a.copy()
+
+    @property
+    def finished(self) -> bool:
+        """Whether the target is reached (a position target at its velocity, or the joints at
+        rest after :meth:`hold`); a velocity target is never finished."""
+        return self._finished
+
+    def remaining(self) -> float:
+        """Seconds left to the target on the trajectory last planned (0 once finished)."""
+        if self._finished:
+            return 0.0
+        return max(float(self._output.trajectory.duration) - float(self._output.time), 0.0)
+
+    def step(self) -> Array:
+        """The next setpoint (rad), one period on."""
+        if self._finished:
+            return self._q.copy()
+        inp = self._plan_input()
+        result = self._otg.update(inp, self._output)
+        if result not in (Result.Working, Result.Finished):
+            raise LimitViolation(f"the online trajectory generator refused the target ({result.name})")
+        out = self._output
+        self._q = np.array(out.new_position)
+        self._v = np.array(out.new_velocity)
+        self._a = np.array(out.new_acceleration)
+        if result == Result.Finished:
+            self._finished = not self._velocity_mode or not self._target_v.any()
+        return self._q.copy()
+
+    # Internals --------------------------------------------------------------------------------
+
+    def _plan_input(self) -> InputParameter:
+        inp = self._input
+        inp.current_position = self._q.tolist()
+        inp.current_velocity = self._v.tolist()
+        inp.current_acceleration = self._a.tolist()
+        low, high = self._velocity_bounds()
+        inp.max_velocity = high
+        inp.min_velocity = low
+        inp.target_velocity = [min(max(v, lo), hi) for v, lo, hi in zip(self._target_v.tolist(), low, high, strict=True)]
+        inp.target_acceleration = self._zeros
+        if self._velocity_mode:
+            inp.control_interface = ControlInterface.Velocity
+        else:
+            inp.control_interface = ControlInterface.Position
+            inp.target_position = self._target_q.tolist()
+        return inp
+
+    def _velocity_bounds(self) -> tuple[list[float], list[float]]:
+        """Per joint, the lowest and highest velocity allowed at the current position: the
+        (scaled) limit, narrowed toward each end of travel so the joint can still stop before it.
+        Plain floats, joint by joint: this runs every cycle, and most joints are far from both ends."""
+        low, high = [], []
+        for q, v, (lower, upper, v_max, a_stop, j_max, far, end) in zip(
+                self._q.tolist(), self._v.tolist(), self._bound_rows, strict=True):
+            up, down = upper - q, q - lower
+            if up > far and down > far:  # the common case: nothing narrows this joint's speed
+                high.append(v_max)
+                low.append(-v_max)
+                continue
+            # Judge the bounds where the joint will be once braking has built up: the cycles before a
+            # new bound takes effect, and the jerk-limited ramp to full deceleration.
+            lead = abs(v) * (a_stop / j_max + LEAD_CYCLES * self.period)
+            up, down = up - lead, down - lead
+            hi = min(v_max, stopping_speed(up - END_MARGIN, a_stop, j_max))
+            lo = -min(v_max, stopping_speed(down - END_MARGIN, a_stop, j_max))
+            if end is not None:  # the arm's own end-of-travel curve (JointLimits.velocity_bounds)
+                twice_d, offset = end
+                hi = min(hi, max(math.sqrt(max(twice_d * up, 0.0)) - offset, 0.0) * HEADROOM * self.factor)
+                lo = max(lo, -max(math.sqrt(max(twice_d * down, 0.0)) - offset, 0.0) * HEADROOM * self.factor)
+            high.append(max(hi, 0.0))
+            low.append(min(lo, 0.0))
+        return low, high
+
+    def _far(self, v_max: float, a_stop: float, j_max: float, end: tuple[float, float] | None) -> float:
+        """The distance from an end of travel (rad) beyond which a joint may move at full speed."""
+        far = stopping_distance(v_max, a_stop, j_max)
+        if end is not None:  # where the end curve allows v_max: sqrt(2 d x) - c >= v_max
+            twice_d, offset = end
+            far = max(far, (v_max / (HEADROOM * self.factor) + offset) ** 2 / twice_d)
+        return far + END_MARGIN + v_max * (a_stop / j_max + LEAD_CYCLES * self.period)
+
+    def _vector(self, value: ArrayLike, what: str) -> Array:
+        try:
+            array = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"{what} must be numeric, got {value!r:.60}") from None
+        if array.shape != (self.dof,):
+            raise InvalidArgument(f"{what} must have {self.dof} values, got shape {array.shape}")
+        if not np.isfinite(array).all():
+            raise InvalidArgument(f"{what} contains NaN or inf")
+        return array
+
