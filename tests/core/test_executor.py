@@ -201,4 +201,79 @@ def test_the_executor_is_plain_picklable_data(model):
     for _ in range(10):
         guard.commit(executor.next(state_at(guard.last, 0)))
     copy = pickle.loads(pickle.dumps(executor))
-    assert np.array_equal(copy.next(state_at(guard.last, 0)), executor.next(state_at(guard.last, 0)))
+    # (the copy's generator plans anew from the same state: equal to round-off)
+    assert np.allclose(copy.next(state_at(guard.last, 0)), executor.next(state_at(guard.last, 0)), rtol=0, atol=1e-12)
+
+
+def take_over_run(first: MotionExecutor, second: MotionExecutor, guard, after: int) -> list[np.ndarray]:
+    """Run ``first``; after ``after`` setpoints ``second`` takes over (as a backend's loop does)."""
+    state = state_at(guard.last, 0)
+    first.start(state, guard.last)
+    sent, executor = [], first
+    while True:
+        if len(sent) == after:
+            first.take_over(second)
+        q = executor.next(state)
+        if q is None:
+            if executor.successor is None:
+                return sent
+            executor.successor.start_after(executor, state)
+            executor = executor.successor
+            continue
+        guard.commit(q)
+        sent.append(q)
+        state = state_at(q, len(sent))
+        executor.sent(state, q)
+        assert len(sent) < 10_000
+
+
+def test_a_motion_that_can_start_moving_takes_over_without_a_stop(model):
+    guard = SetpointGuard(model.limits, PERIOD, CHECKS)
+    guard.reset(rest(model))
+    first = MotionExecutor(PointToPoint(np.radians([60, 20, 0, 0, 0, 0])), guard, model)
+    second = MotionExecutor(PointToPoint(np.radians([-30, 0, 10, 0, 0, 0])), guard, model)
+    sent = take_over_run(first, second, guard, after=80)
+    speeds = np.abs(np.diff(np.array(sent), axis=0)).max(axis=1) / PERIOD
+    assert speeds[70:100].min() > 0.05, "no stop at the take-over"
+    assert np.allclose(sent[-1], np.radians([-30, 0, 10, 0, 0, 0]), atol=1e-9)
+    assert first.finish().taken_over and first.result().cycles == 80
+    assert second.finish().completed
+    within_limits(sent, rest(model), model)
+
+
+def test_a_motion_that_starts_only_from_rest_waits_for_the_brake(model):
+    guard = SetpointGuard(model.limits, PERIOD, CHECKS)
+    guard.reset(rest(model))
+    first = MotionExecutor(PointToPoint(np.radians([60, 0, 0, 0, 0, 0])), guard, model)
+    second = MotionExecutor(Hold(0.1), guard, model)  # starts where the brake came to rest
+    sent = take_over_run(first, second, guard, after=80)
+    # its result holds the brake it waited for, then the hold itself
+    assert second.finish().completed and second.result().cycles > round(0.1 / PERIOD)
+    held = np.array(sent[-round(0.1 / PERIOD):])
+    assert (held == held[0]).all() and held[0][0] > sent[79][0], "braked on, then held"
+    within_limits(sent, rest(model), model)
+
+
+def test_a_take_over_during_an_error_brake_waits_for_the_rest_and_the_error_stays_the_first_motion_s(model):
+    guard = SetpointGuard(model.limits, PERIOD, CHECKS)
+    guard.reset(rest(model))
+    first = MotionExecutor(PointToPoint(np.radians([60, 0, 0, 0, 0, 0])), guard, model)
+    second = MotionExecutor(PointToPoint(np.zeros(6)), guard, model)
+    state = state_at(guard.last, 0)
+    first.start(state, guard.last)
+    for _ in range(80):
+        q = first.next(state)
+        guard.commit(q)
+    first.fail(RuntimeError("the first motion's error"))
+    first.take_over(second)
+    sent = []
+    while (q := first.next(state)) is not None:  # it brakes to rest first
+        guard.commit(q)
+        sent.append(q)
+    assert guard.at_rest() and len(sent) > 3
+    with pytest.raises(RuntimeError, match="first motion's error"):
+        first.finish()
+    second.start_after(first, state)
+    while (q := second.next(state)) is not None:
+        guard.commit(q)
+    assert second.finish().completed and np.allclose(guard.last, 0.0, atol=1e-9)

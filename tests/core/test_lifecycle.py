@@ -93,8 +93,12 @@ def test_a_backend_walks_the_lifecycle():
         assert robot.lifecycle is M and backend.busy
         with pytest.raises(RobohalError, match="a motion is running"):
             backend.cycle()
-        with pytest.raises(RobohalError, match="a motion is running"):
-            robot.move_joints([0.1, 0.1])
+        held = backend._last_job
+        robot.move_joints([0.1, 0.1], wait=False)  # a new motion takes over from the running one
+        assert robot.lifecycle is M
+        assert robot.wait().completed and held.result.taken_over
+        assert robot.lifecycle is R
+        backend.run(Hold(10.0), wait=False)
         robot.stop()
         assert robot.lifecycle is R
         backend.inject_fault("estop")

@@ -149,3 +149,36 @@ def test_bad_targets_are_refused(fr3):
 def test_stopping_speed_and_distance_are_inverse(distance):
     speed = stopping_speed(distance, 5.0, 500.0)
     assert stopping_distance(speed, 5.0, 500.0) == pytest.approx(distance, rel=1e-9)
+
+
+@pytest.mark.parametrize("name, period", [("abb.irb120", 0.004), ("arduino.planar2", 0.02)])
+def test_a_target_at_the_end_given_while_racing_toward_it_is_reached_without_passing_it(name, period):
+    model = robohal.get_model(name)
+    limits = model.limits
+    generator = OnlineGenerator(limits, period)
+    start = limits.clip(np.zeros(model.dof))
+    generator.reset(start)
+    speed = np.zeros(model.dof)
+    speed[0] = limits.velocity[0]
+    generator.velocity_target(speed)
+    guard = SetpointGuard(limits, period, CHECKS)
+    guard.reset(start)
+    while limits.upper[0] - guard.last[0] > 0.3 * (limits.upper[0] - start[0]):
+        guard.commit(guard.check(generator.step()))
+    target = guard.last.copy()
+    target[0] = limits.upper[0]  # too fast to stop there directly: it must not pass the end
+    generator.target(target)
+    for _ in range(round(20 / period)):
+        if generator.finished:
+            break
+        guard.commit(guard.check(generator.step()))
+    assert generator.finished and guard.last[0] == pytest.approx(limits.upper[0], abs=1e-9)
+
+
+def test_a_target_where_the_arm_allows_no_speed_toward_it_is_refused(fr3):
+    generator = OnlineGenerator(fr3.limits, PERIOD)
+    generator.reset(READY)
+    target = READY.copy()
+    target[3] = fr3.limits.upper[3] - 1e-4  # inside FR3's end-of-travel dead zone of joint 4
+    with pytest.raises(LimitViolation, match="too close to"):
+        generator.target(target)

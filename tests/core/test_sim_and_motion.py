@@ -132,8 +132,8 @@ def test_unrecoverable_fault_stays(robot):
 def test_background_motion_and_stop():
     with robohal.connect("sim://?model=generic.planar2&rate=250") as robot:  # real time
         robot.move_joints(np.radians([90.0, 90.0]), speed=0.1, wait=False)
-        with pytest.raises(RobohalError, match="running"):
-            robot.move_joints([0.0, 0.0])
+        with pytest.raises(RobohalError, match="running"):  # (a new motion would take over instead)
+            robot.backend.cycle([0.0, 0.0])
         threading.Event().wait(0.2)
         robot.stop()
         commanded = robot.backend.commanded

@@ -37,6 +37,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,37 @@ log = logging.getLogger(__name__)
 
 #: the name of the threads that close dropped backends
 CLOSER_THREAD = "robohal-close-dropped"
+
+
+#: s: how often a waiting caller looks up (so that a Ctrl-C is seen while the arm moves)
+WAIT_SLICE = 0.05
+#: s: how long a Ctrl-C waits for the brake (a bound: the brake stops a joint in well under a second)
+BRAKE_WAIT = 15.0
+
+
+@dataclass(eq=False)
+class _Job:
+    """One motion asked of a backend, and what became of it (its caller waits on ``done``)."""
+
+    executor: MotionExecutor
+    background: bool
+    done: threading.Event = field(default_factory=threading.Event)
+    result: MotionResult | None = None
+    error: BaseException | None = None
+
+    def conclude(self) -> None:
+        """Take the executor's result, or its error."""
+        try:
+            self.result = self.executor.finish()
+        except BaseException as error:
+            self.error = error
+            self.result = self.executor.result()
+
+    def outcome(self) -> MotionResult:
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
 
 
 class Backend(ABC):
@@ -81,10 +113,12 @@ class Backend(ABC):
         self.counters: Counter[str] = Counter()
         self._life = Lifecycle(uri.scheme)
         self._state: RobotState | None = None
-        self._executor: MotionExecutor | None = None  # the running motion's
-        self._executing: threading.Thread | None = None  # the thread that runs it
-        self._background: threading.Thread | None = None  # a motion run with wait=False
-        self._result: MotionResult | None = None
+        self._jobs = threading.Lock()  # guards the three below
+        self._job: _Job | None = None  # the motion the motion thread runs now
+        self._next_job: _Job | None = None  # the one taking over from it at the next cycle
+        self._last_job: _Job | None = None  # the newest asked for (wait() returns its result)
+        self._loop: threading.Thread | None = None  # the motion thread
+        self._executing: threading.Thread | None = None
         self._loss_told = False  # the lost link of this connection has been logged
         self._loss_lock = threading.Lock()
 
@@ -249,63 +283,118 @@ class Backend(ABC):
     # Motions -----------------------------------------------------------------------------
 
     def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | None:
-        """Run ``motion`` to its end, one setpoint per cycle. With ``wait=False``
-        it runs in the background; :meth:`wait` joins it and any error it met is
-        raised by the next call."""
-        executor = self._begin_motion(motion, "a new motion")
-        if wait:
-            return self._execute(executor)
-        self._background = threading.Thread(target=self._execute, args=(executor,), kwargs={"background": True},
-                                            name=f"robohal-{self.uri.scheme}-motion", daemon=True)
-        self._background.start()
-        return None
+        """Run ``motion`` to its end, one setpoint per cycle, on the backend's motion thread.
 
-    def _begin_motion(self, motion: Motion, what: str) -> MotionExecutor:
-        """MOVING, with the executor of ``motion`` (refused while another runs)."""
-        self._life.begin_motion(what)
-        executor = MotionExecutor(motion, self.guard, self.model, name=str(self.uri))
-        self._executor = executor
-        self._result = None
-        return executor
+        While another motion runs, the new one takes over from it at the next cycle, from
+        where the setpoints are (:meth:`MotionExecutor.take_over`): no stop in between where
+        the motion can start while moving. With ``wait=False`` this returns at once;
+        :meth:`wait` waits, and an error the motion meets is raised by the next call. A Ctrl-C
+        while waiting brakes the arm to rest, then raises."""
+        job = _Job(MotionExecutor(motion, self.guard, self.model, name=str(self.uri)), background=not wait)
+        with self._jobs:
+            current = self._job
+            if current is None:
+                self._life.begin_motion()
+                self._job = job
+                self._loop = threading.Thread(target=self._run_jobs, args=(job,), daemon=True,
+                                              name=f"robohal-{self.uri.scheme}-motion")
+                self._loop.start()
+            else:
+                self._life.check_command(moving=True)
+                replaced, self._next_job = self._next_job, job
+                current.executor.take_over(job.executor)
+                if replaced is not None:  # a newer command came before it could start
+                    replaced.executor.taken_over = True
+                    replaced.conclude()
+                    replaced.done.set()
+            self._last_job = job
+        return self._wait_job(job) if wait else None
 
-    def _execute(self, executor: MotionExecutor, *, background: bool = False) -> MotionResult:
-        """Run a motion in this thread, one cycle per setpoint the executor gives. In the
-        ``background``, the error it meets is kept for the caller's next command instead."""
+    def _run_jobs(self, job: _Job) -> None:
+        """The motion thread: run ``job``, then each motion that takes over, until none is left."""
         self._executing = threading.current_thread()
+        executor = job.executor
+        state: RobotState | None = None
         try:
             try:
                 state = self.read()
                 executor.start(state, self.commanded)
-                while (q := executor.next(state)) is not None:
-                    try:
-                        state = self._cycle(q)
-                    except (ConnectionLost, HardwareFault):
-                        raise  # the robot is gone or has stopped itself: there is nothing to brake
-                    except BaseException as error:  # Ctrl-C in a wait for the robot, a failed send: brake
-                        executor.fail(error)
-                        continue
-                    executor.sent(state, q)
-                self._result = executor.finish()
-            except BaseException as error:
-                self._result = executor.result()
-                if not background:
-                    raise
-                self._life.hand_over(error)  # before the motion counts as ended: the next call sees it
-            return self._result
-        finally:
-            self._executing = None
-            self._executor = None
-            self._life.motion_ended()
+            except BaseException as error:  # planning failed: nothing moved
+                executor.fail(error)
+            while True:
+                q = executor.next(state) if state is not None else None
+                if q is None:
+                    following = self._end_job(job)
+                    if following is None:
+                        return
+                    job = following
+                    if state is None:
+                        state = self.read()
+                    job.executor.start_after(executor, state)
+                    executor = job.executor
+                    continue
+                try:
+                    state = self._cycle(q)
+                except (ConnectionLost, HardwareFault) as error:
+                    executor.error = error  # the robot is gone or has stopped itself: nothing to brake
+                    with self._jobs:
+                        dropped, self._next_job = self._next_job, None
+                    if dropped is not None:  # it never ran
+                        dropped.executor.error = error
+                        dropped.conclude()
+                        dropped.done.set()
+                    self._end_job(job)
+                    return
+                except BaseException as error:  # a failed send, an interrupted wait for the robot: brake
+                    executor.fail(error)
+                    continue
+                executor.sent(state, q)
+        except BaseException as error:  # a bug of ours: never leave a caller waiting
+            executor.error = executor.error or error
+            self._end_job(job)
+            raise
+
+    def _end_job(self, job: _Job) -> _Job | None:
+        """``job`` is over: its outcome goes to its caller (in the background, its error to the
+        next call), and the motion that takes over from it, if any, is returned. Without one the
+        backend is READY again before the caller hears of the end."""
+        job.conclude()
+        if job.background and job.error is not None:
+            self._life.hand_over(job.error)
+        with self._jobs:
+            following = None
+            if self._job is job:
+                following, self._next_job = self._next_job, None
+                self._job = following
+                if following is None:
+                    self._executing = None
+                    self._life.motion_ended()
+        job.done.set()
+        return following
+
+    def _wait_job(self, job: _Job) -> MotionResult:
+        """Wait for ``job``; a Ctrl-C meanwhile brakes the running motion to rest, then is raised."""
+        try:
+            while not job.done.wait(WAIT_SLICE):  # in slices: a Ctrl-C is seen while the arm moves
+                pass
+        except KeyboardInterrupt as interrupt:
+            running = self._job
+            if running is not None:
+                running.executor.fail(interrupt)
+                running.done.wait(BRAKE_WAIT)
+            if not job.done.is_set():
+                interrupt.add_note("robohal: the motion was braked to rest within the limits")
+            raise
+        return job.outcome()
 
     def wait(self, timeout: float | None = None) -> MotionResult | None:
-        """Wait for a background motion; re-raise the error it met, if any."""
-        runner = self._background
-        if runner is not None:
-            runner.join(timeout)
-            if runner.is_alive():
-                return None
+        """Wait for the background motion (and any that took over from it); re-raise the error it
+        met, if any. None if it still runs after ``timeout`` seconds."""
+        if not self._life.wait_while_moving(timeout):
+            return None
         self._life.check_command()
-        return self._result
+        job = self._last_job
+        return None if job is None else job.result
 
     def check_setpoints(self, q: ArrayLike) -> None:
         """Raise :class:`~robohal.errors.LimitViolation` if the hardware would refuse any of the
@@ -333,15 +422,19 @@ class Backend(ABC):
         self._stop_hardware()
 
     def _stop_motion(self, timeout: float) -> None:
-        """Ask the running motion to brake to rest and wait for it (not from its own thread)."""
-        executor = self._executor
-        if executor is not None:
-            executor.stop()  # the executor brakes from its next cycle on
+        """Brake the running motion to rest, drop the one about to take over, and wait (not from
+        the motion thread itself)."""
+        with self._jobs:
+            job, dropped, self._next_job = self._job, self._next_job, None
+            if job is not None:
+                job.executor.successor = None
+                job.executor.stop()  # the executor brakes from its next cycle on
+        if dropped is not None:  # it never ran
+            dropped.executor.stopped = True
+            dropped.conclude()
+            dropped.done.set()
         if threading.current_thread() is not self._executing:
             self._life.wait_while_moving(timeout)
-        runner = self._background
-        if runner is not None and runner is not threading.current_thread():
-            runner.join(timeout=1.0)
 
     def recover(self) -> RobotState:
         """Clear a recoverable fault and hold the measured position."""

@@ -7,6 +7,12 @@ arm to rest within the limits (the guard's one brake) when the motion is stopped
 or is interrupted (Ctrl-C). When it is over, :meth:`MotionExecutor.finish` returns the
 :class:`~robohal.motion.MotionResult` or raises the error met, noting that the arm was braked.
 
+A new motion may take over a running one (:meth:`MotionExecutor.take_over`): at the next cycle
+the running motion ends (its result says ``taken_over``) and its successor starts from where the
+setpoints are, moving or not: a motion that can start while moving (``start_moving``, see
+:class:`~robohal.motion.motions.TakesOver`) goes on without a stop; any other first brakes the
+setpoints to rest and starts there.
+
 It has no thread and no wire of its own, and it is plain picklable data: in-process backends run
 it on the caller's thread or a motion thread (:class:`~robohal.control.backend.Backend`); the
 Franka backend runs it inside its 1 kHz control process.
@@ -62,6 +68,10 @@ class MotionExecutor:
         self._brake_left = math.ceil(MAX_BRAKE_TIME / self.period)
         self._settle_left = SETTLE_CYCLES if motion is not None else 0
         self._over = False
+        self.taken_over = False
+        self.successor: MotionExecutor | None = None  # the executor that takes over from this one
+        self._start_when_resting = False  # a successor that starts only from rest: brake first
+        self._last_from_motion = False  # the last setpoint given was the motion's own (not a brake's)
 
     # The owner's calls, in order ------------------------------------------------------
 
@@ -76,20 +86,59 @@ class MotionExecutor:
         setpoints rest (then :meth:`finish`). ``state`` is the newest measured state."""
         if self._over:
             return None
+        if self.successor is not None and self.error is None:  # taken over: the successor goes on from here
+            self.taken_over = True
+            self._over = True
+            return None
         if self._stop_requested and not self._braking:
             self.stopped = True
             self._braking = True
+            self._start_when_resting = False
         if not self._braking:
             try:
                 q = self.motion.step(state)  # type: ignore[union-attr]
                 if q is not None:
-                    return self.check(q)
+                    q = self.check(q)
+                    self._last_from_motion = True
+                    return q
             except BaseException as error:  # a refused setpoint, a failed IK, Ctrl-C: brake, then report
                 self.fail(error)
             else:
                 if self._motion_ended():
                     return None
-        return self._brake()
+        self._last_from_motion = False
+        return self._brake(state)
+
+    def start_after(self, previous: MotionExecutor, state: RobotState) -> None:
+        """Take over from ``previous`` (over now): start from where its setpoints are, without a
+        stop where the motion can (``start_moving``), else after braking to rest. An error here
+        brakes the setpoints to rest and is reported as this motion's."""
+        q = self.guard.last
+        assert q is not None
+        v, a = self.guard.derivatives()
+        exact = getattr(previous.motion, "setpoint_state", None)
+        if callable(exact) and previous._last_from_motion:  # the motion knows its state exactly
+            exact_q, exact_v, exact_a = exact()
+            if np.allclose(exact_q, q, rtol=0.0, atol=1e-9):
+                v, a = exact_v, exact_a
+        motion = self.motion
+        try:
+            if motion is None:
+                return
+            if callable(getattr(motion, "start_moving", None)):
+                motion.start_moving(state, q, v, a, self.model, self.period)  # type: ignore[attr-defined]
+            elif self.guard.at_rest():
+                motion.start(state, q, self.model, self.period)
+            else:  # a motion that starts only from rest: brake there first
+                self._start_when_resting = True
+                self._braking = True
+        except BaseException as error:
+            self.fail(error)
+
+    def take_over(self, successor: MotionExecutor) -> None:
+        """``successor`` replaces this motion from the next cycle on (see the module docstring).
+        Safe from any thread: the owner's loop makes the change at its next :meth:`next`."""
+        self.successor = successor
 
     def skip(self, state: RobotState, cycles: int) -> None:
         """The robot's clock moved on by ``cycles`` cycles that no setpoint of ours reached (a
@@ -164,7 +213,7 @@ class MotionExecutor:
         """What the motion did so far; a motion with figures of its own (a ``summary()`` method,
         as :class:`~robohal.motion.cartesian.CartesianPath` has) adds them to ``info``."""
         result = self.recorder.result(completed=self.completed and self.error is None and not self.stopped,
-                                      stopped=self.stopped)
+                                      stopped=self.stopped, taken_over=self.taken_over)
         summary = getattr(self.motion, "summary", None)
         if callable(summary):
             try:
@@ -186,11 +235,16 @@ class MotionExecutor:
         self._settle_left = 0
         return False
 
-    def _brake(self) -> Array | None:
+    def _brake(self, state: RobotState) -> Array | None:
         """The next braking setpoint (the guard's brake), the settling ones after it, or None."""
         try:
             q, resting = self.guard.brake()
             if resting:
+                if self._start_when_resting:  # a successor that waited for rest starts here
+                    self._start_when_resting = False
+                    self._braking = False
+                    self.motion.start(state, q, self.model, self.period)  # type: ignore[union-attr]
+                    return self.next(state)
                 if self._settle_left <= 0:
                     self._end_brake()
                     return None

@@ -156,17 +156,17 @@ class Lifecycle:
             assert self._lost is not None
             raise self._lost
 
-    def check_command(self, what: str = "a new command") -> None:
+    def check_command(self, what: str = "a new command", *, moving: bool = False) -> None:
         """Raise what stands in the way of a command: the error a background motion met (once),
-        no link, a lost link, a fault, a running motion. ``what`` names the command for the
-        last refusal ("a new motion", "streaming")."""
+        no link, a lost link, a fault, a running motion (unless the command may take over from
+        it: ``moving``). ``what`` names the command for that last refusal ("streaming")."""
         self.raise_pending()
         self.check_readable()
         state = self._state
         if state is LifecycleState.FAULT:
             assert self._fault is not None
             raise self._fault
-        if state is LifecycleState.MOVING:
+        if state is LifecycleState.MOVING and not moving:
             raise RobohalError(f"{self.name}: a motion is running; wait() for it or stop() it before {what}")
 
     def wait_while_moving(self, timeout: float | None) -> bool:

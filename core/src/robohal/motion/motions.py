@@ -11,10 +11,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import spatial
-from ..errors import InvalidArgument, LimitViolation
+from ..errors import InvalidArgument
 from ..kinematics import JointLimits, Kinematics
 from ..state import Array, RobotState
-from .trajectory import joint_profile, sample_times
+from .online import OnlineGenerator
 
 #: s: the longest waypoint time follow() plans (a day; the setpoints are sampled up front)
 MAX_FOLLOW_TIME = 86400.0
@@ -68,52 +68,60 @@ def end_of_travel_ratio(limits: JointLimits, start: Array, setpoints: Array, per
 
 
 class PointToPoint:
-    """A jerk-limited straight line in joint space from the commanded position to
-    ``target``, synchronized so all joints arrive together."""
+    """A jerk-limited, time-optimal move in joint space to ``target`` (ruckig, through
+    :class:`~robohal.motion.online.OnlineGenerator`). From rest it is a straight line in joint
+    space on which all joints arrive together; taking over from a motion that moves, it goes on
+    from the setpoints' velocity and acceleration without a stop, on a smooth curve.
+
+    ``speed`` in (0, 1] stretches it in time: velocity, acceleration and jerk limits scaled by
+    ``speed``, ``speed**2`` and ``speed**3``.
+    """
 
     def __init__(self, target: ArrayLike, speed: float = 1.0) -> None:
         self.target = spatial.as_finite(target, "target joints")
         if isinstance(speed, bool) or not isinstance(speed, (int, float, np.integer, np.floating)) or not 0 < speed <= 1:
             raise InvalidArgument(f"speed is a fraction of the joint limits in (0, 1], got {speed!r}")
         self.speed = float(speed)
-        self._setpoints: Array | None = None
-        self._index = 0
+        self._generator: OnlineGenerator | None = None
+        self._at_target = False
 
     def plan(self, start: Array, model: Kinematics, period: float) -> Array:
+        """Every setpoint of the move from rest at ``start`` (one per ``period``)."""
+        self.start_moving(None, start, None, None, model, period)
+        setpoints = []
+        while (q := self.step(None)) is not None:
+            setpoints.append(q)
+        return np.array(setpoints)
+
+    def start(self, state: RobotState | None, commanded: Array, model: Kinematics, period: float) -> None:
+        self.start_moving(state, commanded, None, None, model, period)
+
+    def start_moving(self, state: RobotState | None, q: Array, v: Array | None, a: Array | None,
+                     model: Kinematics, period: float) -> None:
+        """Start from setpoints at ``q`` moving at ``v`` with acceleration ``a`` (None: at rest)."""
         if self.target.shape != (model.dof,):
             raise InvalidArgument(f"target must have {model.dof} joints, got shape {self.target.shape}")
         model.check_joints(self.target, "target")
-        delta = self.target - start
-        speed = self.speed
-        for _attempt in range(8):  # slower until the end-of-travel speed curves hold too
-            limits = model.limits.scaled(speed)
-            # 0.98: headroom so finite differences stay inside the limits after round-off
-            profile = joint_profile(delta, limits.velocity * 0.98, limits.acceleration * 0.98, limits.jerk * 0.98)
-            if profile.distance == 0:
-                return self.target[None].copy()
-            s, _, _ = profile.sample(sample_times(profile.duration, period))
-            setpoints = start + s[:, None] * delta
-            share = end_of_travel_ratio(model.limits, start, setpoints, period)
-            if share <= 0.98:
-                return setpoints
-            if share == np.inf:
-                break
-            speed *= 0.95 / share
-        raise LimitViolation("target joints: a joint would move toward a position limit it is too close to"
-                             " (the arm allows no speed toward it there); stop further from the limit",
-                             quantity="velocity")
+        self._generator = OnlineGenerator(model.limits.scaled(self.speed), period)
+        self._generator.reset(q, v, a)
+        self._generator.target(self.target)
+        self._at_target = self._generator.finished
 
-    def start(self, state: RobotState, commanded: Array, model: Kinematics, period: float) -> None:
-        self._setpoints = self.plan(commanded, model, period)
-        self._index = 0
-
-    def step(self, state: RobotState) -> Array | None:
-        assert self._setpoints is not None, "start() first"
-        if self._index >= len(self._setpoints):
+    def step(self, state: RobotState | None) -> Array | None:
+        generator = self._generator
+        assert generator is not None, "start() first"
+        if generator.finished:
+            if self._at_target:  # already there: one setpoint, the target
+                self._at_target = False
+                return self.target.copy()
             return None
-        q = self._setpoints[self._index]
-        self._index += 1
-        return q
+        return generator.step()
+
+    def setpoint_state(self) -> tuple[Array, Array, Array]:
+        """Position, velocity and acceleration of the last setpoint (exact, for a take-over)."""
+        generator = self._generator
+        assert generator is not None, "start() first"
+        return generator.position, generator.velocity, generator.acceleration
 
 
 class Hold:

@@ -6,9 +6,16 @@ MoveIt 2 and franky): from any current position, velocity and acceleration, each
 trajectory to the newest target (a position with a velocity to pass it at, or a velocity).
 
 ruckig's community edition leaves position limits to its user, so robohal keeps them here:
-targets stay inside the joint ranges, and each joint's speed toward an end of its range is
-bounded by the speed from which it can still stop before that end (and by the arm's own
-end-of-travel curve where it has one, :meth:`~robohal.kinematics.JointLimits.velocity_bounds`).
+
+- targets must lie inside the joint ranges (and, on an arm with end-of-travel curves, outside
+  the zone next to an end where the arm allows no speed toward it);
+- the arm's own end-of-travel curve (:meth:`~robohal.kinematics.JointLimits.velocity_bounds`,
+  the FR3's position-based velocity limits) bounds each joint's speed, judged where the joint
+  will be once braking has built up;
+- where the joints would otherwise leave their ranges (a velocity target, or a new position
+  target the joints are moving too fast to reach without overshooting an end), each joint's
+  speed toward an end is bounded by the speed from which it can still stop before it.
+
 Those bounds are set per cycle, from the joints' current positions.
 """
 
@@ -22,6 +29,7 @@ from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ru
 
 from ..errors import InvalidArgument, LimitViolation
 from ..kinematics import JointLimits
+from ..kinematics.limits import TOLERANCE
 from ..state import Array
 
 #: share of the velocity, acceleration and jerk limits the generator plans with, so that the
@@ -30,12 +38,15 @@ HEADROOM = 0.98
 #: share of the acceleration a joint is assumed to brake with when its speed toward an end of
 #: travel is bounded: the rest is left for the jerk-limited turn from accelerating to braking
 STOP_SHARE = 0.5
-#: rad: how far before each end of its range a joint driven toward it comes to rest (our choice:
-#: 0.3 deg, a few cycles of travel at the speeds that reach it, so round-off never touches the end)
-END_MARGIN = 0.005
+#: rad: how far before an end of its range a joint driven toward it by a velocity comes to rest
+#: (our choice: above the 6e-5 rad by which the bounds' per-cycle chase was seen to overshoot)
+END_MARGIN = 1e-3
 #: cycles between a bound being computed and the joint obeying it (its setpoint is sent one cycle
 #: later, and the generator reacts to a shrinking bound one cycle late), with one to spare
 LEAD_CYCLES = 3
+
+
+SYNCHRONIZATION = {"phase": Synchronization.Phase, "time": Synchronization.Time, "none": Synchronization.No}
 
 
 def stopping_speed(distance: float, acceleration: float, jerk: float) -> float:
@@ -72,11 +83,10 @@ class OnlineGenerator:
         self.limits = limits
         self.period = float(period)
         self.dof = limits.dof
-        self._otg = Ruckig(self.dof, self.period)
-        self._input = InputParameter(self.dof)
-        self._output = OutputParameter(self.dof)
-        self._input.synchronization = {"phase": Synchronization.Phase, "time": Synchronization.Time,
-                                       "none": Synchronization.No}[synchronization]
+        if synchronization not in SYNCHRONIZATION:
+            raise InvalidArgument(f"synchronization is one of {', '.join(SYNCHRONIZATION)}, got {synchronization!r}")
+        self.synchronization = synchronization
+        self._make_ruckig()
         self._q = limits.clip(np.zeros(self.dof))
         self._v = np.zeros(self.dof)
         self._a = np.zeros(self.dof)
@@ -86,6 +96,26 @@ class OnlineGenerator:
         self._finished = True
         self._zeros = [0.0] * self.dof
         self.set_factor(factor)
+
+    def _make_ruckig(self) -> None:
+        self._otg = Ruckig(self.dof, self.period)
+        self._input = InputParameter(self.dof)
+        self._output = OutputParameter(self.dof)
+        self._input.synchronization = SYNCHRONIZATION[self.synchronization]
+
+    def __getstate__(self) -> dict:
+        # ruckig's objects do not pickle; every step hands ruckig the whole current state, so
+        # new ones go on from where these were
+        state = dict(self.__dict__)
+        for name in ("_otg", "_input", "_output"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._make_ruckig()
+        self.set_factor(self.factor)
+        self._finished = state["_finished"]
 
     # Settings ------------------------------------------------------------------------------
 
@@ -131,6 +161,13 @@ class OnlineGenerator:
         moving at velocity ``v`` there (default: at rest)."""
         q = self._vector(q, "target position")
         self.limits.check_position(q, "target")
+        low, high = self.limits.velocity_bounds(q)
+        toward_end = ((q > self._q) & (high <= 0.0)) | ((q < self._q) & (low >= 0.0))
+        if toward_end.any():
+            joint = int(np.argmax(toward_end))
+            raise LimitViolation(f"target: joint {joint + 1} would move toward a position limit it is too close to"
+                                 " (the arm allows no speed toward it there); stop further from the limit",
+                                 joint=joint, quantity="velocity", value=float(q[joint]), limit=0.0)
         self._target_q = q.copy()
         self._target_v = np.zeros(self.dof) if v is None else self._vector(v, "target velocity").copy()
         self._velocity_mode = False
@@ -181,26 +218,35 @@ class OnlineGenerator:
         """The next setpoint (rad), one period on."""
         if self._finished:
             return self._q.copy()
-        inp = self._plan_input()
-        result = self._otg.update(inp, self._output)
+        # A velocity may drive a joint into an end: bound its speed so it stops before. A position
+        # target inside the range is reached without that, unless the joints move too fast toward
+        # an end to reach it without passing the end (a target changed while moving): then too.
+        stop_bounds = self._velocity_mode
+        result = self._otg.update(self._plan_input(stop_bounds), self._output)
+        out = self._output
+        if not stop_bounds and out.new_calculation and self._leaves_range(out.trajectory):
+            result = self._otg.update(self._plan_input(True), out)
         if result not in (Result.Working, Result.Finished):
             raise LimitViolation(f"the online trajectory generator refused the target ({result.name})")
-        out = self._output
         self._q = np.array(out.new_position)
         self._v = np.array(out.new_velocity)
         self._a = np.array(out.new_acceleration)
         if result == Result.Finished:
             self._finished = not self._velocity_mode or not self._target_v.any()
+            if self._finished and not self._velocity_mode and not self._target_v.any():
+                self._q = self._target_q.copy()  # on the target, not round-off away from it
+                self._v[:] = 0.0
+                self._a[:] = 0.0
         return self._q.copy()
 
     # Internals --------------------------------------------------------------------------------
 
-    def _plan_input(self) -> InputParameter:
+    def _plan_input(self, stop_bounds: bool) -> InputParameter:
         inp = self._input
         inp.current_position = self._q.tolist()
         inp.current_velocity = self._v.tolist()
         inp.current_acceleration = self._a.tolist()
-        low, high = self._velocity_bounds()
+        low, high = self._velocity_bounds(stop_bounds)
         inp.max_velocity = high
         inp.min_velocity = low
         inp.target_velocity = [min(max(v, lo), hi) for v, lo, hi in zip(self._target_v.tolist(), low, high, strict=True)]
@@ -212,11 +258,19 @@ class OnlineGenerator:
             inp.target_position = self._target_q.tolist()
         return inp
 
-    def _velocity_bounds(self) -> tuple[list[float], list[float]]:
+    def _leaves_range(self, trajectory) -> bool:
+        """Whether the planned trajectory passes an end of a joint's range."""
+        return any(extrema.min < lower - TOLERANCE or extrema.max > upper + TOLERANCE
+                   for extrema, lower, upper in zip(trajectory.position_extrema, self.limits.lower.tolist(),
+                                                     self.limits.upper.tolist(), strict=True))
+
+    def _velocity_bounds(self, stop_bounds: bool) -> tuple[list[float], list[float]]:
         """Per joint, the lowest and highest velocity allowed at the current position: the
-        (scaled) limit, narrowed toward each end of travel so the joint can still stop before it.
-        Plain floats, joint by joint: this runs every cycle, and most joints are far from both ends."""
+        (scaled) limit, narrowed by the arm's end-of-travel curve and, with ``stop_bounds``,
+        toward each end so the joint can still stop before it. Plain floats, joint by joint:
+        this runs every cycle, and most joints are far from both ends."""
         low, high = [], []
+        period = self.period
         for q, v, (lower, upper, v_max, a_stop, j_max, far, end) in zip(
                 self._q.tolist(), self._v.tolist(), self._bound_rows, strict=True):
             up, down = upper - q, q - lower
@@ -224,12 +278,18 @@ class OnlineGenerator:
                 high.append(v_max)
                 low.append(-v_max)
                 continue
+            hi, lo = v_max, -v_max
+            if stop_bounds:  # a cycle may not pass the end either (a long period, a slow approach)
+                up, down = up - END_MARGIN, down - END_MARGIN
+                hi = min(hi, max(up, 0.0) / (2.0 * period))
+                lo = max(lo, -max(down, 0.0) / (2.0 * period))
             # Judge the bounds where the joint will be once braking has built up: the cycles before a
             # new bound takes effect, and the jerk-limited ramp to full deceleration.
-            lead = abs(v) * (a_stop / j_max + LEAD_CYCLES * self.period)
+            lead = abs(v) * (a_stop / j_max + LEAD_CYCLES * period)
             up, down = up - lead, down - lead
-            hi = min(v_max, stopping_speed(up - END_MARGIN, a_stop, j_max))
-            lo = -min(v_max, stopping_speed(down - END_MARGIN, a_stop, j_max))
+            if stop_bounds:
+                hi = min(hi, stopping_speed(up, a_stop, j_max))
+                lo = max(lo, -stopping_speed(down, a_stop, j_max))
             if end is not None:  # the arm's own end-of-travel curve (JointLimits.velocity_bounds)
                 twice_d, offset = end
                 hi = min(hi, max(math.sqrt(max(twice_d * up, 0.0)) - offset, 0.0) * HEADROOM * self.factor)

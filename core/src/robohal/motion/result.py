@@ -23,6 +23,8 @@ class MotionResult:
     period: float
     target: Array | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    #: a newer motion took over before this one ended (it went on from where this one was)
+    taken_over: bool = False
 
     @property
     def cycles(self) -> int:
@@ -60,7 +62,7 @@ class MotionRecorder:
         self._measured.append(state.q)
         self._commanded.append(state.q if commanded is None else commanded)
 
-    def result(self, *, completed: bool, stopped: bool = False) -> MotionResult:
+    def result(self, *, completed: bool, stopped: bool = False, taken_over: bool = False) -> MotionResult:
         empty = np.zeros((0, self.dof))
         return MotionResult(
             completed=completed,
@@ -69,4 +71,5 @@ class MotionRecorder:
             commanded=np.array(self._commanded) if self._commanded else empty,
             measured=np.array(self._measured) if self._measured else empty,
             period=self.period,
+            taken_over=taken_over,
         )
