@@ -33,6 +33,7 @@ class Robot:
         if simulator is not None:  # it serves the backend, which may outlive this Robot
             backend.simulator = simulator
         self.name = name or str(backend.uri)
+        self._speed = 1.0
 
     # Lifecycle
     def connect(self) -> Robot:
@@ -76,31 +77,65 @@ class Robot:
         return self.model.forward(self.state.q)
 
     # Motions
+    @property
+    def speed(self) -> float:
+        """The robot-wide dynamics factor in (0, 1]: every motion this robot plans uses its
+        velocity, acceleration and jerk limits (and Cartesian speeds) times this factor, on top of
+        each call's own ``speed`` (as franky's relative dynamics factor). 1.0 by default."""
+        return self._speed
+
+    @speed.setter
+    def speed(self, factor: float) -> None:
+        if isinstance(factor, bool) or not isinstance(factor, (int, float, np.integer, np.floating)) \
+                or not 0.0 < factor <= 1.0:
+            raise InvalidArgument(f"robot.speed is a fraction in (0, 1], got {factor!r}")
+        self._speed = float(factor)
+
     def run(self, motion: Motion, *, wait: bool = True):
+        """Run a motion; while another runs, it takes over from it (see :meth:`Backend.run`)."""
         return self.backend.run(motion, wait=wait)
 
     def move_joints(self, q: ArrayLike, *, speed: float = 0.5, wait: bool = True):
-        """Move to joints ``q`` (rad) on a jerk-limited straight line in joint space;
-        ``speed`` is a fraction of the joint limits."""
+        """Move to joints ``q`` (rad), jerk-limited and time-optimal: from rest on a straight line
+        in joint space. ``speed`` is a fraction of the joint limits. While another motion runs,
+        this one takes over from it without a stop."""
         target = spatial.as_finite(q, "target joints")
         if target.shape != (self.model.dof,):
             raise InvalidArgument(f"target must have {self.model.dof} joints, got shape {target.shape}")
         self.model.check_joints(target, "target")
-        result = self.backend.run(PointToPoint(target, speed), wait=wait)
+        result = self.backend.run(PointToPoint(target, speed, dynamics=self._speed), wait=wait)
         if result is not None:
             result.target = target
         return result
 
     def move_linear(self, pose: ArrayLike, *, speed: float = 0.25, angular_speed: float = 1.0,
-                    joint_speed: float = 1.0, wait: bool = True):
+                    joint_speed: float = 1.0, relative: bool = False, frame: str = "base", wait: bool = True):
         """Move the flange on a straight line to ``pose`` at ``speed`` m/s (and
-        ``angular_speed`` rad/s), through the model's inverse kinematics."""
+        ``angular_speed`` rad/s), through the model's inverse kinematics.
+
+        ``relative=True``: ``pose`` is a move from where the flange is commanded now, expressed in
+        the ``frame`` ``"base"`` (translate along the base axes, rotate about them at the flange)
+        or ``"tool"`` (along and about the flange's own axes)."""
         if self.backend.busy:
             raise RobohalError("a motion is running; wait() for it or stop() it first")
-        target = spatial.as_pose(pose, "target pose")
         start = self.backend.commanded
-        setpoints = plan_linear(self.model, start, target, self.backend.period, speed, angular_speed, joint_speed)
+        target = self.relative_target(pose, frame, start) if relative else spatial.as_pose(pose, "target pose")
+        setpoints = plan_linear(self.model, start, target, self.backend.period, speed, angular_speed, joint_speed,
+                                dynamics=self._speed)
         return self.backend.run(JointTrajectory(setpoints), wait=wait)
+
+    def relative_target(self, delta: ArrayLike, frame: str, q: Array) -> Array:
+        """The flange pose ``delta`` away from the flange at joints ``q`` (see :meth:`move_linear`)."""
+        delta = spatial.as_pose(delta, "relative move")
+        current = self.model.forward(q)
+        if frame == "tool":
+            return current @ delta
+        if frame == "base":
+            target = current.copy()
+            target[:3, :3] = delta[:3, :3] @ current[:3, :3]
+            target[:3, 3] = current[:3, 3] + delta[:3, 3]
+            return target
+        raise InvalidArgument(f"frame is 'base' or 'tool', got {frame!r}")
 
     def follow(self, points: ArrayLike, times: ArrayLike, *, wait: bool = True):
         """Pass through joint waypoints ``points`` (k, dof) at ``times`` (s, rising,

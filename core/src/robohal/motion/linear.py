@@ -20,6 +20,7 @@ def plan_linear(
     speed: float = 0.25,
     angular_speed: float = 1.0,
     joint_speed: float = 1.0,
+    dynamics: float = 1.0,
 ) -> Array:
     """Setpoints along the straight line from FK(start_q) to ``target``.
 
@@ -27,13 +28,17 @@ def plan_linear(
     jerk-limited profile at ``speed`` (m/s) and ``angular_speed`` (rad/s). Each
     sample is solved by the model's IK next to the previous one; the timing
     stretches until every joint stays inside its velocity, acceleration and jerk
-    limits. Raises :class:`UnreachableError` (nothing moves) when the line leaves
-    the workspace or crosses a joint limit.
+    limits (``joint_speed`` stretches them in time; ``dynamics`` scales velocity,
+    acceleration and jerk alike, the robot-wide factor). Raises :class:`UnreachableError`
+    (nothing moves) when the line leaves the workspace or crosses a joint limit.
     """
     target = spatial.as_pose(target, "target pose")
     for value, name in ((speed, "speed (m/s)"), (angular_speed, "angular_speed (rad/s)"), (joint_speed, "joint_speed")):
         if not spatial.as_number(value, name) > 0:
             raise InvalidArgument(f"{name} must be positive, got {value!r}")
+    if not 0.0 < spatial.as_number(dynamics, "dynamics") <= 1.0:
+        raise InvalidArgument(f"dynamics is a fraction in (0, 1], got {dynamics!r}")
+    speed, angular_speed = speed * dynamics, angular_speed * dynamics
     start_pose = model.forward(start_q)
     if model.position_only:
         target = target.copy()
@@ -67,10 +72,10 @@ def plan_linear(
         acceleration = np.diff(chain, 2, axis=0) / period**2
         jerk = np.diff(chain, 3, axis=0) / period**3
         worst = max(
-            (np.abs(velocity) / (limits.velocity * joint_speed)).max(),
+            (np.abs(velocity) / (limits.velocity * joint_speed * dynamics)).max(),
             end_of_travel_ratio(limits, start_q, joints, period),
-            np.sqrt((np.abs(acceleration) / (limits.acceleration * joint_speed**2)).max()),
-            np.cbrt((np.abs(jerk) / (limits.jerk * joint_speed**3)).max()),
+            np.sqrt((np.abs(acceleration) / (limits.acceleration * joint_speed**2 * dynamics)).max()),
+            np.cbrt((np.abs(jerk) / (limits.jerk * joint_speed**3 * dynamics)).max()),
         )
         if np.abs(np.diff(joints, axis=0)).max(initial=0.0) > 0.5:
             raise UnreachableError("the straight line passes a singularity or a branch change (joint jump)")

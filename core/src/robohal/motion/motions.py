@@ -74,14 +74,18 @@ class PointToPoint:
     from the setpoints' velocity and acceleration without a stop, on a smooth curve.
 
     ``speed`` in (0, 1] stretches it in time: velocity, acceleration and jerk limits scaled by
-    ``speed``, ``speed**2`` and ``speed**3``.
+    ``speed``, ``speed**2`` and ``speed**3``. ``dynamics`` in (0, 1] scales all three alike (the
+    robot-wide factor, :attr:`robohal.Robot.speed`).
     """
 
-    def __init__(self, target: ArrayLike, speed: float = 1.0) -> None:
+    def __init__(self, target: ArrayLike, speed: float = 1.0, *, dynamics: float = 1.0) -> None:
         self.target = spatial.as_finite(target, "target joints")
-        if isinstance(speed, bool) or not isinstance(speed, (int, float, np.integer, np.floating)) or not 0 < speed <= 1:
-            raise InvalidArgument(f"speed is a fraction of the joint limits in (0, 1], got {speed!r}")
+        for value, name in ((speed, "speed"), (dynamics, "dynamics")):
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                    or not 0 < value <= 1:
+                raise InvalidArgument(f"{name} is a fraction of the joint limits in (0, 1], got {value!r}")
         self.speed = float(speed)
+        self.dynamics = float(dynamics)
         self._generator: OnlineGenerator | None = None
         self._at_target = False
 
@@ -102,7 +106,7 @@ class PointToPoint:
         if self.target.shape != (model.dof,):
             raise InvalidArgument(f"target must have {model.dof} joints, got shape {self.target.shape}")
         model.check_joints(self.target, "target")
-        self._generator = OnlineGenerator(model.limits.scaled(self.speed), period)
+        self._generator = OnlineGenerator(model.limits.scaled(self.speed), period, factor=self.dynamics)
         self._generator.reset(q, v, a)
         self._generator.target(self.target)
         self._at_target = self._generator.finished
