@@ -14,6 +14,8 @@ from .control.lifecycle import LifecycleState
 from .errors import InvalidArgument, RobohalError
 from .kinematics import Kinematics
 from .motion import MAX_FOLLOW_TIME, JointTrajectory, Motion, PointToPoint, plan_linear
+from .motion.servo import DEFAULT_TIMEOUT as SERVO_TIMEOUT
+from .motion.servo import servo_target
 from .state import Array, RobotState
 
 
@@ -34,6 +36,8 @@ class Robot:
             backend.simulator = simulator
         self.name = name or str(backend.uri)
         self._speed = 1.0
+        #: s without a new servo target after which the arm brakes to rest (for new streams)
+        self.servo_timeout = SERVO_TIMEOUT
 
     # Lifecycle
     def connect(self) -> Robot:
@@ -123,6 +127,29 @@ class Robot:
         setpoints = plan_linear(self.model, start, target, self.backend.period, speed, angular_speed, joint_speed,
                                 dynamics=self._speed)
         return self.backend.run(JointTrajectory(setpoints), wait=wait)
+
+    # Streams of targets
+    def servo(self, q: ArrayLike) -> None:
+        """Stream joint targets (rad): call at any rate, from any thread; the arm follows the newest,
+        time-optimally within the limits, taking over from any running motion. A target outside a
+        joint range is clamped into it. When no call comes for :attr:`servo_timeout` seconds, the
+        arm brakes to rest. Returns at once."""
+        self._steer("joints", q)
+
+    def servo_pose(self, pose: ArrayLike) -> None:
+        """Stream flange pose targets ((4, 4), base frame, metres): one differential-IK cycle per
+        control cycle toward the newest, inside the joint limits (a pose out of reach is approached
+        as closely as they allow). Otherwise as :meth:`servo`."""
+        self._steer("pose", pose)
+
+    def servo_velocity(self, dq: ArrayLike) -> None:
+        """Stream joint velocity targets (rad/s, clipped to the velocity limits); the joints keep the
+        newest until an end of travel stops them. Otherwise as :meth:`servo`."""
+        self._steer("velocity", dq)
+
+    def _steer(self, kind: str, value: ArrayLike) -> None:
+        self.backend.steer(servo_target(kind, value, self.model.dof), timeout=self.servo_timeout,
+                           dynamics=self._speed)
 
     def relative_target(self, delta: ArrayLike, frame: str, q: Array) -> Array:
         """The flange pose ``delta`` away from the flange at joints ``q`` (see :meth:`move_linear`)."""

@@ -46,6 +46,8 @@ from numpy.typing import ArrayLike
 from ..errors import ConnectionLost, HardwareFault, InvalidArgument
 from ..kinematics import Kinematics
 from ..motion import Motion, MotionResult
+from ..motion.servo import DEFAULT_TIMEOUT as SERVO_TIMEOUT
+from ..motion.servo import Servo, ServoTarget
 from ..state import Array, RobotMode, RobotState
 from ..uri import RobotUri
 from .executor import MotionExecutor
@@ -309,6 +311,19 @@ class Backend(ABC):
                     replaced.done.set()
             self._last_job = job
         return self._wait_job(job) if wait else None
+
+    def steer(self, target: ServoTarget, *, timeout: float = SERVO_TIMEOUT, dynamics: float = 1.0) -> None:
+        """A stream's newest target: the running :class:`~robohal.motion.servo.Servo` motion takes
+        it at its next cycle; without one, a new one starts (taking over from any other motion).
+        Returns at once; safe from any thread. ``timeout`` and ``dynamics`` apply to a new one."""
+        target.check(self.model.dof)
+        self._life.check_command(moving=True)
+        with self._jobs:
+            job = self._next_job or self._job
+            motion = None if job is None else job.executor.motion
+            if isinstance(motion, Servo) and motion.update(target):
+                return
+        self.run(Servo(target, timeout=timeout, dynamics=dynamics), wait=False)
 
     def _run_jobs(self, job: _Job) -> None:
         """The motion thread: run ``job``, then each motion that takes over, until none is left."""

@@ -1,0 +1,188 @@
+"""Streaming targets: a motion that follows the newest target of a stream.
+
+A :class:`Servo` follows joint positions (through the online generator: time-optimal,
+jerk-limited), joint velocities (the same, by velocity) or flange poses (one differential-IK
+cycle per control cycle, inside the cycle's joint box: the IkOptions cycle). New targets arrive
+from any thread at any rate through :meth:`Servo.update`; the motion picks up the newest at
+its next cycle. When none arrives for ``timeout`` seconds (of the robot's clock) it brakes to
+rest (ruckig, to zero velocity) and ends. A target that arrives while it brakes resumes it.
+
+Targets outside the limits are made safe, never refused mid-stream: joint positions are
+clamped into the joint ranges, velocities into the velocity limits, and a pose the arm cannot
+reach is approached as closely as the joint box allows. NaN, inf and wrong shapes are refused
+when the target is made (:class:`ServoTarget`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .. import spatial
+from ..errors import InvalidArgument, LimitViolation
+from ..kinematics import Kinematics
+from ..kinematics.diffik import DifferentialIk, IkOptions
+from ..state import Array, RobotState
+from .online import OnlineGenerator
+
+KINDS = ("joints", "velocity", "pose")
+#: s: the default time without a new target after which the arm brakes to rest (our choice:
+#: five frames of a 30 Hz camera, twenty cycles of a 100 Hz gamepad)
+DEFAULT_TIMEOUT = 0.2
+
+
+@dataclass(frozen=True)
+class ServoTarget:
+    """One target of a stream: ``kind`` is ``"joints"`` (rad), ``"velocity"`` (rad/s) or
+    ``"pose"`` (a (4, 4) flange pose in the base frame, metres)."""
+
+    kind: str
+    value: Array
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InvalidArgument(f"a servo target is one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.kind == "pose":
+            value = spatial.as_pose(self.value, "servo pose")
+        else:
+            value = spatial.as_finite(self.value, f"servo {self.kind}")
+            if value.ndim != 1:
+                raise InvalidArgument(f"servo {self.kind} must be one value per joint, got shape {value.shape}")
+        object.__setattr__(self, "value", value)
+
+    def check(self, dof: int) -> ServoTarget:
+        if self.kind != "pose" and self.value.shape != (dof,):
+            raise InvalidArgument(f"servo {self.kind} must have {dof} values, got {self.value.shape[0]}")
+        return self
+
+
+class Servo:
+    """Follow the newest target of a stream (see the module docstring)."""
+
+    def __init__(self, target: ServoTarget, *, timeout: float = DEFAULT_TIMEOUT, dynamics: float = 1.0,
+                 options: IkOptions | None = None) -> None:
+        if not isinstance(target, ServoTarget):
+            raise InvalidArgument(f"expected a ServoTarget, got {type(target).__name__}")
+        if not spatial.as_number(timeout, "timeout") > 0:
+            raise InvalidArgument(f"the servo timeout must be a positive number of seconds, got {timeout!r}")
+        self.timeout = float(timeout)
+        self.dynamics = float(dynamics)
+        self.options = options or IkOptions()
+        self.targets = 0  # targets taken in
+        self.clamped = 0  # of them, made safe (outside a joint range or velocity limit)
+        self._pending: ServoTarget | None = target
+        self._lock = threading.Lock()
+        self._ended = False
+        self._kind: str | None = None  # of the target being followed
+        self._pose: Array | None = None
+        self._last_target_time = 0.0
+        self._braking = False
+        self._recent: list[Array] = []  # the last three setpoints, oldest first
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    # Anyone's calls -----------------------------------------------------------------------
+
+    def update(self, target: ServoTarget) -> bool:
+        """The newest target (safe from any thread); False once the motion has ended (then the
+        target was not taken: start a new servo motion)."""
+        with self._lock:
+            if self._ended:
+                return False
+            self._pending = target
+            return True
+
+    # The executor's calls -----------------------------------------------------------------------
+
+    def start(self, state: RobotState, commanded: Array, model: Kinematics, period: float) -> None:
+        self.start_moving(state, commanded, None, None, model, period)
+
+    def start_moving(self, state: RobotState, q: Array, v: Array | None, a: Array | None,
+                     model: Kinematics, period: float) -> None:
+        self._model, self._period = model, period
+        self._pending = self._pending.check(model.dof) if self._pending is not None else None
+        self._generator = OnlineGenerator(model.limits, period, factor=self.dynamics, synchronization="time")
+        self._generator.reset(q, v, a)
+        self._ik = DifferentialIk(model, self.options, period)
+        self._ik.reset(q)
+        v = np.zeros(model.dof) if v is None else np.asarray(v, dtype=np.float64)
+        a = np.zeros(model.dof) if a is None else np.asarray(a, dtype=np.float64)
+        previous = q - v * period
+        self._recent = [2 * previous - q + a * period**2, previous, np.array(q, dtype=np.float64)]
+        self._last_target_time = state.time
+
+    def step(self, state: RobotState) -> Array | None:
+        with self._lock:
+            target, self._pending = self._pending, None
+            if target is None and self._braking and self._generator.finished:
+                self._ended = True  # at rest after the stream stopped: over
+                return None
+        if target is not None:
+            self._take(target, state)
+        elif not self._braking and state.time - self._last_target_time > self.timeout:
+            self._brake()
+        if self._kind == "pose" and not self._braking:
+            q = self._ik.step(self._pose)
+        else:
+            q = self._generator.step()
+        self._recent = [*self._recent[1:], q]
+        return q
+
+    def setpoint_state(self) -> tuple[Array, Array, Array]:
+        """Position, velocity and acceleration of the last setpoint, for a take-over."""
+        h2, h1, h0 = self._recent
+        dt = self._period
+        return h0.copy(), (h0 - h1) / dt, (h0 - 2 * h1 + h2) / dt**2
+
+    # Internals ---------------------------------------------------------------------------------
+
+    def _take(self, target: ServoTarget, state: RobotState) -> None:
+        target.check(self._model.dof)
+        self.targets += 1
+        self._last_target_time = state.time
+        limits = self._model.limits
+        was_pose = self._kind == "pose" and not self._braking
+        self._braking = False
+        if target.kind == "pose":
+            if not was_pose:  # from the generator's setpoints to the IK's cycles: hand the history over
+                self._ik.history = np.array(self._recent)
+            self._pose = target.value
+        else:
+            if was_pose:  # and back: the generator goes on from the IK's last setpoints
+                self._generator.reset(*self.setpoint_state())
+            if target.kind == "joints":
+                q = limits.clip(target.value)
+                self.clamped += int(not np.array_equal(q, target.value))
+                try:
+                    self._generator.target(q)
+                except LimitViolation:  # inside an end-of-travel zone it may not move toward: stop
+                    self.clamped += 1
+                    self._generator.hold()
+            else:
+                bound = limits.velocity * self.dynamics
+                v = np.clip(target.value, -bound, bound)
+                self.clamped += int(not np.array_equal(v, target.value))
+                self._generator.velocity_target(v)
+        self._kind = target.kind
+
+    def _brake(self) -> None:
+        """The stream stopped: come to rest (ruckig, to zero velocity)."""
+        if self._kind == "pose":
+            self._generator.reset(*self.setpoint_state())
+        self._generator.hold()
+        self._braking = True
+
+
+def servo_target(kind: str, value: ArrayLike, dof: int) -> ServoTarget:
+    """A checked target for a robot of ``dof`` joints (raises on NaN, inf or a wrong shape)."""
+    return ServoTarget(kind, value).check(dof)  # type: ignore[arg-type]

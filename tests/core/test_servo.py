@@ -1,0 +1,126 @@
+"""Streams of targets on the sim backend (real time, 250 Hz): joints, velocities and flange
+poses from another thread at any rate; the stream's end brakes the arm to rest; bad targets
+are refused at the call, targets outside the limits never reach the wire."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import robohal
+from robohal import LifecycleState
+from robohal.control.backend import wait_until
+from robohal.control.guard import SetpointGuard
+from robohal.errors import ConnectionLost, InvalidArgument
+
+REAL_TIME = "sim://?model=abb.irb2400&rate=250&lag=0"
+CHECKS = ("position", "velocity", "acceleration", "jerk")
+HOME = np.radians([0.0, 10.0, 10.0, 0.0, 30.0, 0.0])
+
+
+def record_sent(backend) -> list[np.ndarray]:
+    sent: list[np.ndarray] = []
+    send = backend._send
+
+    def recording(q):
+        sent.append(np.array(q))
+        send(q)
+
+    backend._send = recording
+    return sent
+
+
+def passes_a_fresh_guard(sent, start, model, period) -> None:
+    judge = SetpointGuard(model.limits, period, CHECKS)
+    judge.reset(start)
+    for q in sent:
+        judge.commit(judge.check(q))
+
+
+def stream(call, targets, rate: float) -> threading.Thread:
+    """Call ``call(target)`` for each target at ``rate`` Hz from a thread of its own."""
+    def run() -> None:
+        for target in targets:
+            call(target)
+            time.sleep(1.0 / rate)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.fixture
+def robot():
+    with robohal.connect(REAL_TIME) as connected:
+        connected.move_joints(HOME, speed=1.0)
+        yield connected
+
+
+def test_a_joint_stream_is_followed_and_its_end_brakes_the_arm_to_rest(robot):
+    sent = record_sent(robot.backend)
+    start = robot.backend.commanded
+    t = np.linspace(0.0, 1.0, 31)  # 1 s at 30 Hz, like a camera
+    targets = [HOME + np.radians([20.0, 5.0, 0, 0, 0, 0]) * np.sin(np.pi * s) for s in t]
+    stream(robot.servo, targets, rate=30.0).join()
+    assert robot.lifecycle is LifecycleState.MOVING
+    assert wait_until(lambda: robot.lifecycle is LifecycleState.READY, timeout=5.0), "braked to rest and ended"
+    assert np.allclose(robot.backend.commanded, targets[-1], atol=1e-3)
+    velocity, _ = robot.backend.guard.derivatives()
+    assert np.abs(velocity).max() < 1e-6
+    assert np.abs(np.array(sent) - HOME).max() > np.radians(15), "it followed the stream"
+    passes_a_fresh_guard(sent, start, robot.model, robot.backend.period)
+
+
+def test_a_stream_takes_over_a_running_move_and_targets_outside_the_range_are_clamped(robot):
+    sent = record_sent(robot.backend)
+    start = robot.backend.commanded
+    robot.move_joints(HOME + np.radians([60, 0, 0, 0, 0, 0]), wait=False)
+    beyond = HOME.copy()
+    beyond[0] = robot.model.limits.upper[0] + 1.0
+    stream(robot.servo, [beyond] * 250, rate=100.0).join()  # 2.5 s: long enough to get there
+    assert wait_until(lambda: robot.lifecycle is LifecycleState.READY, timeout=15.0)
+    assert robot.backend.commanded[0] == pytest.approx(robot.model.limits.upper[0], abs=1e-9)
+    assert max(q[0] for q in sent) <= robot.model.limits.upper[0]
+    passes_a_fresh_guard(sent, start, robot.model, robot.backend.period)
+
+
+def test_a_velocity_stream_moves_the_joints_at_that_speed(robot):
+    sent = record_sent(robot.backend)
+    speed = np.radians([10.0, 0, 0, 0, 0, -5.0])
+    stream(robot.servo_velocity, [speed] * 100, rate=100.0).join()
+    assert wait_until(lambda: robot.lifecycle is LifecycleState.READY, timeout=5.0)
+    steps = np.diff(np.array(sent), axis=0) / robot.backend.period
+    assert np.abs(np.median(steps[len(steps) // 3: 2 * len(steps) // 3], axis=0) - speed).max() < 1e-6
+
+
+def test_a_pose_stream_is_followed_through_differential_ik(robot):
+    sent = record_sent(robot.backend)
+    start = robot.backend.commanded
+    pose = robot.model.forward(start)
+    targets = []
+    for s in np.linspace(0.0, 1.0, 50):
+        target = pose.copy()
+        target[:3, 3] += [0.0, 0.1 * s, -0.05 * s]
+        targets.append(target)
+    stream(robot.servo_pose, targets, rate=50.0).join()
+    assert wait_until(lambda: robot.lifecycle is LifecycleState.READY, timeout=5.0)
+    reached = robot.model.forward(robot.backend.commanded)
+    assert np.abs(reached[:3, 3] - targets[-1][:3, 3]).max() < 2e-3
+    passes_a_fresh_guard(sent, start, robot.model, robot.backend.period)
+
+
+def test_bad_servo_targets_are_refused_at_the_call(robot):
+    with pytest.raises(InvalidArgument, match="NaN"):
+        robot.servo(np.full(6, np.nan))
+    with pytest.raises(InvalidArgument, match="6 values"):
+        robot.servo(np.zeros(5))
+    with pytest.raises(InvalidArgument):
+        robot.servo_velocity([np.inf] * 6)
+    with pytest.raises(InvalidArgument):
+        robot.servo_pose(np.eye(3))
+    assert robot.lifecycle is LifecycleState.READY, "nothing started"
+    robot.close()
+    with pytest.raises(ConnectionLost):
+        robot.servo(HOME)
