@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from robohal.sim.process import SimulatorProcess, free_loopback_host, python_module
 from robohal.uri import parse_uri
+from robohal_franka.backend import FrankaBackend
 from robohal_franka.reference_arm import ReferenceArm
 
 RAW_CLIENT = Path(__file__).with_name("raw_client.py")
@@ -94,3 +95,27 @@ def third_party():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture
+def connect(start_simulator, reference_model):
+    """``connect(impl, *simulator_args, **uri_params)`` opens a FrankaBackend (closed after the test)."""
+    opened: list[FrankaBackend] = []
+
+    def open_backend(impl: str = "pylibfranka", *simulator_args: str, **params: str):
+        if impl == "pylibfranka":
+            pytest.importorskip("pylibfranka")
+            simulator = start_simulator(*simulator_args)
+            host = simulator.host
+        else:
+            simulator, host = None, "stubs"
+        query = "&".join(f"{k}={v}" for k, v in {"model": "franka.fr3", "impl": impl, **params}.items())
+        backend = FrankaBackend(parse_uri(f"franka://{host}?{query}"), reference_model)
+        opened.append(backend)
+        backend.connect()
+        return backend, simulator
+
+    yield open_backend
+    for backend in opened:
+        backend.close()
+        assert backend._process is None

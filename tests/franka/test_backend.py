@@ -40,29 +40,6 @@ def assert_at_rest(backend: FrankaBackend) -> None:
     assert np.array_equal(held(backend), before.info["q_d"])
 
 
-@pytest.fixture
-def connect(start_simulator, reference_model):
-    opened: list[FrankaBackend] = []
-
-    def open_backend(impl: str = "pylibfranka", *simulator_args: str, **params: str):
-        if impl == "pylibfranka":
-            pytest.importorskip("pylibfranka")
-            simulator = start_simulator(*simulator_args)
-            host = simulator.host
-        else:
-            simulator, host = None, "stubs"
-        query = "&".join(f"{k}={v}" for k, v in {"model": "franka.fr3", "impl": impl, **params}.items())
-        backend = FrankaBackend(parse_uri(f"franka://{host}?{query}"), reference_model)
-        opened.append(backend)
-        backend.connect()
-        return backend, simulator
-
-    yield open_backend
-    for backend in opened:
-        backend.close()
-        assert backend._process is None
-
-
 def _shared_memory_fds() -> set[str]:
     found = set()
     for fd in os.listdir("/proc/self/fd"):

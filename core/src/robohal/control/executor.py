@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 import numpy as np
 
@@ -52,9 +53,10 @@ class MotionExecutor:
     """
 
     def __init__(self, motion: Motion | None, guard: SetpointGuard, model: Kinematics, *,
-                 finish_at_rest: bool = False, name: str = "") -> None:
+                 finish_at_rest: bool = False, name: str = "", tag: Any = None) -> None:
         self.motion = motion
         self.name = name  # who runs it, for the log (the backend's URI)
+        self.tag = tag  # whatever its owner tells its motions apart by
         self.guard = guard
         self.model = model
         self.period = guard.period

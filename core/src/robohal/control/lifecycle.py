@@ -118,11 +118,13 @@ class Lifecycle:
             self._lost = lost
             self.to(LifecycleState.LOST)
 
-    def begin_motion(self, what: str = "a new motion") -> None:
-        """MOVING, if a command may start now (:meth:`check_command`, atomically)."""
+    def begin_motion(self, what: str = "a new motion", *, take_over: bool = False) -> None:
+        """MOVING, if a command may start now (:meth:`check_command`, atomically); with
+        ``take_over`` also while a motion runs (the new one takes over from it)."""
         with self._changed:
-            self.check_command(what)
-            self.to(LifecycleState.MOVING)
+            self.check_command(what, moving=take_over)
+            if self._state is not LifecycleState.MOVING:
+                self.to(LifecycleState.MOVING)
 
     def motion_ended(self) -> None:
         """The running motion is over: READY again, unless it ended in a fault or a lost link."""

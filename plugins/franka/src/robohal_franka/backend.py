@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import weakref
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -39,6 +40,8 @@ from robohal.control.backend import Backend
 from robohal.errors import ConnectionLost, HardwareFault, InvalidArgument, RobohalError, UriError
 from robohal.kinematics import Kinematics
 from robohal.motion import Motion, MotionResult
+from robohal.motion.servo import DEFAULT_TIMEOUT as SERVO_TIMEOUT
+from robohal.motion.servo import ServoTarget
 from robohal.state import RobotMode, RobotState
 from robohal.uri import RobotUri
 
@@ -98,6 +101,16 @@ class LiveCounters(dict):
         dict.__setitem__(self, key, value - self._extra(key))
 
 
+@dataclass(eq=False)
+class _Run:
+    """A motion sent to the control process, and what became of it (its caller waits on ``done``)."""
+
+    background: bool
+    done: threading.Event = field(default_factory=threading.Event)
+    result: MotionResult | None = None
+    error: BaseException | None = None
+
+
 class FrankaBackend(Backend):
     checks = ("position", "velocity", "acceleration", "jerk")
 
@@ -127,7 +140,10 @@ class FrankaBackend(Backend):
         self._replies: dict[int, queue.Queue] = {}
         self._ids = itertools.count(1)
         self._send_lock = threading.Lock()
-        self._motion_outcome: tuple[MotionResult, BaseException | None] | None = None
+        self._runs: dict[int, _Run] = {}  # motions in the control process, by run id
+        self._runs_lock = threading.Lock()
+        self._run_ids = itertools.count(1)
+        self._last_run: _Run | None = None  # the newest started (wait() returns its result)
         self._gone = False  # the control process lost the robot, or exited: the pipe says nothing more
         self._fault_names: tuple[str, ...] = ()
         self._base_motion_setpoints = 0
@@ -245,9 +261,9 @@ class FrankaBackend(Backend):
 
     def _on_event(self, kind: str, payload: Any) -> None:
         if kind == "motion_done":
-            result, error, commanded = payload
+            run_id, result, error, commanded = payload
             error = None if error is None else unpack_error(error)
-            self._after_motion(result, error, commanded)
+            self._after_motion(run_id, result, error, commanded)
         elif kind == "fault":
             fault = unpack_error(payload)
             if isinstance(fault, HardwareFault):
@@ -272,9 +288,14 @@ class FrankaBackend(Backend):
         # told before any caller can meet it: a caller that raises it has seen the log
         self._life.enter_lost(lost, announce=lambda: self._link_lost(lost))
 
-    def _after_motion(self, result: MotionResult, error: BaseException | None, commanded: np.ndarray) -> None:
-        self.guard.reset(commanded)  # the control process brought it to rest here
-        self._motion_outcome = (result, error)  # before the lifecycle moves on: wait() takes it then
+    def _after_motion(self, run_id: int, result: MotionResult, error: BaseException | None,
+                      commanded: np.ndarray) -> None:
+        """The control process ended a motion (completed, stopped, taken over or failed)."""
+        with self._runs_lock:
+            run = self._runs.pop(run_id, None)
+            last = not self._runs
+        if last:
+            self.guard.reset(commanded)  # the control process brought it to rest here
         if isinstance(error, ConnectionLost):
             self._lose(error)
         elif isinstance(error, HardwareFault):
@@ -282,12 +303,44 @@ class FrankaBackend(Backend):
             self._set_fault(error)
         elif error is not None:
             log.warning("%s: motion failed (%r); the control process braked it to rest", self.uri, error)
-            self._life.hand_over(error)  # for the next command, if no wait() takes it first
-        self._motion_ended()
+            if run is not None and run.background:
+                self._life.hand_over(error)  # for the next command
+        if run is not None:
+            run.result, run.error = result, error
+        if last:
+            self._motion_ended()
+        if run is not None:
+            run.done.set()
 
     def _motion_ended(self) -> None:
         self._life.motion_ended()
         _MOVING.discard(self)  # (the caller still holds it: freed, if at all, after it returns)
+
+    def _new_run(self, background: bool) -> tuple[int, _Run]:
+        """A run id for a motion about to be sent (taking over from any running one)."""
+        with self._runs_lock:
+            self._life.begin_motion(take_over=True)
+            run_id = next(self._run_ids)
+            run = self._runs[run_id] = _Run(background)
+            _MOVING.add(self)
+        return run_id, run
+
+    def _forget_run(self, run_id: int) -> None:
+        """A run the control process did not start."""
+        with self._runs_lock:
+            self._runs.pop(run_id, None)
+            last = not self._runs
+        if last:
+            self._motion_ended()
+
+    def _abandon_runs(self, error: BaseException) -> None:
+        """The control process is gone: every run still waiting ends with ``error``."""
+        with self._runs_lock:
+            runs, self._runs = list(self._runs.values()), {}
+        self._motion_ended()
+        for run in runs:
+            run.error = error
+            run.done.set()
 
     def _request(self, kind: str, payload: Any, timeout: float = REQUEST_TIMEOUT) -> Any:
         if self._conn is None:
@@ -398,8 +451,11 @@ class FrankaBackend(Backend):
         def answered() -> bool:
             return shared.get(Layout.CONSUMED) >= seq and shared.get(Layout.STATE_COUNT) > shared.get(Layout.CONSUMED_AT)
 
+        def dropped() -> bool:
+            return shared.get(Layout.DROPPED) >= seq > 0
+
         while True:
-            if shared.get(Layout.DROPPED) >= seq > 0:
+            if dropped():
                 raise RobohalError("franka: the stream ended (stop() or a fault) before this setpoint reached the"
                                    " robot; it was not sent. The next cycle() opens a new stream where the robot holds.")
             lost, fault = self._life.lost, self._life.fault
@@ -408,7 +464,7 @@ class FrankaBackend(Backend):
             if isinstance(fault, StreamStarved):
                 raise fault
             self._life.raise_pending()
-            if answered():
+            if answered() and not dropped():  # (a drop is marked before it counts as consumed)
                 return self._snapshot_state()
             left = limit - time.monotonic()
             if left <= 0:
@@ -422,23 +478,42 @@ class FrankaBackend(Backend):
 
     def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | None:
         """Run ``motion`` in the control process at 1 kHz (it is pickled there, and its
-        :class:`~robohal.control.executor.MotionExecutor` runs there)."""
-        self._life.begin_motion()
-        self._motion_outcome = None
-        _MOVING.add(self)
+        :class:`~robohal.control.executor.MotionExecutor` runs there); while another runs, it
+        takes over from it there at the next cycle."""
+        run_id, run = self._new_run(background=not wait)
         try:
-            self._request("run", motion)
+            self._request("run", (run_id, motion))
         except BaseException:
-            self._motion_ended()
+            self._forget_run(run_id)
             raise
-        if wait:
-            try:
-                return self.wait()
-            except KeyboardInterrupt as interrupt:  # Ctrl-C while the arm moves: brake it, then raise
-                if self.busy:
-                    self._brake_after_interrupt(interrupt)
-                raise
-        return None
+        self._last_run = run
+        if not wait:
+            return None
+        try:
+            while not run.done.wait(WAIT_SLICE):  # in slices: a Ctrl-C is seen while the arm moves
+                pass
+        except KeyboardInterrupt as interrupt:  # Ctrl-C while the arm moves: brake it, then raise
+            if self.busy:
+                self._brake_after_interrupt(interrupt)
+            raise
+        if run.error is not None:
+            raise run.error
+        return run.result
+
+    def steer(self, target: ServoTarget, *, timeout: float = SERVO_TIMEOUT, dynamics: float = 1.0) -> None:
+        """A stream's newest target for the servo motion in the control process (see
+        :meth:`robohal.control.backend.Backend.steer`)."""
+        target.check(self.model.dof)
+        run_id, run = self._new_run(background=True)
+        try:
+            started = self._request("steer", (run_id, target, timeout, dynamics))
+        except BaseException:
+            self._forget_run(run_id)
+            raise
+        if started:
+            self._last_run = run
+        else:  # the running servo took it
+            self._forget_run(run_id)
 
     def _brake_after_interrupt(self, interrupt: BaseException) -> None:
         try:
@@ -449,22 +524,16 @@ class FrankaBackend(Backend):
             interrupt.add_note("robohal: the motion was braked to rest within the limits")
 
     def wait(self, timeout: float | None = None) -> MotionResult | None:
-        """Wait for the running motion; re-raise the error it met, if any."""
+        """Wait for the running motion (and any that took over from it); re-raise the error it
+        met, if any. None if one still runs after ``timeout`` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
         # in slices: a thread blocked in one long wait would see a Ctrl-C only when the motion ends
         while not self._life.wait_while_moving(WAIT_SLICE):
             if deadline is not None and time.monotonic() >= deadline:
                 return None
-        outcome, self._motion_outcome = self._motion_outcome, None
-        if outcome is None:
-            self._life.check_command()
-            return self._result
-        result, error = outcome
-        self._result = result
-        if error is not None:
-            self._life.forget_pending()  # raised here: not again by the next command
-            raise error
-        return result
+        self._life.check_command()
+        run = self._last_run
+        return None if run is None else run.result
 
     def _stop_motion(self, timeout: float) -> None:
         """(On close:) nothing to wait for here: the control process brakes a running motion to
@@ -486,7 +555,6 @@ class FrankaBackend(Backend):
         self._life.wait_while_moving(REQUEST_TIMEOUT)
         self._request("recover", None)
         self._fault_names = ()
-        self._motion_outcome = None
         return self._snapshot_state()
 
     def set_collision_behavior(self, lower_torque: ArrayLike, upper_torque: ArrayLike,
@@ -535,4 +603,4 @@ def _read_pipe(backend_ref: weakref.ref[FrankaBackend], conn: Connection, replie
     for waiter in list(replies.values()):
         waiter.put((False, pack_error(lost or ConnectionLost("franka: closed"))))
     if backend is not None:
-        backend._motion_ended()
+        backend._abandon_runs(lost or ConnectionLost("franka: closed"))

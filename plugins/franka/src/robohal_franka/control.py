@@ -42,6 +42,7 @@ from robohal.control.executor import MotionExecutor
 from robohal.control.guard import SetpointGuard
 from robohal.errors import ConnectionLost, HardwareFault, LimitViolation, ProtocolError, RobohalError
 from robohal.kinematics import Kinematics
+from robohal.motion.servo import Servo, ServoTarget
 from robohal.state import RobotMode, RobotState
 
 from .shared import SESSION_MOTION, SESSION_NONE, SESSION_STREAM, Doorbell, Layout, SharedBlock
@@ -356,7 +357,8 @@ class ControlLoop:
         elif executor is not None:  # a motion, or a brake that ends the session
             q, self.prepared = self.prepared, None
             if q is None:
-                q = executor.next(to_robot_state(self.state))
+                q = self.motion_setpoint()
+            executor = self.executor
             if q is None:  # over and at rest: the command that finishes the motion
                 q, finish = self.guard.last, True
         else:
@@ -376,7 +378,22 @@ class ControlLoop:
         elif executor is not None and not executor.braking:
             # The next setpoint, computed while the robot runs this one: the command goes out
             # right after the next state instead of a motion step later.
-            self.prepared = executor.next(to_robot_state(self.state))
+            self.prepared = self.motion_setpoint()
+
+    def motion_setpoint(self) -> np.ndarray | None:
+        """The running executor's next setpoint; when it is over and another takes over from it,
+        that one's (the first reports its end). None when the last one is over and at rest."""
+        state = to_robot_state(self.state)
+        while True:
+            executor = self.executor
+            assert executor is not None
+            q = executor.next(state)
+            if q is not None or executor.successor is None:
+                return q
+            self.executor = executor.successor
+            if executor.motion is not None:
+                self.motion_over(executor)
+            self.executor.start_after(executor, state)
 
     # Setpoint sources -------------------------------------------------------------------------
 
@@ -435,6 +452,10 @@ class ControlLoop:
         """Brake the session to rest (the executor's brake), then finish it: a running motion is
         stopped; a stream gets an executor that only brakes."""
         if self.executor is not None:
+            dropped, self.executor.successor = self.executor.successor, None
+            if dropped is not None and dropped.motion is not None:  # it never ran
+                dropped.stopped = True
+                self.motion_over(dropped)
             self.executor.stop()
         else:
             self.executor = MotionExecutor(None, self.guard, self.model, finish_at_rest=True, name=self.config.host)
@@ -445,27 +466,41 @@ class ControlLoop:
         gc.enable()
         self.control = None
         self.shared.set(Layout.SESSION, SESSION_NONE)
-        executor, self.executor = self.executor, None
-        self.prepared = None
-        if executor is not None and executor.motion is not None:
-            self.motion_over(executor)
+        self.drop_motions()
         if self.stop_reply is not None:
             self.reply(self.stop_reply, True, self.guard.last)
             self.stop_reply = None
+
+    def drop_motions(self, error: BaseException | None = None, *, stopped: bool = False) -> bool:
+        """End the running executor and the one waiting to take over from it, telling the parent
+        how each motion ended. Returns whether there was a motion to tell of."""
+        executor, self.executor = self.executor, None
+        self.prepared = None
+        told = False
+        while executor is not None:
+            if executor.motion is not None:
+                executor.stopped = executor.stopped or stopped
+                self.motion_over(executor, error)
+                told = True
+            executor = executor.successor
+        return told
 
     def motion_over(self, executor: MotionExecutor, error: BaseException | None = None) -> None:
         """Tell the parent how the motion ended: its result, the error it met, where it rests."""
         error = error or executor.error
         result = executor.result()
-        self.event("motion_done", (result, None if error is None else pack_error(error), self.guard.last))
+        self.event("motion_done", (executor.tag, result, None if error is None else pack_error(error), self.guard.last))
 
     # Commands from the parent ---------------------------------------------------------------
 
     def handle(self, kind: str, request_id: int, payload: Any) -> None:
         try:
             if kind == "run":
-                self.start_motion(payload)
+                run_id, motion = payload
+                self.start_motion(motion, run_id)
                 self.reply(request_id, True)
+            elif kind == "steer":
+                self.reply(request_id, True, self.steer(*payload))
             elif kind == "stream":
                 self.reply(request_id, True, self.start_stream())
             elif kind == "stop":
@@ -490,22 +525,43 @@ class ControlLoop:
         except Exception as exc:
             self.reply(request_id, False, self.map_error(exc))
 
-    def start_motion(self, motion: Any) -> None:
-        if self.executor is not None:
-            raise RobohalError("a motion is already running" if self.executor.motion is not None
-                               else "the stream is braking to rest; wait for stop() to return")
+    def start_motion(self, motion: Any, run_id: int) -> None:
+        """Start ``motion``; while another runs, it takes over from it at the next cycle."""
         if self.stream_refused:
             raise StreamStarved("franka: the stream was braked after starving; call recover() first")
+        if self.stop_reply is not None:
+            raise RobohalError("stop() is braking the arm to rest; start the motion once it has returned")
         # libfranka wants a motion's last command at rest: the executor brakes it there
-        executor = MotionExecutor(motion, self.guard, self.model, finish_at_rest=True, name=self.config.host)
+        executor = MotionExecutor(motion, self.guard, self.model, finish_at_rest=True, name=self.config.host,
+                                  tag=run_id)
+        running = self.executor
+        if running is not None:  # a take-over: the loop hands over at the next cycle
+            replaced = running.successor
+            running.take_over(executor)
+            if replaced is not None and replaced.motion is not None:  # it never ran
+                replaced.taken_over = True
+                self.motion_over(replaced)
+            self.prepared = None
+            return
         if self.control is None:
             # Plan before the robot starts waiting for commands: start() may take milliseconds.
             executor.start(to_robot_state(self.state), self.held_position())
             self.start_session(SESSION_MOTION)
-        else:
-            executor.start(to_robot_state(self.state), self.guard.last)
+        else:  # from a stream's last setpoint
+            executor.start_after(MotionExecutor(None, self.guard, self.model), to_robot_state(self.state))
             self.shared.set(Layout.SESSION, SESSION_MOTION)
         self.executor = executor
+
+    def steer(self, run_id: int, target: ServoTarget, timeout: float, dynamics: float) -> bool:
+        """A stream's newest target for the running servo motion; without one, start one (taking
+        over from any motion). Returns whether a new one was started (under ``run_id``)."""
+        running = self.executor
+        if running is not None:
+            newest = running.successor or running
+            if isinstance(newest.motion, Servo) and newest.motion.update(target):
+                return False
+        self.start_motion(Servo(target, timeout=timeout, dynamics=dynamics), run_id)
+        return True
 
     def start_stream(self) -> np.ndarray:
         """Open a stream session (if none is open) and return the position it starts from."""
@@ -523,10 +579,7 @@ class ControlLoop:
         return last
 
     def recover(self) -> None:
-        executor, self.executor = self.executor, None
-        if executor is not None and executor.motion is not None:
-            executor.stopped = True
-            self.motion_over(executor)
+        self.drop_motions(stopped=True)
         self.drop_control()
         self.robot.automatic_error_recovery()
         for _ in range(100):  # states queued before the recovery come first
@@ -551,9 +604,7 @@ class ControlLoop:
                 self.write()
         except Exception:
             pass
-        executor, self.executor = self.executor, None
-        if executor is not None and executor.motion is not None:
-            self.motion_over(executor)
+        self.drop_motions(stopped=True)
         self.drop_control()
 
     # Errors ----------------------------------------------------------------------------------
@@ -587,17 +638,14 @@ class ControlLoop:
         gc.enable()
         self.control = None  # libfranka refuses to read while a failed control object lives
         self.shared.set(Layout.SESSION, SESSION_NONE)
-        executor, self.executor = self.executor, None
-        self.prepared = None
         mapped = self.map_error(exc)
         if isinstance(mapped, ConnectionLost):
             self.lost = True
-        if executor is not None and executor.motion is not None:
-            self.motion_over(executor, mapped)
-        elif isinstance(mapped, (HardwareFault, ConnectionLost)):
-            self.event("fault" if isinstance(mapped, HardwareFault) else "lost", pack_error(mapped))
-        else:
-            self.event("error", pack_error(mapped))
+        if not self.drop_motions(mapped):  # (a motion's error goes with its end)
+            if isinstance(mapped, (HardwareFault, ConnectionLost)):
+                self.event("fault" if isinstance(mapped, HardwareFault) else "lost", pack_error(mapped))
+            else:
+                self.event("error", pack_error(mapped))
         if self.stop_reply is not None:
             self.reply(self.stop_reply, False, mapped)
             self.stop_reply = None
