@@ -95,11 +95,11 @@ def plugins(as_json: bool) -> None:
     """Installed plugins and what each registers."""
     import importlib.metadata
 
-    from ..plugins.registry import DISABLE_ENV, ENTRY_POINT_GROUP, disabled_from_env
+    from ..plugins.registry import BUILTIN, DISABLE_ENV, ENTRY_POINT_GROUP, disabled_from_env
 
     registry = default_registry()
     infos = registry.plugins()
-    installed = {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    installed = {BUILTIN} | {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
     unknown = sorted(disabled_from_env() - installed)  # a misspelt name would hide nothing, unseen
     if as_json:
         payload = {

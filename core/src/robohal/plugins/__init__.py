@@ -3,5 +3,5 @@
 - :mod:`.hookspecs`: the hooks a plugin implements
 - :mod:`.records`: the typed records the hooks return (:class:`ModelSpec`, :class:`BackendSpec`, ...)
 - :mod:`.registry`: discovery through entry points, and the registry of models and backends
-- :mod:`.builtin`: the core's own plugin (the ``sim`` backend, ``generic.planar2``)
+- :mod:`.builtin`: the core's own plugin (the ``sim`` backend, ``generic.planar2``), registered in code
 """
