@@ -30,7 +30,7 @@ def percentiles(values: list[float]) -> str:
 def bare_pyserial_round_trips(path: str, count: int) -> list[float]:
     """A minimal host: SET, read the line, no checks beyond the seq."""
     import serial
-    from robohal_arduino_planar import protocol as p
+    from robohal_arduino_planar import wire as p
 
     times = []
     with serial.Serial(path, p.BAUDRATE, timeout=1.0) as port:
@@ -53,7 +53,7 @@ def bare_pyserial_round_trips(path: str, count: int) -> list[float]:
 
 def backend_round_trips(backend, count: int) -> list[float]:
     """SET -> ACK through the backend's transport (one command in flight, seq matching, decode)."""
-    from robohal_arduino_planar import protocol as p
+    from robohal_arduino_planar import wire as p
 
     times = []
     for k in range(count):
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     import robohal
     from robohal.motion import JointTrajectory
     from robohal_arduino_planar import firmware
-    from robohal_arduino_planar import protocol as p
+    from robohal_arduino_planar import wire as p
     from robohal_arduino_planar.simulation import start
 
     kind = "emulator" if args.emulator else "simavr"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import serial
 from robohal_arduino_planar import firmware
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 
 SIMULATORS = ("firmware", "emulator")
 READ_TIMEOUT_S = 3.0

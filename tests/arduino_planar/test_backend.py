@@ -18,7 +18,7 @@ from robohal.errors import ConnectionLost, LimitViolation, ProtocolError, UriErr
 from robohal.plugins.registry import default_registry
 from robohal.uri import RobotUri, parse_uri
 from robohal_arduino_planar import firmware
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 from robohal_arduino_planar.backend import ArduinoPlanarBackend
 from robohal_arduino_planar.simulation import ArduinoSimulator, start
 

@@ -12,7 +12,7 @@ import time
 import pytest
 import serial
 from robohal_arduino_planar import firmware
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 
 ROBOHAL = [sys.executable, "-c", "from robohal.cli.main import main; main()"]
 

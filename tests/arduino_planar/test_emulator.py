@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from robohal_arduino_planar import firmware
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 from robohal_arduino_planar.emulator import FirmwareModel
 
 

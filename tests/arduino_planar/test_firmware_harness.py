@@ -8,7 +8,7 @@ import subprocess
 from itertools import pairwise
 
 import pytest
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 
 
 def _run(argv: list[str]) -> subprocess.Popen:

@@ -13,7 +13,7 @@ import pytest
 import robohal
 from robohal.errors import UriError
 from robohal_arduino_planar import firmware
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 from robohal_arduino_planar.servo import DRIVE_AFTER_PULSE_S, SG90_SPEED, US_PER_RAD, ServoHorn
 
 FRAME_S = 0.020

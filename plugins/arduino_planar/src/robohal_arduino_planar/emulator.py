@@ -33,7 +33,7 @@ import time
 import tty
 from collections.abc import Callable
 
-from . import protocol as p
+from . import wire as p
 from .servo import SG90_SPEED, ServoHorn
 
 # servo_timer1.h: ICR1 = 39999 at 0.5 us per tick (prescaler 8, 16 MHz): a 20 ms pulse frame.
