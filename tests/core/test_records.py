@@ -4,6 +4,7 @@ checked for their form when the record is made, imported only when first used.""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import sys
 import textwrap
 
@@ -56,7 +57,8 @@ def plugin(models=(), backends=()):
 def test_a_reference_is_imported_only_when_first_used(lazy_module):
     spec = ModelSpec("acme.lazy", factory=f"{lazy_module}:planar", dof=2)
     backend = BackendSpec("acme-lazy", factory=f"{lazy_module}:planar",
-                          simulator=SimulatorSpec(start=f"{lazy_module}:planar", default_model="acme.lazy"),
+                          simulator=SimulatorSpec(start=f"{lazy_module}:planar", default_model="acme.lazy",
+                                                  program=lazy_module),
                           demo=DemoSpec("lazy", where=f"{lazy_module}:planar", task=f"{lazy_module}:planar"))
     registry = registry_with(("lazy", plugin(models=[spec], backends=[backend])))
     assert [m.name for m in registry.models()] == ["acme.lazy", "generic.planar2"]
@@ -98,6 +100,13 @@ def test_neither_a_callable_nor_a_string_is_refused():
         ModelSpec("acme.bad", factory=42, dof=2)
 
 
+def test_a_simulator_program_is_a_module_name():
+    assert SimulatorSpec(start="pkg.simulation:start", default_model="acme.arm", program="pkg.simulator").program \
+        == "pkg.simulator"
+    with pytest.raises(PluginError, match=r"simulator 'pkg simulator': program 'pkg simulator' must be a module name"):
+        SimulatorSpec(start="pkg.simulation:start", default_model="acme.arm", program="pkg simulator")
+
+
 def test_an_unimportable_module_is_a_clear_error_naming_the_reference(lazy_module):
     spec = ModelSpec("acme.gone", factory="robohal_no_such_package.models:arm", dof=2)
     registry = registry_with(("gone", plugin(models=[spec])))
@@ -126,3 +135,23 @@ def test_a_record_copied_by_the_registry_keeps_its_reference():
     stamped = dataclasses.replace(spec, plugin="acme")
     assert stamped.factory == spec.factory and stamped.factory.text == "pkg.models:arm"
     assert repr(stamped.factory) == "Reference('pkg.models:arm')"
+
+
+LISTING = """
+import sys
+from robohal.cli.main import main
+
+for command in (["plugins"], ["plugins", "--json"], ["models"], ["models", "--json"]):
+    main(command, standalone_mode=False)
+plugins = ("robohal_abb", "robohal_franka", "robohal_arduino_planar")
+print("LOADED", *sorted(name for name in sys.modules if name.split(".")[0] in plugins))
+"""
+
+
+def test_listing_plugins_and_models_imports_no_referenced_module():
+    done = subprocess.run([sys.executable, "-c", LISTING], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.strip().splitlines()[-1].split()[1:])
+    assert {"robohal_abb", "robohal_franka", "robohal_arduino_planar"} <= loaded
+    roles = {name.rsplit(".", 1)[-1] for name in loaded}
+    assert not roles & {"backend", "control", "simulation", "simulator", "emulator", "demo", "wire"}, loaded

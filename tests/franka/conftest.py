@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from robohal.sim.process import SimulatorProcess, free_loopback_host, python_module
-from robohal.uri import parse_uri
 from robohal_franka.reference_arm import ReferenceArm
 
 RAW_CLIENT = Path(__file__).with_name("raw_client.py")
@@ -20,10 +19,7 @@ THIRD_PARTY = Path(__file__).with_name("third_party.py")
 class Simulator:
     def __init__(self, *args: str) -> None:
         self.host = free_loopback_host(1337)
-        self.process = SimulatorProcess(
-            python_module("robohal_franka.simulator", "--address", self.host, *args),
-            lambda line: parse_uri(f"franka://{self.host}?model=franka.fr3"),
-        )
+        self.process = SimulatorProcess(python_module("robohal_franka.simulator", "--address", self.host, *args))
         self.uri = self.process.uri
         self.first_line = self.process.first_line
 

@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import PluginError
 
 if TYPE_CHECKING:
-    import click
-
     from ..control.backend import Backend
     from ..kinematics import Kinematics
     from ..uri import RobotUri
@@ -32,6 +30,7 @@ if TYPE_CHECKING:
 _MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*(\.[a-z0-9][a-z0-9_]*)+$")
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
 _DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_MODULE = re.compile(rf"^{_DOTTED}$")
 _REFERENCE = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
 _REFERENCE_FORM = "'package.module:attribute'"
 
@@ -135,17 +134,22 @@ class SimulatorSpec:
     ``start(uri)`` starts it (in its own process where it is a separate program)
     for the reserved ``sim`` form of a URI and returns a
     :class:`~robohal.sim.process.RunningSimulator` whose ``uri`` is the concrete
-    address the backend connects to. ``command`` is the click command behind
-    ``robohal sim SCHEME``.
+    address the backend connects to (:func:`robohal.sim.process.launch` does the
+    usual work). ``program`` is the module of the simulator program
+    (``"robohal_abb.simulator"``): ``robohal sim SCHEME ARGS`` runs
+    ``python -m PROGRAM ARGS`` in the foreground.
     """
 
     start: Callable[[RobotUri], Any] | str
     default_model: str
-    command: click.Command | None = None
+    program: str | None = None
     description: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "start", _callable_field(self.start, f"simulator {self.default_model!r}", "start"))
+        record = f"simulator {self.program or self.default_model!r}"
+        object.__setattr__(self, "start", _callable_field(self.start, record, "start"))
+        if self.program is not None and not (isinstance(self.program, str) and _MODULE.match(self.program)):
+            raise PluginError(f"{record}: program {self.program!r} must be a module name like 'package.simulator'")
 
 
 @dataclass(frozen=True)
