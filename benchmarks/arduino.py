@@ -30,7 +30,7 @@ def percentiles(values: list[float]) -> str:
 def bare_pyserial_round_trips(path: str, count: int) -> list[float]:
     """A minimal host: SET, read the line, no checks beyond the seq."""
     import serial
-    from robohal_arduino_planar import protocol as p
+    from robohal_arduino_planar import wire as p
 
     times = []
     with serial.Serial(path, p.BAUDRATE, timeout=1.0) as port:
@@ -53,7 +53,7 @@ def bare_pyserial_round_trips(path: str, count: int) -> list[float]:
 
 def backend_round_trips(backend, count: int) -> list[float]:
     """SET -> ACK through the backend's transport (one command in flight, seq matching, decode)."""
-    from robohal_arduino_planar import protocol as p
+    from robohal_arduino_planar import wire as p
 
     times = []
     for k in range(count):
@@ -76,19 +76,21 @@ def main(argv: list[str] | None = None) -> int:
 
     import robohal
     from robohal.motion import JointTrajectory
+    from robohal.uri import parse_uri
     from robohal_arduino_planar import firmware
-    from robohal_arduino_planar import protocol as p
-    from robohal_arduino_planar.simulation import start
+    from robohal_arduino_planar import wire as p
+    from robohal_arduino_planar.simulation import start_simulator
 
     kind = "emulator" if args.emulator else "simavr"
+    sim_uri = parse_uri(f"arduino-planar://sim?model=arduino.planar2&firmware={kind}&sim_boot_ms=100")
     if kind == "simavr" and firmware.toolchain_missing():
         print(f"skipped: {firmware.toolchain_missing()}")
         return 0
 
     # 1. round trips: the bare loop first (its own simulator: the port is exclusive per host)
-    with start(kind, boot_ms=100) as sim:
+    with start_simulator(sim_uri) as sim:
         bare = bare_pyserial_round_trips(sim.pty_path, args.commands)
-    with start(kind, boot_ms=100) as sim:
+    with start_simulator(sim_uri) as sim:
         uri = f"arduino-planar://{sim.pty_path}?model=arduino.planar2&keepalive=0&poll=0"
         with robohal.connect(uri) as robot:
             ours = backend_round_trips(robot.backend, args.commands)
@@ -99,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
           f" backend p50 / wire floor {floor * 1000:.2f} ms: {np.median(ours) / floor:.2f}x")
 
     # 2. a 50 Hz stream
-    with start(kind, boot_ms=100) as sim:
+    with start_simulator(sim_uri) as sim:
         with robohal.connect(f"arduino-planar://{sim.pty_path}?model=arduino.planar2&rate=50") as robot:
             period = robot.backend.period
             n = round(args.seconds / period)

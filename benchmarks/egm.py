@@ -120,13 +120,11 @@ def run_one(driver: str, seconds: float, cores: tuple[int, int] | None = None) -
     """One simulated controller + one sensor process; both report. ``cores``: pin the
     controller to the first CPU and the sensor to the second."""
     from robohal.sim.process import SimulatorProcess, free_port, python_module
-    from robohal.uri import parse_uri
 
     port = free_port()
     sim_argv = os.environ.get("ROBOHAL_EGM_BENCH_SIM")
     argv = sim_argv.split() if sim_argv else python_module("robohal_abb.simulator")
-    sim = SimulatorProcess([*argv, "--sensor", f"127.0.0.1:{port}", "--model", MODEL, "--comm-timeout", "0"],
-                           lambda line: parse_uri(f"abb-egm://127.0.0.1:{port}"))
+    sim = SimulatorProcess([*argv, "--sensor", f"127.0.0.1:{port}", "--model", MODEL, "--comm-timeout", "0"])
     try:
         sensor_process = subprocess.Popen([sys.executable, __file__, "--driver", driver, "--port", str(port),
                                            "--seconds", str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -110,7 +110,7 @@ def tracking(seconds: float) -> dict:
     import robohal
     from robohal.cartesian import CartesianBackend
     from robohal.uri import parse_uri
-    from robohal_franka.backends import start_simulator
+    from robohal_franka.simulation import start_simulator
 
     out: dict = {}
     simulator = start_simulator(parse_uri("franka://sim?model=franka.fr3"))
@@ -158,7 +158,7 @@ def tracking(seconds: float) -> dict:
 
 def simulator_starts(n: int = 5) -> dict:
     from robohal.uri import parse_uri
-    from robohal_franka.backends import start_simulator
+    from robohal_franka.simulation import start_simulator
 
     times = []
     for _ in range(n):

@@ -66,11 +66,11 @@ def egm_sim() -> Iterator[Callable[..., EgmSim]]:
         port = free_port()
         argv = python_module("robohal_abb.simulator", "--sensor", f"127.0.0.1:{port}", "--model", model,
                              "--mode", mode, *args)
-        uri = parse_uri(f"abb-egm://127.0.0.1:{port}?model={model}&robot=127.0.0.1&mode={mode}")
-        process = SimulatorProcess(argv, lambda line: uri)
+        process = SimulatorProcess(argv, params={"mode": mode})
         started.append(process)
-        assert process.first_line.startswith("READY 127.0.0.1:")
-        return EgmSim(process, uri, port)
+        # the ready line names the sensor's port and the controller's host
+        assert process.uri == parse_uri(f"abb-egm://127.0.0.1:{port}?model={model}&robot=127.0.0.1&mode={mode}")
+        return EgmSim(process, process.uri, port)
 
     yield start
     for process in started:

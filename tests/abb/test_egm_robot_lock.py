@@ -13,6 +13,7 @@ import pytest
 import robohal
 from robohal import ConnectionLost, HardwareFault
 from robohal.control.backend import wait_until
+from robohal.sim.process import free_port
 from robohal.uri import parse_uri
 from robohal_abb.backend import EgmBackend
 
@@ -189,8 +190,8 @@ def test_a_new_sender_is_heard_only_after_the_robot_was_lost(egm_sim, bare_robot
 def test_the_lock_is_logged_with_the_locked_address(egm_sim, caplog) -> None:
     """On loopback the lock is news (INFO); bound where other computers can send, it is a
     warning that names the locked address and says how to name the controller."""
-    sim = egm_sim("--comm-timeout", "0")
-    controller = sim.process.first_line.split()[1]  # READY HOST:PORT: the controller's own address
+    controller = f"127.0.0.1:{free_port()}"  # the controller's own address
+    sim = egm_sim("--comm-timeout", "0", "--bind", controller)
     with caplog.at_level(logging.INFO, logger="robohal"):
         with robohal.connect(sim.connect_uri(robot=None)):
             pass

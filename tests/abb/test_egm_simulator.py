@@ -245,7 +245,7 @@ def test_robohal_sim_command_runs_the_same_simulator() -> None:
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].startswith("READY 127.0.0.1:") and f"sensor=127.0.0.1:{port}" in lines[0]
+    assert lines[0] == f"READY abb-egm://127.0.0.1:{port}?model=abb.irb1410&robot=127.0.0.1"
     assert lines[-1].startswith("STATS ")
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 import serial
+from robohal.sim.process import parse_ready_line, python_module
 from robohal_arduino_planar import firmware
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 
 SIMULATORS = ("firmware", "emulator")
 READ_TIMEOUT_S = 3.0
@@ -22,7 +23,7 @@ STOP_TIMEOUT_S = 5.0
 
 
 class SimProcess:
-    """A running simulator: its stdout (pty path, RESET and PULSE lines) is read by a thread."""
+    """A running simulator: its stdout (the ready line, RESET and PULSE lines) is read by a thread."""
 
     def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -34,10 +35,11 @@ class SimProcess:
         self._cond = threading.Condition()
         self._ports: list[serial.Serial] = []
         first = self._readline_with_timeout(20.0)
-        if not first.startswith("/dev/"):
+        uri = parse_ready_line(first) if first.startswith("READY arduino-planar:///dev/") else None
+        if uri is None or uri.host or uri.params:
             self.stop()
             raise RuntimeError(f"simulator did not announce a pty: {first!r} {self.proc.stderr.read()!r}")
-        self.pty_path = first.strip()
+        self.pty_path = uri.path
         self.stderr: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -264,14 +266,21 @@ def _src_env() -> dict[str, str]:
     return env
 
 
+def emulator_command(boot_ms: int, *extra: str) -> list[str]:
+    """The simulator program running the emulator, with every PULSE and HORN line."""
+    return python_module("robohal_arduino_planar.simulator", "--firmware", "emulator", "--boot-ms", str(boot_ms),
+                         "--pulses", "1", *extra)
+
+
 def start_simulator(kind: str, request: pytest.FixtureRequest, boot_ms: int = 50,
                     extra: tuple[str, ...] = ()) -> SimProcess:
-    """Starts one simulator process, stopped again when the test ends."""
+    """Starts one simulator process (the harness itself, or the program running the emulator)
+    printing every pulse, stopped again when the test ends."""
     if kind == "firmware":
         request.getfixturevalue("firmware_build")      # skips without the toolchain
-        sim = SimProcess([*firmware.harness_command(boot_ms), *extra])
+        sim = SimProcess([*firmware.harness_command(boot_ms, pulses=True), *extra])
     else:
-        sim = SimProcess([*firmware.emulator_command(boot_ms), *extra], env=_src_env())
+        sim = SimProcess(emulator_command(boot_ms, *extra), env=_src_env())
     request.addfinalizer(sim.stop)
     return sim
 

@@ -18,9 +18,9 @@ from robohal.errors import ConnectionLost, LimitViolation, ProtocolError, UriErr
 from robohal.plugins.registry import default_registry
 from robohal.uri import RobotUri, parse_uri
 from robohal_arduino_planar import firmware
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 from robohal_arduino_planar.backend import ArduinoPlanarBackend
-from robohal_arduino_planar.simulation import ArduinoSimulator, start
+from robohal_arduino_planar.simulation import ArduinoSimulator, start_simulator
 
 MODEL = "arduino.planar2"
 
@@ -38,7 +38,7 @@ def emulator_factory() -> Iterator:
     def make(boot_ms: int = 50, kind: str = "emulator") -> ArduinoSimulator:
         if kind == "simavr" and firmware.toolchain_missing():
             pytest.skip(firmware.toolchain_missing())
-        sim = start(kind, boot_ms=boot_ms)
+        sim = start_simulator(parse_uri(f"arduino-planar://sim?model={MODEL}&firmware={kind}&sim_boot_ms={boot_ms}"))
         started.append(sim)
         return sim
 
@@ -229,26 +229,30 @@ def test_sim_uri_runs_the_emulator_and_passes_backend_parameters() -> None:
         assert robot.backend.device.startswith("/dev/")
         assert robot.backend.calibration.servos[1].direction == -1
         assert robot.simulator.kind == "emulator"
+        # the program's option from sim_boot_ms; the concrete URI keeps neither firmware= nor sim_*
+        assert robot.simulator.argv[1:] == ["-m", "robohal_arduino_planar.simulator", "--firmware", "emulator",
+                                            "--pulses", "1", "--boot-ms", "100"]
+        assert robot.simulator.uri == RobotUri("arduino-planar", path=robot.backend.device,
+                                               params={"model": MODEL, "s2_dir": "-1"})
         assert robot.move_joints([0.2, 0.2], speed=1.0).completed
         assert robot.state.info["pulses_us"] == (1564, 1436)
 
 
 def test_without_the_toolchain_hil_defaults_to_the_emulator_and_simavr_names_the_fix(monkeypatch) -> None:
+    import robohal_arduino_planar as plugin
     from robohal.sim.process import SimulatorError
-    from robohal_arduino_planar import backends
-    from robohal_arduino_planar.simulation import simulator_argv
 
     monkeypatch.setenv("PATH", "/nonexistent")  # no avr-gcc, no make, no cc
-    backends._toolchain_present.cache_clear()
+    plugin.toolchain_present.cache_clear()
     try:
-        assert backends.hil_targets() == (backends.EMULATOR_TARGET,)
+        assert plugin.hil_targets() == (plugin.EMULATOR_TARGET,)
         with pytest.raises(SimulatorError, match="make avr-deps"):
-            simulator_argv("simavr")
+            start_simulator(parse_uri(plugin.SIMAVR_TARGET))
     finally:
         monkeypatch.undo()
-        backends._toolchain_present.cache_clear()
+        plugin.toolchain_present.cache_clear()
     if firmware.toolchain_missing() is None:
-        assert backends.hil_targets() == (backends.SIMAVR_TARGET, backends.EMULATOR_TARGET)
+        assert plugin.hil_targets() == (plugin.SIMAVR_TARGET, plugin.EMULATOR_TARGET)
 
 
 def test_an_ack_with_other_widths_than_the_set_is_not_a_measurement(emulator_factory, model) -> None:

@@ -1,4 +1,4 @@
-"""`robohal sim arduino-planar`: prints the pty path first, serves the protocol, stops on Ctrl-C."""
+"""`robohal sim arduino-planar`: the ready line with the pty first, serves the protocol, stops on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import time
 
 import pytest
 import serial
+from robohal.sim.process import parse_ready_line
 from robohal_arduino_planar import firmware
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 
 ROBOHAL = [sys.executable, "-c", "from robohal.cli.main import main; main()"]
 
@@ -25,15 +26,19 @@ def _first_line(proc: subprocess.Popen, timeout: float) -> str:
     return proc.stdout.readline().decode().strip()
 
 
-@pytest.mark.parametrize("flag", ["--emulator", "--firmware-sim"])
-def test_sim_command_prints_the_pty_then_serves_until_ctrl_c(flag: str) -> None:
-    if flag == "--firmware-sim" and firmware.toolchain_missing():
+@pytest.mark.parametrize("kind", ["emulator", "simavr"])
+def test_sim_command_prints_the_pty_then_serves_until_ctrl_c(kind: str) -> None:
+    if kind == "simavr" and firmware.toolchain_missing():
         pytest.skip(firmware.toolchain_missing())
-    proc = subprocess.Popen([*ROBOHAL, "sim", "arduino-planar", flag, "--boot-ms", "50"],
+    proc = subprocess.Popen([*ROBOHAL, "sim", "arduino-planar", "--firmware", kind, "--boot-ms", "50"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        path = _first_line(proc, 60.0)
-        assert path.startswith("/dev/"), (path, proc.stderr.read1(4000) if proc.poll() is not None else b"")
+        first = _first_line(proc, 60.0)
+        assert first.startswith("READY arduino-planar:///dev/"), (
+            first, proc.stderr.read1(4000) if proc.poll() is not None else b"")
+        uri = parse_ready_line(first)
+        assert uri.scheme == "arduino-planar" and not uri.host and not uri.params
+        path = uri.path
         with serial.Serial(path, p.BAUDRATE, timeout=0.2) as port:
             deadline = time.monotonic() + 10.0
             reply = None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from robohal_arduino_planar import firmware
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 from robohal_arduino_planar.emulator import FirmwareModel
 
 
@@ -160,7 +160,7 @@ def test_emulator_cli_sets_power_up_watchdog(sim_factory, connect):
 
 def _emulator(*args: str) -> subprocess.Popen:
     src = str(Path(firmware.__file__).resolve().parents[1])
-    return subprocess.Popen([sys.executable, "-m", "robohal_arduino_planar.emulator", *args],
+    return subprocess.Popen([sys.executable, "-m", "robohal_arduino_planar.simulator", "--firmware", "emulator", *args],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"})
 
@@ -169,7 +169,7 @@ def _emulator(*args: str) -> subprocess.Popen:
 def test_emulator_process_exits_when_told(how):
     proc = _emulator("--boot-ms", "10")
     try:
-        assert proc.stdout.readline().startswith(b"/dev/")
+        assert proc.stdout.readline().startswith(b"READY arduino-planar:///dev/")
         if how == "eof":
             proc.stdin.close()
         elif how == "quit":

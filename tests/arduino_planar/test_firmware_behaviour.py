@@ -10,7 +10,7 @@ import time
 from itertools import pairwise
 
 import pytest
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 
 TOLERANCE_US = 8.0
 

@@ -8,7 +8,7 @@ import subprocess
 from itertools import pairwise
 
 import pytest
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 
 
 def _run(argv: list[str]) -> subprocess.Popen:
@@ -28,7 +28,7 @@ def test_harness_exits_when_told(firmware_build, how):
     elf, harness = firmware_build
     proc = _run([str(harness), str(elf)])
     try:
-        assert proc.stdout.readline().startswith(b"/dev/pts/")
+        assert proc.stdout.readline().startswith(b"READY arduino-planar:///dev/pts/")
         if how == "eof":
             proc.stdin.close()
         elif how == "quit":
@@ -42,13 +42,13 @@ def test_harness_exits_when_told(firmware_build, how):
 
 
 @pytest.mark.parametrize("args, code", [([], 2), (["--boot-ms", "x"], 2), (["--bogus"], 2),
-                                        (["/nonexistent.elf"], 1)])
+                                        (["--ideal", "maybe"], 2), (["--pulses"], 2), (["/nonexistent.elf"], 1)])
 def test_harness_refuses_bad_arguments(firmware_build, args, code):
     _, harness = firmware_build
     proc = _run([str(harness), *args])
     try:
         assert proc.wait(10) == code
-        assert proc.stdout.read() == b""                 # no pty path announced
+        assert proc.stdout.read() == b""                 # no ready line
     finally:
         _finish(proc)
 
@@ -71,7 +71,7 @@ def test_pulses_are_exact_to_the_timer_tick(sim_factory, connect):
 
 
 def test_free_running_mode_works(sim_factory, connect):
-    sim = sim_factory("firmware", extra=("--fast",))
+    sim = sim_factory("firmware", extra=("--fast", "1"))
     host = connect(sim)
     assert host.set(1500, 1500) == p.Ack(host.seq, (1500, 1500))
     for _ in range(50):

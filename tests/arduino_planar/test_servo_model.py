@@ -12,8 +12,8 @@ import time
 import pytest
 import robohal
 from robohal.errors import UriError
-from robohal_arduino_planar import firmware
-from robohal_arduino_planar import protocol as p
+from robohal.sim.process import python_module
+from robohal_arduino_planar import wire as p
 from robohal_arduino_planar.servo import DRIVE_AFTER_PULSE_S, SG90_SPEED, US_PER_RAD, ServoHorn
 
 FRAME_S = 0.020
@@ -114,8 +114,19 @@ def test_simulated_horns_slew_at_the_servo_speed(sim_factory, connect, sim_kind,
         assert len(set(times)) == len(times)
 
 
+def test_pulse_lines_are_printed_only_when_asked(sim_factory, connect, sim_kind):
+    """--pulses 0, the default at a terminal: no PULSE or HORN lines, and the servos move all the same."""
+    sim, host = _start(sim_factory, connect, sim_kind, "--pulses", "0", "--ideal", "1")
+    assert host.set(1200, 1800) == p.Ack(host.seq, (1200, 1800))
+    deadline = time.monotonic() + 10.0
+    while sim.stats()["horn_us"] != [1200.0, 1800.0] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sim.stats()["horn_us"] == [1200.0, 1800.0]
+    assert sim.pulse_mark() == 0 and sim.horn_mark() == 0
+
+
 def test_ideal_horns_are_the_pulses(sim_factory, connect, sim_kind):
-    sim, host = _start(sim_factory, connect, sim_kind, "--ideal")
+    sim, host = _start(sim_factory, connect, sim_kind, "--ideal", "1")
     mark, horn_mark = sim.pulse_mark(), sim.horn_mark()
     assert host.set(800, 2200) == p.Ack(host.seq, (800, 2200))
     horns = sim.wait_horns(horn_mark, 6)
@@ -198,6 +209,6 @@ def test_simulators_refuse_a_bad_servo_speed(request, sim_kind, args):
         elf, harness = request.getfixturevalue("firmware_build")
         argv = [str(harness), str(elf)]
     else:
-        argv = firmware.emulator_command(10)
+        argv = python_module("robohal_arduino_planar.simulator", "--firmware", "emulator", "--boot-ms", "10")
     proc = subprocess.run([*argv, *args], input=b"", capture_output=True, timeout=30)
     assert proc.returncode == 2 and not proc.stdout, proc

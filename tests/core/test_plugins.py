@@ -44,7 +44,7 @@ def test_records_are_collected_and_stamped_with_their_plugin():
         ("alpha", make_plugin(models=[arm("acme.one")])),
         ("beta", make_plugin(models=[arm("acme.two")], backends=[BackendSpec("acme-bus", factory=SimBackend)])),
     )
-    assert [m.name for m in registry.models()] == ["acme.one", "acme.two"]
+    assert [m.name for m in registry.models()] == ["acme.one", "acme.two", "generic.planar2"]  # with the builtin's
     assert registry.model_spec("acme.one").plugin == "alpha"
     assert registry.model_spec("ACME.Two").plugin == "beta"  # names are normalised
     assert registry.backend_spec("acme-bus").plugin == "beta"
@@ -88,7 +88,7 @@ def test_a_hook_that_raises_is_reported_and_the_others_keep_working():
             raise RuntimeError("database on fire")
 
     registry = registry_with(("broken", Broken()), ("fine", make_plugin(models=[arm("acme.ok")])))
-    assert [m.name for m in registry.models()] == ["acme.ok"]
+    assert [m.name for m in registry.models()] == ["acme.ok", "generic.planar2"]  # the builtin's too
     assert "database on fire" in registry.failures["broken"].error
 
 
@@ -114,17 +114,40 @@ def test_unknown_model_suggests_close_names():
 def test_default_registry_is_replaceable():
     mine = registry_with(("p", make_plugin(models=[arm("acme.only")])))
     with use_registry(mine):
-        assert [m.name for m in robohal.models()] == ["acme.only"]
+        assert [m.name for m in robohal.models()] == ["acme.only", "generic.planar2"]  # and the builtin's own
         q = robohal.get_model("acme.only").inverse_xy([0.25, 0.0])
         assert np.allclose(robohal.get_model("acme.only").position(q[0]), [0.25, 0.0])
     assert "acme.only" not in [m.name for m in robohal.models()]
 
 
-def test_builtin_registers_through_the_entry_point_group():
+def test_builtin_is_registered_in_code_in_every_registry():
+    import importlib.metadata
+
     registry = Registry.discover()
     assert registry.model_spec("generic.planar2").plugin == "builtin"
     assert registry.backend_spec("sim").plugin == "builtin"
     assert {p.name for p in registry.plugins()} >= {"builtin", "abb", "franka", "arduino_planar"}
+    assert [(p.name, p.distribution) for p in registry.plugins() if p.name == "builtin"] == [("builtin", "robohal")]
+    assert "builtin" not in {ep.name for ep in importlib.metadata.entry_points(group="robohal")}  # no entry point
+    bare = registry_with()  # no entry points at all: the builtin is still there
+    assert [p.name for p in bare.plugins()] == ["builtin"]
+    assert [m.name for m in bare.models()] == ["generic.planar2"] and [b.scheme for b in bare.backends()] == ["sim"]
+
+
+def test_the_builtin_cannot_be_disabled_and_says_so(caplog):
+    with caplog.at_level("WARNING", logger="robohal"):
+        registry = registry_with(("p", make_plugin(models=[arm("acme.one")])), disabled=["builtin", "p"])
+    assert [p.name for p in registry.plugins()] == ["builtin"]  # p hidden, builtin kept
+    assert registry.backend_spec("sim").plugin == "builtin"
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and "'builtin'" in warned[0] and "cannot be disabled" in warned[0]
+
+
+def test_a_plugin_claiming_the_builtin_s_sim_scheme_always_conflicts():
+    with pytest.raises(PluginConflictError) as conflict:
+        registry_with(("impostor", make_plugin(backends=[BackendSpec("sim", factory=SimBackend)])))
+    message = str(conflict.value)
+    assert "'sim'" in message and "builtin" in message and "impostor" in message
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, extra_path: str | None = None) -> subprocess.CompletedProcess:
@@ -136,12 +159,24 @@ def run_cli(*args: str, env: dict[str, str] | None = None, extra_path: str | Non
 
 def test_disabling_a_plugin_by_name_hides_it():
     shown = run_cli("models", "--json")
-    hidden = run_cli("models", "--json", env={"ROBOHAL_DISABLE_PLUGINS": "arduino_planar, builtin"})
+    hidden = run_cli("models", "--json", env={"ROBOHAL_DISABLE_PLUGINS": "arduino_planar, abb"})
     assert shown.returncode == 0 and hidden.returncode == 0, hidden.stderr
-    assert "generic.planar2" in shown.stdout
-    assert "generic.planar2" not in hidden.stdout
+    assert "arduino.planar2" in shown.stdout and "abb.irb1410" in shown.stdout
+    assert "arduino.planar2" not in hidden.stdout and "abb.irb1410" not in hidden.stdout
+    assert "franka.fr3" in hidden.stdout and "generic.planar2" in hidden.stdout
+    plugins = json.loads(run_cli("plugins", "--json", env={"ROBOHAL_DISABLE_PLUGINS": "abb"}).stdout)
+    assert {p["name"] for p in plugins["plugins"]} >= {"builtin", "franka"} and "abb" not in str(plugins["plugins"])
+
+
+def test_naming_the_builtin_in_the_switch_only_warns():
+    kept = run_cli("models", "--json", env={"ROBOHAL_DISABLE_PLUGINS": "arduino_planar, builtin"})
+    assert kept.returncode == 0, kept.stderr
+    assert "generic.planar2" in kept.stdout and "arduino.planar2" not in kept.stdout
+    assert "ROBOHAL_DISABLE_PLUGINS names 'builtin'" in kept.stderr and "cannot be disabled" in kept.stderr
     plugins = run_cli("plugins", "--json", env={"ROBOHAL_DISABLE_PLUGINS": "builtin"})
-    assert '"builtin"' not in plugins.stdout and '"abb"' in plugins.stdout
+    listed = json.loads(plugins.stdout)
+    assert any(p["name"] == "builtin" and p["backends"] == ["sim"] for p in listed["plugins"])
+    assert listed["disabled_but_not_installed"] == []  # it is there: the warning says why it stays
 
 
 def test_a_disabled_name_that_matches_no_plugin_is_reported():

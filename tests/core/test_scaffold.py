@@ -16,6 +16,12 @@ def test_scaffold_installs_registers_and_passes_its_tests(tmp_path):
     result = CliRunner().invoke(main, ["new-plugin", "acme_bot", "--dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
     root = tmp_path / "robohal-acme-bot"
+    package = root / "src" / "robohal_acme_bot"
+    # the shape of every plugin: the package is the plugin, its hooks name their parts by reference
+    assert sorted(path.name for path in package.iterdir()) == ["__init__.py", "backend.py", "models.py"]
+    assert 'acme_bot = "robohal_acme_bot"\n' in (root / "pyproject.toml").read_text()
+    hooks = (package / "__init__.py").read_text()
+    assert '"robohal_acme_bot.models:arm2"' in hooks and '"robohal_acme_bot.backend:AcmeBotBackend"' in hooks
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--target", str(site), str(root)], check=True, timeout=300)

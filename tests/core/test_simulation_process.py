@@ -1,22 +1,34 @@
-"""SimulatorProcess: a simulator program in its own process, and its stderr log."""
+"""The simulator launch protocol: SimulatorProcess (a program in its own process, its ready line
+and its stderr log), the ready line, sim_* parameters as options, and launch()."""
 
 from __future__ import annotations
 
 import os
 import sys
+import textwrap
 
 import pytest
-from robohal.sim.process import SimulatorError, SimulatorProcess
-from robohal.uri import parse_uri
+from robohal.errors import UriError
+from robohal.sim.process import (
+    SimulatorError,
+    SimulatorProcess,
+    announce_ready,
+    boolean,
+    launch,
+    parse_ready_line,
+    simulator_options,
+)
+from robohal.uri import RobotUri, parse_uri
+
+READY = "print('READY sim://?model=generic.planar2', flush=True)"
 
 
-def _start(code: str) -> SimulatorProcess:
-    return SimulatorProcess([sys.executable, "-c", code], lambda line: parse_uri("sim://?model=generic.planar2"),
-                            timeout=20)
+def _start(code: str, **params: str) -> SimulatorProcess:
+    return SimulatorProcess([sys.executable, "-c", code], params=params, timeout=20)
 
 
 def test_a_stopped_simulator_leaves_no_log_behind():
-    process = _start("import sys; print('READY', flush=True); sys.stderr.write('chatter\\n'); sys.stdin.read()")
+    process = _start("import sys; " + READY + "; sys.stderr.write('chatter\\n'); sys.stdin.read()")
     assert os.path.exists(process.log_path)
     process.stop()
     assert not os.path.exists(process.log_path)
@@ -24,7 +36,7 @@ def test_a_stopped_simulator_leaves_no_log_behind():
 
 
 def test_a_simulator_that_failed_by_itself_keeps_its_log():
-    process = _start("import sys; print('READY', flush=True); sys.stderr.write('it broke\\n'); sys.exit(3)")
+    process = _start("import sys; " + READY + "; sys.stderr.write('it broke\\n'); sys.exit(3)")
     try:
         process.process.wait(timeout=20)
         assert process.stop() == 3
@@ -35,7 +47,7 @@ def test_a_simulator_that_failed_by_itself_keeps_its_log():
 
 
 def test_a_silent_failure_leaves_no_empty_log():
-    process = _start("import sys; print('READY', flush=True); sys.exit(3)")
+    process = _start("import sys; " + READY + "; sys.exit(3)")
     process.process.wait(timeout=20)
     assert process.stop() == 3
     assert not os.path.exists(process.log_path)
@@ -52,7 +64,7 @@ def test_a_failed_start_shows_the_log_tail_and_removes_the_log(monkeypatch, tmp_
 
 STATS_PEER = """
 import sys
-print('READY', flush=True)
+print('READY sim://?model=generic.planar2', flush=True)
 for line in sys.stdin:
     if line.strip() == 'STATS':
         print('noise before the answer', flush=True)
@@ -70,9 +82,99 @@ def test_stats_asks_and_skips_other_lines():
 
 
 def test_stats_from_a_simulator_that_never_answers_is_an_error_not_a_hang():
-    process = _start("import sys; print('READY', flush=True); sys.stdin.read()")
+    process = _start("import sys; " + READY + "; sys.stdin.read()")
     try:
         with pytest.raises(SimulatorError, match="did not answer STATS"):
             process.stats(timeout=0.5)
+    finally:
+        process.stop()
+
+
+# The ready line --------------------------------------------------------------------------------
+
+
+def test_the_ready_line_names_the_robot_uri():
+    assert parse_ready_line("READY abb-egm://127.0.0.1:40123?robot=127.0.0.1") == RobotUri(
+        "abb-egm", host="127.0.0.1", port=40123, params={"robot": "127.0.0.1"})
+    assert parse_ready_line("READY arduino-planar:///dev/pts/7\n") == RobotUri("arduino-planar", path="/dev/pts/7")
+    assert parse_ready_line("READY franka://127.43.7.9") == RobotUri("franka", host="127.43.7.9")
+
+
+@pytest.mark.parametrize("line", ["/dev/pts/7", "READY", "READY 127.0.0.1:40123 sensor=127.0.0.1:6510",
+                                  "ready franka://127.0.0.2", "READYfranka://127.0.0.2", ""])
+def test_anything_else_is_a_simulator_error_naming_the_line(line):
+    with pytest.raises(SimulatorError) as refused:
+        parse_ready_line(line)
+    assert repr(line) in str(refused.value)
+
+
+def test_announce_ready_prints_the_line_parse_ready_line_reads(capsys):
+    uri = RobotUri("franka", host="127.43.7.9", params={"model": "franka.fr3"})
+    announce_ready(uri)
+    out = capsys.readouterr().out
+    assert out == "READY franka://127.43.7.9?model=franka.fr3\n"
+    assert parse_ready_line(out) == uri
+
+
+def test_a_garbage_first_line_stops_the_program_and_names_the_line_and_its_stderr():
+    with pytest.raises(SimulatorError) as refused:
+        _start("import sys, time; sys.stderr.write('booting the arm\\n'); print('/dev/pts/7', flush=True); time.sleep(30)")
+    message = str(refused.value)
+    assert "'/dev/pts/7'" in message and "READY <robot URI>" in message and message.endswith("booting the arm\n")
+
+
+def test_the_concrete_uri_is_the_announced_one_plus_the_given_parameters():
+    process = _start("import sys; print('READY abb-egm://127.0.0.1:6510?robot=127.0.0.1&mode=joint', flush=True);"
+                     " sys.stdin.read()", model="abb.irb1410", mode="pose", timeout="2")
+    try:
+        # the announced parameters win: the program knows where it is and what it serves
+        assert process.uri == parse_uri("abb-egm://127.0.0.1:6510?model=abb.irb1410&mode=joint&robot=127.0.0.1&timeout=2")
+    finally:
+        process.stop()
+
+
+# Options and launch ------------------------------------------------------------------------------
+
+
+def test_sim_parameters_are_the_program_options_in_the_uri_s_order():
+    uri = parse_uri("franka://sim?model=franka.fr3&sim_stall_after=2&impl=pylibfranka&sim_ideal=1&sim_max_missed=5")
+    assert simulator_options(uri) == ["--stall-after", "2", "--ideal", "1", "--max-missed", "5"]
+    assert simulator_options(parse_uri("franka://sim?model=franka.fr3")) == []
+    with pytest.raises(UriError, match="sim_"):
+        simulator_options(parse_uri("franka://sim?sim_=1"))
+
+
+@pytest.mark.parametrize("text, value", [("1", True), ("true", True), ("YES", True), ("on", True),
+                                         ("0", False), ("false", False), ("no", False), ("Off", False)])
+def test_boolean_options_take_a_value(text, value):
+    assert boolean(text) is value
+
+
+def test_a_boolean_option_refuses_other_words():
+    with pytest.raises(ValueError, match="'maybe' is not a boolean"):
+        boolean("maybe")
+
+
+FAKE_SIMULATOR = """
+import sys
+
+from robohal.sim.process import announce_ready
+
+announce_ready("fake://127.0.0.1:5?robot=127.0.0.1")
+print("ARGS " + " ".join(sys.argv[1:]), flush=True)
+sys.stdin.read()
+"""
+
+
+def test_launch_runs_the_module_with_its_arguments_then_the_sim_options(tmp_path):
+    (tmp_path / "fake_simulator.py").write_text(textwrap.dedent(FAKE_SIMULATOR))
+    uri = parse_uri("fake://sim?model=generic.planar2&firmware=emulator&sim_stall_after=2&timeout=3&sim_ideal=1")
+    process = launch("fake_simulator", uri, ["--address", "127.0.0.1"], leave_out=("firmware",),
+                     env={"PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    try:
+        assert process.argv == [sys.executable, "-m", "fake_simulator", "--address", "127.0.0.1",
+                                "--stall-after", "2", "--ideal", "1"]
+        assert process.readline(10) == "ARGS --address 127.0.0.1 --stall-after 2 --ideal 1"
+        assert process.uri == parse_uri("fake://127.0.0.1:5?model=generic.planar2&robot=127.0.0.1&timeout=3")
     finally:
         process.stop()

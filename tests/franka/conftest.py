@@ -21,10 +21,7 @@ THIRD_PARTY = Path(__file__).with_name("third_party.py")
 class Simulator:
     def __init__(self, *args: str) -> None:
         self.host = free_loopback_host(1337)
-        self.process = SimulatorProcess(
-            python_module("robohal_franka.simulator", "--address", self.host, *args),
-            lambda line: parse_uri(f"franka://{self.host}?model=franka.fr3"),
-        )
+        self.process = SimulatorProcess(python_module("robohal_franka.simulator", "--address", self.host, *args))
         self.uri = self.process.uri
         self.first_line = self.process.first_line
 

@@ -138,19 +138,21 @@ def test_the_state_record_separates_desired_and_measured(model):
 
 def test_sim_ideal_and_sim_seed_ride_on_the_uri():
     from robohal.errors import UriError
+    from robohal.sim.process import simulator_options
     from robohal.uri import parse_uri
-    from robohal_franka.backends import simulator_args
+    from robohal_franka.simulation import simulator_args, start_simulator
 
-    args = simulator_args(parse_uri("franka://sim?model=franka.fr3&sim_ideal=1&sim_seed=4"), "127.0.0.9")
-    assert "--ideal" in args and args[args.index("--seed") + 1] == "4"
-    assert "--ideal" not in simulator_args(parse_uri("franka://sim?model=franka.fr3"), "127.0.0.9")  # never the default
-    with pytest.raises(UriError):
-        simulator_args(parse_uri("franka://sim?model=franka.fr3&sim_ideal=maybe"), "127.0.0.9")
+    uri = parse_uri("franka://sim?model=franka.fr3&sim_ideal=1&sim_seed=4")
+    assert simulator_args(uri, "127.0.0.9") == ["--address", "127.0.0.9", "--model", "franka.fr3"]
+    assert simulator_options(uri) == ["--ideal", "1", "--seed", "4"]
+    assert simulator_options(parse_uri("franka://sim?model=franka.fr3")) == []  # never ideal by default
+    with pytest.raises(UriError, match="sim_ideal"):
+        start_simulator(parse_uri("franka://sim?model=franka.fr3&sim_ideal=maybe"))
 
 
 def test_the_fci_simulator_tracks_imperfectly_unless_ideal(start_simulator, raw_client):
     pytest.importorskip("pylibfranka", reason="pip install pylibfranka (a Linux wheel)")
     real = raw_client("read", start_simulator("--seed", "3").host)
     assert 1e-6 < np.abs(np.array(real["q"]) - real["q_d"]).max() < 1e-3
-    ideal = raw_client("read", start_simulator("--ideal").host)
+    ideal = raw_client("read", start_simulator("--ideal", "1").host)
     assert ideal["q"] == ideal["q_d"] and ideal["dq"] == [0.0] * 7

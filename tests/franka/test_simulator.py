@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from robohal.uri import parse_uri
 from robohal_franka.facts import READY_Q, dh_forward
 from robohal_franka.reference_arm import ReferenceArm
 
@@ -97,7 +98,8 @@ def test_starts_fast_and_prints_its_address_first(start_simulator):
     started = time.monotonic()
     simulator = start_simulator("--model", "franka.panda")
     elapsed = time.monotonic() - started
-    assert simulator.first_line == f"READY franka {simulator.host} 1337 franka.panda"
+    assert simulator.first_line == f"READY franka://{simulator.host}?model=franka.panda"
+    assert simulator.uri == parse_uri(f"franka://{simulator.host}?model=franka.panda")
     print(f"simulator start: {elapsed * 1000:.0f} ms")  # a figure, not an assertion (see benchmarks/)
 
 
@@ -129,7 +131,7 @@ def test_without_a_pipe_on_stdin_it_runs_until_terminated():
     process = subprocess.Popen([sys.executable, "-m", "robohal_franka.simulator", "--address", host, "--no-realtime"],
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
     try:
-        assert process.stdout.readline().startswith(f"READY franka {host}")
+        assert process.stdout.readline() == f"READY franka://{host}?model=franka.fr3\n"
         with pytest.raises(subprocess.TimeoutExpired):
             process.wait(timeout=1.0)
     finally:

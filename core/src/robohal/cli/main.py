@@ -95,11 +95,11 @@ def plugins(as_json: bool) -> None:
     """Installed plugins and what each registers."""
     import importlib.metadata
 
-    from ..plugins.registry import DISABLE_ENV, ENTRY_POINT_GROUP, disabled_from_env
+    from ..plugins.registry import BUILTIN, DISABLE_ENV, ENTRY_POINT_GROUP, disabled_from_env
 
     registry = default_registry()
     infos = registry.plugins()
-    installed = {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    installed = {BUILTIN} | {ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
     unknown = sorted(disabled_from_env() - installed)  # a misspelt name would hide nothing, unseen
     if as_json:
         payload = {
@@ -245,31 +245,26 @@ def ik(model: str, xyz: tuple[float, float, float], quat: tuple[float, ...] | No
 # Simulators, HIL, demo ---------------------------------------------------------------------
 
 
-class SimulatorGroup(click.Group):
-    """``robohal sim SCHEME ...``: the bundled simulators that plugins provide."""
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("scheme", required=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def sim(scheme: str | None, args: Sequence[str]) -> None:
+    """Run SCHEME's bundled simulator in the foreground until Ctrl-C (loopback only).
 
-    def _commands(self) -> dict[str, click.Command]:
-        found = {}
-        for spec in default_registry().backends():
-            if spec.simulator is not None and spec.simulator.command is not None:
-                found[spec.scheme] = spec.simulator.command
-        return found
+    ARGS go to the simulator program (`robohal sim SCHEME --help` lists them). Its first line
+    is `READY <robot URI>`: connect there. Without SCHEME: the simulators there are."""
+    from ..errors import UnknownNameError
+    from ..sim.process import python_module, run_foreground
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(self._commands())
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        commands = self._commands()
-        if name not in commands:
-            from ..errors import UnknownNameError
-
-            raise UnknownNameError("simulator", name, list(commands))
-        return commands[name]
-
-
-@main.group(cls=SimulatorGroup)
-def sim() -> None:
-    """Run a backend's bundled simulator in the foreground (loopback only)."""
+    programs = {spec.scheme: spec.simulator for spec in default_registry().backends()
+                if spec.simulator is not None and spec.simulator.program}
+    if scheme is None:
+        for name, simulator in sorted(programs.items()):
+            click.echo(f"{name}\tpython -m {simulator.program}\t{simulator.description}")
+        return
+    if scheme not in programs:
+        raise UnknownNameError("simulator", scheme, list(programs))
+    sys.exit(run_foreground(python_module(programs[scheme].program, *args)))
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

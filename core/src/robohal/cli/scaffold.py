@@ -26,7 +26,7 @@ dependencies = ["robohal"]
 test = ["pytest>=8"]
 
 [project.entry-points.robohal]
-{name} = "robohal_{name}.plugin"
+{name} = "robohal_{name}"
 
 [tool.setuptools.packages.find]
 where = ["src"]
@@ -36,31 +36,34 @@ addopts = ["--import-mode=importlib", "--hil-target", "sim://?model={name}.arm2&
 '''
 
 INIT = '''\
-"""robohal plugin for {name} robots."""
-'''
+"""robohal plugin for {name} robots.
 
-PLUGIN = '''\
-"""Hooks: robohal calls these to learn what this plugin provides."""
+This package is the plugin (entry point ``{name}`` in the ``robohal`` group). Its hooks return
+records whose callables are dotted references, ``"package.module:attribute"``: robohal imports
+``models`` and ``backend`` only when a model is built or a robot connected, so listing plugins
+stays fast. Keep this module light.
+"""
 
 from __future__ import annotations
 
 from robohal import BackendSpec, ModelSpec, hookimpl
 
-from .backend import {cls}Backend
-from .models import arm2
-
 
 @hookimpl
 def robohal_models():
-    return [ModelSpec("{name}.arm2", factory=arm2, dof=2, description="{name} two-link arm")]
+    return [ModelSpec("{name}.arm2", factory="robohal_{name}.models:arm2", dof=2, description="{name} two-link arm")]
 
 
 @hookimpl
 def robohal_backends():
-    # Add hil_targets=("{scheme}://sim?model={name}.arm2",) once the backend has a bundled simulator,
-    # and hil_suite="robohal_{name}.hil" (a package of pytest modules) for tests of its own that
-    # `robohal hil` runs besides the contract suite.
-    return [BackendSpec("{scheme}", factory={cls}Backend, description="{name} controller (skeleton)")]
+    # A bundled simulator is two more modules, as in every robohal plugin: simulator.py, the program
+    # (`python -m robohal_{name}.simulator`, first line robohal.sim.process.announce_ready(uri)), and
+    # simulation.py, whose start_simulator(uri) calls robohal.sim.process.launch(...). Then add
+    # simulator=SimulatorSpec(start="robohal_{name}.simulation:start_simulator", default_model="{name}.arm2",
+    # program="robohal_{name}.simulator") and hil_targets=("{scheme}://sim?model={name}.arm2",);
+    # hil_suite="robohal_{name}.hil" (a package of pytest modules) adds tests of its own to `robohal hil`.
+    return [BackendSpec("{scheme}", factory="robohal_{name}.backend:{cls}Backend",
+                        description="{name} controller (skeleton)")]
 '''
 
 MODELS = '''\
@@ -167,7 +170,6 @@ def new_plugin(name: str, directory: str | Path = ".") -> Path:
         "pyproject.toml": PYPROJECT,
         "README.md": README,
         f"src/robohal_{name}/__init__.py": INIT,
-        f"src/robohal_{name}/plugin.py": PLUGIN,
         f"src/robohal_{name}/models.py": MODELS,
         f"src/robohal_{name}/backend.py": BACKEND,
         "tests/test_plugin.py": TESTS,

@@ -1,7 +1,8 @@
 """The core's own plugin: the ``sim`` backend and a generic planar model.
 
-It registers through the same hooks and the same entry-point group as every
-other plugin (entry point ``builtin`` in the ``robohal`` group).
+It implements the same hooks as every other plugin, but needs no entry point:
+:func:`~robohal.plugins.registry.plugin_manager` registers it in code, as
+``builtin``, in every registry, and it cannot be disabled.
 """
 
 from __future__ import annotations

@@ -1,13 +1,17 @@
 """The contract between robohal and its plugins.
 
 A plugin is a module (or object) registered under the entry-point group
-``robohal`` that implements some of these hooks with :data:`hookimpl`::
+``robohal`` (usually its package: ``acme = "robohal_acme"``) that implements
+some of these hooks with :data:`hookimpl`::
 
     from robohal import hookimpl, ModelSpec
 
     @hookimpl
     def robohal_models():
-        return [ModelSpec("acme.arm6", factory=make_arm6, dof=6, description="ACME 6-axis")]
+        return [ModelSpec("acme.arm6", factory="robohal_acme.models:arm6", dof=6, description="ACME 6-axis")]
+
+A record's callables may be dotted references like this one, imported only when
+first used (see :mod:`.records`), so the hooks themselves import nothing heavy.
 
 Hooks return typed records. The registry stamps each record with the name of
 the plugin that gave it and refuses two records with the same model name or

@@ -1,7 +1,20 @@
-"""Typed records that plugins return from their hooks."""
+"""Typed records that plugins return from their hooks.
+
+Every callable a record holds (``ModelSpec.factory``, ``BackendSpec.factory``,
+``SimulatorSpec.start``, ``DemoSpec.where`` and ``DemoSpec.task``) is given either as
+the object itself or as a dotted reference ``"package.module:attribute"`` (the
+attribute may be dotted too: ``"package.module:Class.build"``). A reference is
+checked for its form when the record is made, and its module is imported only
+when it is first called: a plugin lists its models and backends without
+importing its drivers. The record keeps a :class:`Reference` in place of the
+string, a small callable, so call sites call the field as they would the object
+(``spec.factory(uri, model)``); :meth:`Reference.load` gives the object itself.
+"""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -10,14 +23,79 @@ from typing import TYPE_CHECKING, Any
 from ..errors import PluginError
 
 if TYPE_CHECKING:
-    import click
-
     from ..control.backend import Backend
     from ..kinematics import Kinematics
     from ..uri import RobotUri
 
 _MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*(\.[a-z0-9][a-z0-9_]*)+$")
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
+_DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_MODULE = re.compile(rf"^{_DOTTED}$")
+_REFERENCE = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
+_REFERENCE_FORM = "'package.module:attribute'"
+
+
+class Reference:
+    """A callable named by ``"package.module:attribute"``, imported when first used.
+
+    Calling it calls the object; ``inspect.signature`` sees the object's signature
+    (the registry checks model options with it). A module that cannot be imported,
+    or an attribute it lacks, is a :class:`PluginError` naming the reference.
+    """
+
+    __slots__ = ("_target", "text")
+
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str) or not _REFERENCE.match(text):
+            raise PluginError(f"{text!r} is not a reference of the form {_REFERENCE_FORM}")
+        self.text = text
+        self._target: Callable[..., Any] | None = None
+
+    def load(self) -> Callable[..., Any]:
+        """The object the reference names, imported on the first call."""
+        if self._target is None:
+            module_name, _, attributes = self.text.partition(":")
+            try:
+                target = importlib.import_module(module_name)
+            except Exception as exc:  # whatever the module raises while it loads
+                raise PluginError(f"cannot import {self.text!r}: {type(exc).__name__}: {exc}") from exc
+            for name in attributes.split("."):
+                try:
+                    target = getattr(target, name)
+                except AttributeError:
+                    raise PluginError(f"cannot import {self.text!r}: {target!r} has no attribute {name!r}") from None
+            if not callable(target):
+                raise PluginError(f"{self.text!r} names {target!r:.80}, which cannot be called")
+            self._target = target
+        return self._target
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.load()(*args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.signature(self.load())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reference) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"Reference({self.text!r})"
+
+
+def _callable_field(value: Any, record: str, name: str) -> Callable[..., Any]:
+    """``value`` as a record keeps it: a callable as it is, a dotted reference as a :class:`Reference`."""
+    if isinstance(value, str):
+        if not _REFERENCE.match(value):
+            raise PluginError(f"{record}: {name} {value!r} is not a reference of the form {_REFERENCE_FORM}")
+        return Reference(value)
+    if not callable(value):
+        raise PluginError(f"{record}: {name} must be callable or a reference of the form {_REFERENCE_FORM},"
+                          f" got {value!r:.80}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -29,7 +107,7 @@ class ModelSpec:
     """
 
     name: str
-    factory: Callable[..., Kinematics]
+    factory: Callable[..., Kinematics] | str
     dof: int
     description: str = ""
     tags: tuple[str, ...] = ()
@@ -41,8 +119,7 @@ class ModelSpec:
             raise PluginError(
                 f"model name {self.name!r} must be dotted lower-case, like 'vendor.model'"
             )
-        if not callable(self.factory):
-            raise PluginError(f"model {name!r}: factory must be callable")
+        object.__setattr__(self, "factory", _callable_field(self.factory, f"model {name!r}", "factory"))
         if int(self.dof) < 1:
             raise PluginError(f"model {name!r}: dof must be positive")
         object.__setattr__(self, "name", name)
@@ -57,14 +134,22 @@ class SimulatorSpec:
     ``start(uri)`` starts it (in its own process where it is a separate program)
     for the reserved ``sim`` form of a URI and returns a
     :class:`~robohal.sim.process.RunningSimulator` whose ``uri`` is the concrete
-    address the backend connects to. ``command`` is the click command behind
-    ``robohal sim SCHEME``.
+    address the backend connects to (:func:`robohal.sim.process.launch` does the
+    usual work). ``program`` is the module of the simulator program
+    (``"robohal_abb.simulator"``): ``robohal sim SCHEME ARGS`` runs
+    ``python -m PROGRAM ARGS`` in the foreground.
     """
 
-    start: Callable[[RobotUri], Any]
+    start: Callable[[RobotUri], Any] | str
     default_model: str
-    command: click.Command | None = None
+    program: str | None = None
     description: str = ""
+
+    def __post_init__(self) -> None:
+        record = f"simulator {self.program or self.default_model!r}"
+        object.__setattr__(self, "start", _callable_field(self.start, record, "start"))
+        if self.program is not None and not (isinstance(self.program, str) and _MODULE.match(self.program)):
+            raise PluginError(f"{record}: program {self.program!r} must be a module name like 'package.simulator'")
 
 
 @dataclass(frozen=True)
@@ -78,8 +163,13 @@ class DemoSpec:
     """
 
     name: str
-    where: Callable[[], tuple[str, str]]
-    task: Callable[[Any], None]  # takes the DemoRun (the demo application's type: no import here)
+    where: Callable[[], tuple[str, str]] | str
+    task: Callable[[Any], None] | str  # takes the DemoRun (the demo application's type: no import here)
+
+    def __post_init__(self) -> None:
+        record = f"demo {self.name!r}"
+        object.__setattr__(self, "where", _callable_field(self.where, record, "where"))
+        object.__setattr__(self, "task", _callable_field(self.task, record, "task"))
 
 
 @dataclass(frozen=True)
@@ -87,7 +177,7 @@ class BackendSpec:
     """A hardware backend a plugin offers, under one URI scheme."""
 
     scheme: str
-    factory: Callable[[RobotUri, Kinematics], Backend]
+    factory: Callable[[RobotUri, Kinematics], Backend] | str
     description: str = ""
     simulator: SimulatorSpec | None = None
     hil_targets: tuple[str, ...] = ()  # default HIL targets (URIs), usually the sim forms
@@ -112,8 +202,7 @@ class BackendSpec:
         scheme = self.scheme.strip().lower()
         if not _SCHEME.match(scheme):
             raise PluginError(f"URI scheme {self.scheme!r} is not a valid scheme name")
-        if not callable(self.factory):
-            raise PluginError(f"backend {scheme!r}: factory must be callable")
+        object.__setattr__(self, "factory", _callable_field(self.factory, f"backend {scheme!r}", "factory"))
         object.__setattr__(self, "scheme", scheme)
         object.__setattr__(self, "hil_targets", tuple(self.hil_targets))
         object.__setattr__(self, "features", frozenset(self.features))

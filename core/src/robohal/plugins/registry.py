@@ -5,10 +5,16 @@ manager, :class:`Registry` collects the records from one, and the default
 registry used by :func:`robohal.get_model` and friends can be replaced with
 :func:`use_registry` (tests do this).
 
+The core's own plugin (:mod:`.builtin`: the ``sim`` backend and ``generic.planar2``)
+is registered in code under the name ``builtin``, before any other, in every
+manager, as pytest and llm register theirs: it needs no entry point and cannot
+be disabled.
+
 Environment switches:
 
 ``ROBOHAL_DISABLE_PLUGINS``
-    comma-separated entry-point names to hide (``abb,franka``).
+    comma-separated entry-point names to hide (``abb,franka``); ``builtin`` is
+    not hidden, only warned about.
 ``ROBOHAL_TRACE_PLUGINS=1``
     print every hook call (plugin, duration, records) to stderr.
 """
@@ -19,6 +25,7 @@ import contextlib
 import dataclasses
 import importlib.metadata
 import inspect
+import logging
 import os
 import sys
 import time
@@ -30,12 +37,16 @@ from typing import Any
 import pluggy
 
 from ..errors import InvalidArgument, PluginConflictError, PluginError, RobohalError, UnknownNameError
-from . import hookspecs
+from . import builtin, hookspecs
 from .records import BackendSpec, ModelSpec
+
+log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "robohal"
 DISABLE_ENV = "ROBOHAL_DISABLE_PLUGINS"
 TRACE_ENV = "ROBOHAL_TRACE_PLUGINS"
+#: the name the core's own plugin is registered under
+BUILTIN = "builtin"
 
 
 @dataclass(frozen=True)
@@ -77,11 +88,16 @@ def plugin_manager(
     """Build a plugin manager.
 
     Returns the manager, the plugins that failed to load (by name), and the
-    distribution name and version of each entry-point plugin. ``plugins`` adds
+    distribution name and version of each entry-point plugin. The core's own
+    plugin is always registered first, as ``builtin``. ``plugins`` adds
     ``(name, module_or_object)`` pairs directly (tests use this); ``disabled``
     defaults to ``ROBOHAL_DISABLE_PLUGINS``.
     """
     blocked = disabled_from_env() if disabled is None else frozenset(disabled)
+    if BUILTIN in blocked:
+        log.warning("%s names %r, the core's own plugin (the sim backend, generic.planar2): it cannot be"
+                    " disabled and stays registered", DISABLE_ENV, BUILTIN)
+        blocked -= {BUILTIN}
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     failures: dict[str, PluginFailure] = {}
@@ -100,6 +116,7 @@ def plugin_manager(
         pm.register(obj, name=name)
         origins[name] = (dist, version)
 
+    add(BUILTIN, builtin, "robohal", _version("robohal"))
     for name, obj in plugins:
         add(name, obj, None, None)
 
@@ -119,6 +136,13 @@ def plugin_manager(
             add(ep.name, obj, dist, version)
     pm.check_pending()
     return pm, failures, origins
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:  # running from a source tree
+        return None
 
 
 class Registry:

@@ -1,9 +1,22 @@
-"""Running bundled simulators in their own processes.
+"""Running bundled simulators in their own processes: the one launch protocol.
 
-A plugin's :class:`~robohal.plugins.records.SimulatorSpec` ``start(uri)`` returns a
-:class:`RunningSimulator`. :class:`SimulatorProcess` is the usual way to build
-one: it starts ``python -m <module> ...``, waits for the first line the program
-prints (its address, a pty path, ...), and always stops the process.
+A simulator program is a module run as ``python -m <module> [options]``:
+
+- **Its first stdout line is the ready line** ``READY <uri>``, the concrete robot URI
+  to connect to (``READY franka://127.43.7.9?model=franka.fr3``,
+  ``READY arduino-planar:///dev/pts/7``); the program prints it with
+  :func:`announce_ready`, and :func:`parse_ready_line` reads it. Later lines are the
+  program's own (``STATS {json}``, events).
+- **Options come from the URI**: each ``sim_<name>=<value>`` parameter of the
+  ``sim`` URI is the option ``--<name-with-dashes> <value>`` (:func:`simulator_options`);
+  boolean options take a value too (``--ideal 1``; :func:`boolean` parses it).
+- **Its stdin carries control lines** (``STATS``, ``QUIT``, ...); at its end on a
+  pipe, the program exits, so it never outlives its parent.
+
+A plugin's :class:`~robohal.plugins.records.SimulatorSpec` ``start(uri)`` checks the
+URI and calls :func:`launch` with its module and fixed arguments; that returns a
+:class:`SimulatorProcess`, which always stops the process. ``robohal sim`` runs a
+program in the foreground with :func:`run_foreground`.
 """
 
 from __future__ import annotations
@@ -20,15 +33,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TextIO, runtime_checkable
 
-from ..errors import RobohalError
-from ..uri import RobotUri
+from ..errors import RobohalError, UriError
+from ..uri import RobotUri, parse_uri
 
 log = logging.getLogger(__name__)
 
 START_TIMEOUT = 20.0  # s: a simulator that has not announced itself by then is broken
+READY = "READY"  # the first word of the ready line
+SIM_PREFIX = "sim_"  # URI parameters with this prefix are the simulator program's options
+STOP_GRACE = 0.2  # s a stopping simulator gets to quit by itself (its stdin ended) before SIGTERM
 
 
 @runtime_checkable
@@ -44,17 +60,83 @@ class SimulatorError(RobohalError):
     """A bundled simulator failed to start or died."""
 
 
+# The program's side --------------------------------------------------------------------------
+
+
+def announce_ready(uri: RobotUri | str, out: TextIO | None = None) -> None:
+    """Print the ready line ``READY <uri>`` (flushed): a simulator program's first stdout line,
+    once it serves ``uri``."""
+    stream = out if out is not None else sys.stdout
+    stream.write(f"{READY} {uri}\n")
+    stream.flush()
+
+
+def boolean(text: str) -> bool:
+    """A boolean option's value: 1/0, true/false, yes/no, on/off (``argparse`` ``type=boolean``)."""
+    lowered = str(text).strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{text!r} is not a boolean: use 1/0, true/false, yes/no")
+
+
+# The launcher's side -------------------------------------------------------------------------
+
+
+def parse_ready_line(line: str) -> RobotUri:
+    """The robot URI a ready line announces; :class:`SimulatorError` naming the line for
+    anything that is not ``READY <robot URI>``."""
+    word, _, rest = line.strip().partition(" ")
+    if word != READY or not rest.strip():
+        raise SimulatorError(f"the simulator printed {line!r} where its ready line 'READY <robot URI>' belongs")
+    try:
+        return parse_uri(rest.strip())
+    except UriError as exc:
+        raise SimulatorError(f"the simulator's ready line {line!r} names no robot URI: {exc}") from None
+
+
+def simulator_options(uri: RobotUri) -> list[str]:
+    """The program options of a URI's ``sim_<name>=<value>`` parameters, in the URI's order:
+    ``sim_stall_after=2&sim_ideal=1`` -> ``--stall-after 2 --ideal 1``."""
+    options: list[str] = []
+    for key, value in uri.params.items():
+        if key.startswith(SIM_PREFIX):
+            name = key[len(SIM_PREFIX):]
+            if not name:
+                raise UriError(f"{uri}: parameter {key!r} names no simulator option")
+            options += [f"--{name.replace('_', '-')}", value]
+    return options
+
+
+def launch(program: str, uri: RobotUri, args: Sequence[str] = (), *, leave_out: Iterable[str] = (),
+           process: Callable[..., SimulatorProcess] | None = None, **kwargs: Any) -> SimulatorProcess:
+    """Start the simulator program ``python -m program ARGS OPTIONS`` for a ``sim`` URI.
+
+    ``args`` are the launcher's fixed arguments (addresses, ports, model); the URI's
+    ``sim_*`` parameters follow as options (:func:`simulator_options`). The started
+    simulator's ``uri`` is the one it announced, plus the ``sim`` URI's other
+    parameters except those in ``leave_out`` (parameters that only pick the
+    simulator); where both name a parameter, the announced value is kept.
+    ``process`` is the :class:`SimulatorProcess` subclass to build (``kwargs`` go to it).
+    """
+    skip = set(leave_out)
+    params = {key: value for key, value in uri.params.items() if not key.startswith(SIM_PREFIX) and key not in skip}
+    argv = python_module(program, *args, *simulator_options(uri))
+    return (process or SimulatorProcess)(argv, params=params, **kwargs)
+
+
 class SimulatorProcess:
     """A simulator program in its own process.
 
-    ``argv`` is the command; the program must print one line on stdout when it
-    is ready (``ready_line`` receives it and returns the concrete URI). The
-    process's remaining stdout is available from :meth:`lines` (non-blocking);
-    stderr goes to a log file whose tail is shown if the program fails.
+    ``argv`` is the command; its first stdout line must be the ready line, and
+    :attr:`uri` is the URI it announces with ``params`` added (the announced ones
+    win). The process's remaining stdout is available from :meth:`lines`
+    (non-blocking); stderr goes to a log file whose tail is shown if the program fails.
     """
 
-    def __init__(self, argv: Sequence[str], ready_line, *, env: dict[str, str] | None = None,
-                 timeout: float = START_TIMEOUT, stdin: bool = True) -> None:
+    def __init__(self, argv: Sequence[str], *, params: Mapping[str, str] | None = None,
+                 env: dict[str, str] | None = None, timeout: float = START_TIMEOUT, stdin: bool = True) -> None:
         self.argv = list(argv)
         self._log = tempfile.NamedTemporaryFile(prefix="robohal-sim-", suffix=".log", delete=False)
         self.log_path = self._log.name
@@ -79,7 +161,11 @@ class SimulatorProcess:
                 what = f"exited with code {code}" if code is not None else f"did not start within {timeout:.0f} s"
                 raise SimulatorError(f"simulator {what}: {' '.join(self.argv)}\n{self.log_tail()}")
             self.first_line = first
-            self.uri: RobotUri = ready_line(first)
+            try:
+                announced = parse_ready_line(first)
+            except SimulatorError as exc:
+                raise SimulatorError(f"{exc}: {' '.join(self.argv)}\n{self.log_tail()}") from None
+            self.uri: RobotUri = announced.with_params(**{**(params or {}), **announced.params})
             log.info("simulator %d started: %s", self.process.pid, self.uri)
         except BaseException:
             self._failure_told = True  # by the error, with the log's tail
@@ -159,20 +245,7 @@ class SimulatorProcess:
         failed_by_itself = self.process.poll() not in (None, 0)
         if self.process.poll() is None:
             log.info("simulator %d stopping", self.process.pid)
-            try:
-                if self.process.stdin is not None:
-                    self.process.stdin.close()
-            except OSError:
-                pass
-            try:
-                self.process.wait(timeout=0.2)
-            except subprocess.TimeoutExpired:
-                self.process.send_signal(signal.SIGTERM)
-                try:
-                    self.process.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait(timeout=timeout)
+            stop_process(self.process, timeout)
         for stream in (self.process.stdout, self.process.stdin):
             try:
                 if stream is not None:
@@ -204,6 +277,53 @@ class SimulatorProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 5.0, grace: float = STOP_GRACE) -> int | None:
+    """Stop a simulator process: close its stdin where it is a pipe (the simulators quit at its
+    end) and give it ``grace`` s, then SIGTERM and ``timeout`` s, then SIGKILL and ``timeout`` s.
+    Returns its exit code (None if even SIGKILL did not end it in time)."""
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+    steps = ((None, grace), (signal.SIGTERM, timeout), (signal.SIGKILL, timeout))
+    for signum, wait in steps:
+        if process.poll() is not None:
+            break
+        if signum is not None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signum)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=wait)
+    return process.poll()
+
+
+def run_foreground(argv: Sequence[str], timeout: float = 5.0) -> int:
+    """Run a simulator program on this terminal (stdin, stdout and stderr inherited) until it
+    exits, or until Ctrl-C (or SIGTERM) stops it with :func:`stop_process`.
+
+    Returns the program's exit code (128 + N when a signal N ended it), 0 when it was stopped."""
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous_int = signal.getsignal(signal.SIGINT)
+    previous_term = signal.signal(signal.SIGTERM, interrupted)
+    try:
+        child = subprocess.Popen(list(argv))
+        try:
+            code = child.wait()
+        except KeyboardInterrupt:
+            # A second Ctrl-C must not cut the stop short: every wait in it is bounded anyway.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            stop_process(child, timeout)
+            return 0
+    finally:
+        for signum, handler in ((signal.SIGINT, previous_int), (signal.SIGTERM, previous_term)):
+            if handler is not None:  # None: a handler not set from Python, which cannot be put back
+                signal.signal(signum, handler)
+    return code if code >= 0 else 128 - code
 
 
 def python_module(module: str, *args: str) -> list[str]:

@@ -1,35 +1,16 @@
 """An example robohal plugin: one robot model, registered through an entry point.
 
-``robohal models`` lists ``kuka.kr6_r700_sixx`` once this distribution is
-installed, and ``robohal.connect("sim://?model=kuka.kr6_r700_sixx")`` drives it
-on the built-in simulated backend.
+This package is the plugin (entry point ``example_kuka`` in the ``robohal`` group, see
+pyproject.toml). Its hook returns a record that names the model's factory by a dotted
+reference, ``"package.module:attribute"``: robohal imports ``models`` only when the model is
+built, so listing plugins stays fast. ``robohal models`` lists ``kuka.kr6_r700_sixx`` once
+this distribution is installed, and ``robohal.connect("sim://?model=kuka.kr6_r700_sixx")``
+drives it on the built-in simulated backend.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from robohal import JointLimits, ModelSpec, hookimpl
-from robohal.kinematics import OPW
-
-
-def kr6_r700_sixx() -> OPW:
-    """KUKA KR6 R700 sixx as an OPW arm.
-
-    KUKA counts joints 1, 4 and 6 the other way round from the OPW convention
-    and its joint 2 zero points forward, not up: hence the signs and the offset.
-    Limits and speeds from KUKA's data sheet (degrees, deg/s).
-    """
-    limits = JointLimits.from_degrees(
-        lower=[-170.0, -190.0, -120.0, -185.0, -120.0, -350.0],
-        upper=[170.0, 45.0, 156.0, 185.0, 120.0, 350.0],
-        velocity=[360.0, 300.0, 360.0, 381.0, 388.0, 615.0],
-    )
-    return OPW(
-        a1=0.025, a2=-0.035, b=0.0, c1=0.400, c2=0.315, c3=0.365, c4=0.080,
-        offsets=[0.0, -np.pi / 2, 0.0, 0.0, 0.0, 0.0],
-        signs=[-1, 1, 1, -1, 1, -1],
-        limits=limits,
-    )
+from robohal import ModelSpec, hookimpl
 
 
 @hookimpl
@@ -37,7 +18,7 @@ def robohal_models():
     return [
         ModelSpec(
             "kuka.kr6_r700_sixx",
-            factory=kr6_r700_sixx,
+            factory="robohal_example_kuka.models:kr6_r700_sixx",
             dof=6,
             description="KUKA KR6 R700 sixx (OPW; example third-party plugin)",
             tags=("industrial", "opw", "example"),

@@ -1,1 +1,55 @@
-"""robohal plugin package robohal_abb."""
+"""robohal_abb: ABB robot models and the EGM backend (``abb-egm://``).
+
+This package is the plugin (entry point ``abb`` in the ``robohal`` group): its two hooks
+return records whose callables are dotted references, so listing plugins imports
+nothing else. The parts, one module per role as in every robohal plugin:
+
+- ``models``: the robot models; ``backend``: the EGM backend; ``wire``: the EGM codec
+- ``simulator``: the simulated controller program (``python -m robohal_abb.simulator``)
+- ``simulation``: its launcher for ``abb-egm://sim?...``; ``demo``: the task of ``robohal demo``
+"""
+
+from __future__ import annotations
+
+from robohal import BackendSpec, DemoSpec, SimulatorSpec, hookimpl
+
+DEFAULT_MODEL = "abb.irb1410"
+
+#: what the abb-egm backend and its bundled simulator offer (for @needs_feature)
+FEATURES = frozenset({
+    "simulated-faults",  # the simulator takes loss/delay/duplicate/reorder/stall/motors-off/restart injection
+    "pose-mode",  # mode=pose: EGMRunPose targets from the model's forward kinematics
+    "session-restart",  # a controller restart (seqno 0) is recognised and the measured position held
+    "udp",  # the robot link is UDP: loss and reordering are part of normal life
+})
+
+
+@hookimpl
+def robohal_models():
+    from .models import model_specs
+
+    return model_specs()
+
+
+@hookimpl
+def robohal_backends():
+    return [
+        BackendSpec(
+            scheme="abb-egm",
+            factory="robohal_abb.backend:EgmBackend",
+            description="ABB Externally Guided Motion over UDP (robohal is the EGM sensor), 250 Hz",
+            simulator=SimulatorSpec(
+                start="robohal_abb.simulation:start_simulator",
+                default_model=DEFAULT_MODEL,
+                program="robohal_abb.simulator",
+                description="simulated ABB controller streaming EGM on loopback, with fault injection",
+            ),
+            hil_targets=(f"abb-egm://sim?model={DEFAULT_MODEL}",),
+            hil_suite="robohal_abb.hil",
+            features=FEATURES,
+            position_tolerance=2e-3,
+            settle_time=1.0,
+            demo=DemoSpec("ABB IRB 1410", where="robohal_abb.demo:where", task="robohal_abb.demo:straight_line"),
+            params=("robot", "timeout", "connect_timeout", "mode", "sample_rate", "reply", "sim_*"),
+        )
+    ]

@@ -5,6 +5,12 @@ from __future__ import annotations
 import numpy as np
 from robohal import connect
 
+from . import DEFAULT_MODEL
+
+
+def where() -> tuple[str, str]:
+    return f"abb-egm://sim?model={DEFAULT_MODEL}", "a straight line over EGM through IK"
+
 
 def straight_line(run) -> None:
     with connect(run.uri) as robot:

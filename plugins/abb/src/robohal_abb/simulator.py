@@ -1,7 +1,7 @@
 """A simulated ABB controller running EGM: the robot side of the protocol.
 
     python -m robohal_abb.simulator --sensor 127.0.0.1:6510 --model abb.irb1410 [--seed N] [--loss P] ...
-    robohal sim abb-egm --sensor 127.0.0.1:6510 --model abb.irb1410 ...
+    robohal sim abb-egm --sensor 127.0.0.1:6510 --model abb.irb1410 ...  (the same program)
 
 Like a real controller it is the UDP client: every 4 ms it sends a complete
 ``EgmRobot`` (header with seqno from 0 per session, tm and mtype DATA; feedback
@@ -14,9 +14,10 @@ for that long: motion stops, MCI error and RAPID stopped, as ERR_UDPUC_COMM),
 ``--retry-after``, the error handler that starts a new session (seqno 0).
 
 It sends only to the ``--sensor`` address given on the command line (loopback
-by default). The first stdout line is ``READY HOST:PORT ...`` (its own UDP
-address); later lines are ``EVENT ...`` and, on exit or on request,
-``STATS {json}``. Control lines on stdin (for tests): ``RESTART [j1..j6 deg]``,
+by default). The first stdout line is the ready line of every robohal simulator,
+``READY abb-egm://SENSOR_HOST:SENSOR_PORT?model=...&robot=HOST``: the URI a sensor
+connects with (``robot=`` names this controller's own address); its own UDP port goes
+to stderr. Later lines are ``EVENT ...`` and, on exit or on request, ``STATS {json}``. Control lines on stdin (for tests): ``RESTART [j1..j6 deg]``,
 ``MOTORS OFF``, ``STALL``, ``RESUME``, ``STATS``, ``QUIT``; end of input on a
 pipe quits.
 """
@@ -39,6 +40,8 @@ from typing import Any, TextIO
 import click
 import numpy as np
 from robohal.kinematics import Kinematics
+from robohal.sim.process import announce_ready
+from robohal.uri import RobotUri
 
 from . import stamps, wire
 
@@ -122,10 +125,12 @@ class SimulatedController:
     """The controller: one UDP socket, one paced loop (see the module docstring)."""
 
     def __init__(self, model: Kinematics, sensor: tuple[str, int], bind: tuple[str, int] = ("127.0.0.1", 0),
-                 options: ControllerOptions | None = None, out: TextIO | None = None) -> None:
+                 options: ControllerOptions | None = None, out: TextIO | None = None,
+                 model_name: str | None = None) -> None:
         if model.dof != 6:
             raise click.UsageError(f"EGM streams 6 robot joints; the model has {model.dof}")
         self.model = model
+        self.model_name = model_name  # for the ready URI
         self.sensor = sensor
         self.options = options or ControllerOptions()
         if self.options.mode not in ("joint", "pose"):
@@ -378,10 +383,16 @@ class SimulatedController:
         self.out.write("STATS " + json.dumps(summary, sort_keys=True) + "\n")
         self.out.flush()
 
-    def ready_line(self) -> str:
-        host, port = self.address
-        return (f"READY {host}:{port} sensor={self.sensor[0]}:{self.sensor[1]} model_dof={self.model.dof}"
-                f" mode={self.options.mode} period_ms={self.options.period * 1000:g}")
+    def ready_uri(self) -> RobotUri:
+        """What a sensor connects with: the address this sends to, the model, the mode where it is
+        not the default, and this controller's own host as ``robot=`` (not for a wildcard bind)."""
+        host = self.address[0]
+        params = {"model": self.model_name} if self.model_name else {}
+        if self.options.mode != "joint":
+            params["mode"] = self.options.mode
+        if host != "0.0.0.0":
+            params["robot"] = host
+        return RobotUri("abb-egm", host=self.sensor[0], port=self.sensor[1], params=params)
 
     def run(self, stdin: Any = None) -> dict[str, Any]:
         """Run until QUIT, end of stdin (a pipe), ``duration`` or Ctrl-C; return the statistics."""
@@ -398,8 +409,10 @@ class SimulatedController:
                 os.set_blocking(fd, False)
             except (OSError, ValueError):  # /dev/null or a file: no control lines
                 quit_on_eof = False
-        self.out.write(self.ready_line() + "\n")
-        self.out.flush()
+        announce_ready(self.ready_uri(), self.out)
+        host, port = self.address
+        print(f"# simulated EGM controller on {host}:{port}, sending to {self.sensor[0]}:{self.sensor[1]} every"
+              f" {self.options.period * 1000:g} ms ({self.options.mode} mode)", file=sys.stderr, flush=True)
         next_tick = time.monotonic()
         last_tick: float | None = None
         try:
@@ -535,7 +548,8 @@ def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, 
         delay=delay_ms / 1000.0, duplicate=duplicate, reorder=reorder, stall_after=stall_after,
         motors_off_after=motors_off_after, duration=duration, q0=start,
     )
-    controller = SimulatedController(model, parse_address(sensor, wire.DEFAULT_PORT), parse_address(bind, 0), options)
+    controller = SimulatedController(model, parse_address(sensor, wire.DEFAULT_PORT), parse_address(bind, 0), options,
+                                     model_name=model_name)
     controller.run(sys.stdin)
 
 

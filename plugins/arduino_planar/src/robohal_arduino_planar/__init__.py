@@ -1,0 +1,83 @@
+"""robohal_arduino_planar: a planar two-link servo arm on an Arduino (``arduino-planar://``).
+
+This package is the plugin (entry point ``arduino_planar`` in the ``robohal`` group): its two
+hooks return records whose callables are dotted references, so listing plugins imports
+nothing else. The parts, one module per role as in every robohal plugin:
+
+- ``models``: the arm's model; ``backend``: the serial backend; ``wire``: the line-protocol codec
+  (PROTOCOL.md); ``calibration``, ``servo``: pulse widths and the servos' motion
+- ``simulator``: the simulator program (``python -m robohal_arduino_planar.simulator``), which runs
+  the real firmware in simavr (``firmware``: its build) or the emulated MCU (``emulator``)
+- ``simulation``: its launcher for ``arduino-planar://sim?...``; ``demo``: the task of ``robohal demo``
+"""
+
+from __future__ import annotations
+
+import functools
+
+from robohal import BackendSpec, DemoSpec, SimulatorSpec, hookimpl
+
+DEFAULT_MODEL = "arduino.planar2"
+SIMAVR_TARGET = f"arduino-planar://sim?model={DEFAULT_MODEL}&firmware=simavr"
+EMULATOR_TARGET = f"arduino-planar://sim?model={DEFAULT_MODEL}&firmware=emulator"
+
+#: what the backend and its simulators offer (for @needs_feature)
+FEATURES = frozenset({
+    "servo-pulses",  # the simulators report every pulse width on D9/D10
+    "simulated-faults",  # reset, garbage bytes either way, dropped bytes
+    "mcu-reset",  # a reset in mid-stream is detected and recovered
+})
+
+# The wire carries whole microseconds: a commanded angle lands within 0.5 us, which is
+# 0.5 * pi / 1000 rad (1.6 mrad) with the default calibration.
+POSITION_TOLERANCE = 2e-3
+# The servos are there this long after the last setpoint: a full 180 deg at the SG90's rated
+# 0.1 s/60 deg takes 0.3 s (servo.py), plus margin. The HIL suite checks it on the simulators.
+SETTLE_TIME = 0.5
+
+
+@functools.lru_cache(maxsize=1)
+def toolchain_present() -> bool:
+    """Whether the AVR toolchain and simavr are installed (asked once; ``cache_clear()`` asks again)."""
+    from .firmware import toolchain_missing
+
+    return toolchain_missing() is None
+
+
+def hil_targets() -> tuple[str, ...]:
+    """The emulator always; the firmware in simavr where the AVR toolchain is installed (where
+    it is not, the HIL test robohal_arduino_planar.hil.test_toolchain skips naming the fix)."""
+    return (SIMAVR_TARGET, EMULATOR_TARGET) if toolchain_present() else (EMULATOR_TARGET,)
+
+
+@hookimpl
+def robohal_models():
+    from .models import model_specs
+
+    return model_specs()
+
+
+@hookimpl
+def robohal_backends():
+    return [
+        BackendSpec(
+            scheme="arduino-planar",
+            factory="robohal_arduino_planar.backend:ArduinoPlanarBackend",
+            description="Two hobby servos on an Arduino running robohal_planar, over USB serial (pyserial), 50 Hz",
+            simulator=SimulatorSpec(
+                start="robohal_arduino_planar.simulation:start_simulator",
+                default_model=DEFAULT_MODEL,
+                program="robohal_arduino_planar.simulator",
+                description="the real firmware in simavr (firmware=simavr) or a Python emulator (firmware=emulator) on a pty",
+            ),
+            hil_targets=hil_targets(),
+            hil_suite="robohal_arduino_planar.hil",
+            features=FEATURES,
+            position_tolerance=POSITION_TOLERANCE,
+            settle_time=SETTLE_TIME,
+            demo=DemoSpec("planar servo arm", where="robohal_arduino_planar.demo:where",
+                          task="robohal_arduino_planar.demo:star"),
+            params=("rate", "baud", "boot", "timeout", "retries", "watchdog_ms", "watchdog_action", "keepalive",
+                    "poll", "q0", "calibration", "s1_*", "s2_*", "firmware", "sim_*"),
+        )
+    ]

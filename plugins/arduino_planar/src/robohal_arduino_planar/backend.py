@@ -53,7 +53,7 @@ from robohal.kinematics import Kinematics
 from robohal.state import Array, RobotMode, RobotState
 from robohal.uri import RobotUri
 
-from . import protocol as p
+from . import wire as p
 from .calibration import Calibration
 
 log = logging.getLogger("robohal.arduino_planar")

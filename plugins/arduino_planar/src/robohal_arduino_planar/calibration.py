@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike
 from robohal.errors import InvalidArgument, LimitViolation
 from robohal.uri import RobotUri
 
-from . import protocol as p
+from . import wire as p
 
 if sys.version_info >= (3, 11):
     import tomllib

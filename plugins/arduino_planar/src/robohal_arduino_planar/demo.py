@@ -7,7 +7,7 @@ import numpy as np
 from robohal import connect
 from robohal.cli.demo import polygon_through_ik
 
-from .backends import EMULATOR_TARGET, SIMAVR_TARGET
+from . import EMULATOR_TARGET, SIMAVR_TARGET
 from .firmware import toolchain_missing
 
 

@@ -1,31 +1,30 @@
-"""Pure-Python stand-in for the planar-arm firmware on a pseudo-terminal.
+"""Pure-Python stand-in for the planar-arm firmware on a pseudo-terminal: the emulated MCU.
 
-``python -m robohal_arduino_planar.emulator [--boot-ms N] [--watchdog-ms N] [--watchdog-action A]``
+``python -m robohal_arduino_planar.simulator --firmware emulator`` runs it (see :mod:`.simulator`).
 
 Behaves like the simavr harness running the real firmware, for machines without the AVR toolchain:
-the first stdout line is the pty slave path; the port resets when the host opens it (held for
---boot-ms, then a BOOT banner); it speaks protocol version 1 with the firmware's replies, error
+the pty is announced in the ready line; the port resets when the host opens it (held for
+``boot_ms``, then a BOOT banner); it speaks protocol version 1 with the firmware's replies, error
 codes, limits, counters and watchdog, and with the board's serial timing (:class:`SerialTiming`),
-so a host that bursts commands loses bytes here too; stdout carries ``RESET <sim_us> <open|stdin>`` and one
-``PULSE <sim_us> <9|10> <width_us>`` line per attached servo per 20 ms frame, each followed by
-``HORN <sim_us> <9|10> <position_us>``: where the servo's horn is as that pulse ends, by the slew
-model of :mod:`.servo` (``--servo-speed`` rad/s, default the SG90's rated 10.47; ``--ideal``: the
+so a host that bursts commands loses bytes here too; stdout carries ``RESET <sim_us> <open|stdin>`` and,
+with ``pulses``, one ``PULSE <sim_us> <9|10> <width_us>`` line per attached servo per 20 ms frame, each
+followed by ``HORN <sim_us> <9|10> <position_us>``: where the servo's horn is as that pulse ends, by
+the slew model of :mod:`.servo` (``servo_speed`` rad/s, default the SG90's rated 10.47; ``ideal``: the
 horn jumps to each pulse at once); stdin takes the harness's control lines ``RESET``,
 ``INJECT_RX <hex>``, ``INJECT_TX <hex>``, ``DROP_RX <n>``, ``STATS`` (answered with
-``STATS {json}``: the horns now) and ``QUIT``. Exits on QUIT, stdin EOF or SIGTERM.
+``STATS {json}``: the horns now) and ``QUIT``. :meth:`Emulator.run` returns on QUIT, stdin EOF or
+when ``stop`` is set (the program's SIGTERM and SIGINT handlers set it).
 
 :class:`FirmwareModel` is the firmware's logic without I/O, so it can be tested on its own.
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import ctypes
 import json
 import os
 import select
-import signal
 import struct
 import sys
 import termios
@@ -33,7 +32,7 @@ import time
 import tty
 from collections.abc import Callable
 
-from . import protocol as p
+from . import wire as p
 from .servo import SG90_SPEED, ServoHorn
 
 # servo_timer1.h: ICR1 = 39999 at 0.5 us per tick (prescaler 8, 16 MHz): a 20 ms pulse frame.
@@ -319,8 +318,9 @@ class Emulator:
     control lines."""
 
     def __init__(self, boot_ms: int, watchdog_ms: int, watchdog_action: str,
-                 servo_speed: float = SG90_SPEED, ideal: bool = False) -> None:
+                 servo_speed: float = SG90_SPEED, ideal: bool = False, pulses: bool = False) -> None:
         self.boot_ms = boot_ms
+        self.pulses = pulses  # print the PULSE and HORN lines
         # The servos are physical: they keep their horns through MCU resets.
         self.horns = [ServoHorn(servo_speed, ideal) for _ in p.SERVO_PINS]
         self.servo_speed = servo_speed
@@ -439,7 +439,7 @@ class Emulator:
         self.out += serial.delivered(now)
 
     def run(self) -> None:
-        print(self.slave_path, flush=True)
+        """Serve the pty until QUIT, stdin's end or ``stop`` (the caller has announced :attr:`slave_path`)."""
         ctl = b""
         while not self.stop:
             now = time.monotonic()
@@ -500,43 +500,12 @@ class Emulator:
             for pin, w, horn in zip(p.SERVO_PINS, widths, self.horns, strict=True):
                 if w:
                     end = self.next_frame - self.t0 + w / 1e6
-                    print(f"PULSE {t} {pin} {w:.4f}")
-                    print(f"HORN {self.sim_us(self.t0 + end)} {pin} {horn.pulse(end, w):.4f}")
+                    position = horn.pulse(end, w)  # the servo moves whether or not anyone is told
+                    if self.pulses:
+                        print(f"PULSE {t} {pin} {w:.4f}")
+                        print(f"HORN {self.sim_us(self.t0 + end)} {pin} {position:.4f}")
             self.next_frame += FRAME_US / 1e6
         sys.stdout.flush()
         if self.next_frame < now:          # stopped for longer (a suspended process): start afresh
             self.next_frame = now + FRAME_US / 1e6
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m robohal_arduino_planar.emulator", description=__doc__.split("\n")[0])
-    parser.add_argument("--boot-ms", type=int, default=DEFAULT_BOOT_MS,
-                        help=f"reset hold after open/RESET (default {DEFAULT_BOOT_MS})")
-    parser.add_argument("--watchdog-ms", type=int, default=p.DEFAULT_WATCHDOG_MS, help="power-up watchdog timeout")
-    parser.add_argument("--watchdog-action", choices=p.WATCHDOG_ACTIONS, default=p.DEFAULT_WATCHDOG_ACTION)
-    parser.add_argument("--servo-speed", type=float, default=SG90_SPEED,
-                        help=f"servo slew rate in rad/s (default {SG90_SPEED:.2f}: SG90, 0.1 s/60 deg at 4.8 V)")
-    parser.add_argument("--ideal", action="store_true", help="the horns follow each pulse at once (perfect tracking)")
-    parser.add_argument("--realtime", action="store_true", help="accepted for harness compatibility")
-    parser.add_argument("--fast", action="store_true", help="accepted for harness compatibility")
-    args = parser.parse_args(argv)
-    if not args.ideal and not (args.servo_speed > 0 and args.servo_speed != float("inf")):
-        parser.error("--servo-speed must be a positive number of rad/s (or use --ideal)")
-    if not 0 <= args.boot_ms <= 60000:     # the harness's range
-        parser.error("--boot-ms must be 0..60000")
-    emulator = Emulator(args.boot_ms, args.watchdog_ms, args.watchdog_action, args.servo_speed, args.ideal)
-
-    def on_signal(signum: int, frame: object) -> None:
-        emulator.stop = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        emulator.run()
-    except BrokenPipeError:
-        pass
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

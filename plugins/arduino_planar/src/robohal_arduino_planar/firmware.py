@@ -107,34 +107,24 @@ def build_harness() -> Path:
     return _make("harness")
 
 
-def _servo_args(servo_speed: float | None, ideal: bool) -> list[str]:
-    if ideal:
-        return ["--ideal"]
-    return [] if servo_speed is None else ["--servo-speed", repr(float(servo_speed))]
-
-
-def harness_command(boot_ms: int = 300, realtime: bool = True, servo_speed: float | None = None,
-                    ideal: bool = False) -> list[str]:
+def harness_command(boot_ms: int = 300, fast: bool = False, servo_speed: float | None = None,
+                    ideal: bool = False, pulses: bool = False) -> list[str]:
     """argv that runs the real firmware in simavr on a pty (builds both first if out of date).
 
-    ``servo_speed`` (rad/s) is the servos' slew rate (None: the harness's default, the SG90's
-    rating); ``ideal`` makes the horns follow each pulse at once. The process prints the pty path
-    as its first stdout line; see PROTOCOL.md for the rest.
+    ``fast`` lets simavr run free instead of in real time; ``servo_speed`` (rad/s) is the servos'
+    slew rate (None: the harness's default, the SG90's rating); ``ideal`` makes the horns follow
+    each pulse at once; ``pulses`` prints every PULSE and HORN line. The process's first stdout
+    line is the ready line ``READY arduino-planar://<pty>``; see PROTOCOL.md for the rest.
     """
     elf = build_firmware()
     harness = build_harness()
-    return [str(harness), str(elf), "--boot-ms", str(int(boot_ms)), "--realtime" if realtime else "--fast",
-            *_servo_args(servo_speed, ideal)]
+    speed = [] if servo_speed is None else ["--servo-speed", repr(float(servo_speed))]
+    return [str(harness), str(elf), "--boot-ms", str(int(boot_ms)), "--fast", _flag(fast), *speed,
+            "--ideal", _flag(ideal), "--pulses", _flag(pulses)]
 
 
-def emulator_command(boot_ms: int = 300, servo_speed: float | None = None, ideal: bool = False) -> list[str]:
-    """argv that runs the Python emulator on a pty, with the same stdout/stdin conventions
-    (and the same servo options as :func:`harness_command`).
-
-    The child imports this package, so its environment must find it (an installed package does).
-    """
-    return [sys.executable, "-m", "robohal_arduino_planar.emulator", "--boot-ms", str(int(boot_ms)),
-            *_servo_args(servo_speed, ideal)]
+def _flag(value: bool) -> str:
+    return "1" if value else "0"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,20 +1,21 @@
-"""The bundled simulators behind ``arduino-planar://sim?...`` and ``robohal sim arduino-planar``.
+"""Starting the bundled simulators for ``arduino-planar://sim?...`` URIs.
 
 ``arduino-planar://sim?model=arduino.planar2&firmware=simavr`` runs the real firmware ELF in the
 simavr harness; ``firmware=emulator`` runs the Python emulator (the default when the AVR
-toolchain is missing is an error naming ``make avr-deps``, never a silent swap). Both run in
-their own process on a pseudo-terminal; ``.uri`` of the started simulator is
-``arduino-planar://<pty>?model=...`` plus the backend parameters of the sim URI. Simulator
-options ride along with a ``sim_`` prefix: ``sim_boot_ms=300`` (the reset-on-open hold),
-``sim_fast=1`` (simavr free-running instead of real time), ``sim_servo_speed=10.47`` (the servos'
-slew rate in rad/s; default the SG90's rated 0.1 s/60 deg, see :mod:`.servo`) and ``sim_ideal=1``
-(the horns follow each pulse at once: perfect tracking, for unit tests that need it; never a
-HIL default).
+toolchain is missing is an error naming ``make avr-deps``, never a silent swap). Both are the
+simulator program (``python -m robohal_arduino_planar.simulator``, :mod:`.simulator`) in its own
+process on a pseudo-terminal; ``.uri`` of the started simulator is the ``arduino-planar://<pty>``
+it announces, plus the backend parameters of the sim URI. The simulator's options ride on the URI
+with a ``sim_`` prefix, as on every robohal simulator: ``sim_boot_ms=300`` (the reset-on-open
+hold), ``sim_fast=1`` (simavr free-running instead of real time), ``sim_servo_speed=10.47`` (the
+servos' slew rate in rad/s; default the SG90's rated 0.1 s/60 deg, see :mod:`.servo`) and
+``sim_ideal=1`` (the horns follow each pulse at once: perfect tracking, for unit tests that need it;
+never a HIL default).
 
 :class:`ArduinoSimulator` keeps reading the simulator's stdout (so the pipe never fills and
-stalls it) and collects its ``PULSE``, ``HORN`` and ``RESET`` lines for HIL suites;
-:meth:`control` sends the harness control lines (``RESET``, ``INJECT_RX``, ``INJECT_TX``,
-``DROP_RX``) and :meth:`stats` asks where the horns are now.
+stalls it) and collects its ``PULSE``, ``HORN`` and ``RESET`` lines for HIL suites (the launcher
+asks the program for them with ``--pulses 1``); :meth:`control` sends the harness control lines
+(``RESET``, ``INJECT_RX``, ``INJECT_TX``, ``DROP_RX``) and :meth:`stats` asks where the horns are now.
 
 The backend cannot see the horns (a hobby servo has no position feedback): its ``q`` is the
 acknowledged pulse widths. The horns are what the arm physically does, for tests to compare.
@@ -29,14 +30,14 @@ from collections import deque
 from dataclasses import dataclass
 
 from robohal.errors import UriError
-from robohal.sim.process import SimulatorError, SimulatorProcess
+from robohal.sim.process import SimulatorError, SimulatorProcess, launch
 from robohal.uri import RobotUri
 
 from . import firmware
 from .servo import SG90_SPEED
+from .simulator import DEFAULT_BOOT_MS, KINDS
 
-KINDS = ("simavr", "emulator")
-DEFAULT_BOOT_MS = 300  # our choice (a real Uno boots 1-2 s; tests want less): see emulator.py
+PROGRAM = "robohal_arduino_planar.simulator"
 PULSE_HISTORY = 20000  # pulses (and horn reports) kept: about 100 s of both servos at 50 Hz
 
 
@@ -65,8 +66,8 @@ class ArduinoSimulator(SimulatorProcess):
     ``servo_speed`` (rad/s, None when ``ideal``) and ``ideal`` are the servo model it runs.
     """
 
-    def __init__(self, kind: str, argv: list[str], ready_line, servo_speed: float | None = None,
-                 ideal: bool = False) -> None:
+    def __init__(self, argv: list[str], *, kind: str, servo_speed: float | None = None, ideal: bool = False,
+                 **options) -> None:
         self.kind = kind
         self.ideal = ideal
         self.servo_speed = None if ideal else (SG90_SPEED if servo_speed is None else servo_speed)
@@ -78,8 +79,8 @@ class ArduinoSimulator(SimulatorProcess):
         self.horn_count = 0
         self._cond = threading.Condition()
         self._stopping = threading.Event()
-        super().__init__(argv, ready_line)
-        self.pty_path = self.first_line.strip()
+        super().__init__(argv, **options)
+        self.pty_path = self.uri.path
         self._reader = threading.Thread(target=self._read, daemon=True, name=f"robohal-arduino-sim-{self.pid}")
         self._reader.start()
 
@@ -184,48 +185,23 @@ def simulator_kind(uri: RobotUri) -> str:
     return kind
 
 
-def simulator_argv(kind: str, boot_ms: int = DEFAULT_BOOT_MS, realtime: bool = True,
-                   servo_speed: float | None = None, ideal: bool = False) -> list[str]:
-    """The command line of a simulator; simavr builds the firmware and harness first."""
-    if servo_speed is not None and not servo_speed > 0:
-        raise ValueError(f"servo_speed must be a positive number of rad/s, got {servo_speed!r}")
-    if kind == "simavr":
-        missing = firmware.toolchain_missing()
-        if missing:
-            raise SimulatorError(f"the firmware simulator needs the AVR toolchain and simavr: {missing}"
-                                 " (or use firmware=emulator)")
-        return firmware.harness_command(boot_ms, realtime=realtime, servo_speed=servo_speed, ideal=ideal)
-    return firmware.emulator_command(boot_ms, servo_speed=servo_speed, ideal=ideal)
-
-
-def start(kind: str, *, boot_ms: int = DEFAULT_BOOT_MS, realtime: bool = True, servo_speed: float | None = None,
-          ideal: bool = False, params: dict[str, str] | None = None) -> ArduinoSimulator:
-    """Start a simulator; ``.uri`` is ``arduino-planar://<pty>`` with ``params``.
-
-    ``servo_speed`` is the servos' slew rate (rad/s; None: the SG90's rated speed); ``ideal``
-    makes the horns follow each pulse at once.
-    """
-    argv = simulator_argv(kind, boot_ms, realtime, servo_speed, ideal)
-    keep = dict(params or {})
-
-    def ready(line: str) -> RobotUri:
-        path = line.strip()
-        if not path.startswith("/dev/"):
-            raise SimulatorError(f"the {kind} simulator printed {line!r} instead of its pty path")
-        return RobotUri("arduino-planar", path=path, params=keep)
-
-    return ArduinoSimulator(kind, argv, ready, servo_speed=servo_speed, ideal=ideal)
-
-
 def start_simulator(uri: RobotUri) -> ArduinoSimulator:
     """``SimulatorSpec.start`` for ``arduino-planar://sim?model=...&firmware=simavr|emulator``."""
     kind = simulator_kind(uri)
-    boot_ms = uri.get_int("sim_boot_ms", DEFAULT_BOOT_MS, minimum=0)
-    realtime = not uri.get_bool("sim_fast", False)
+    uri.get_int("sim_boot_ms", DEFAULT_BOOT_MS, minimum=0)  # bad options are the URI's errors, before anything starts
+    uri.get_bool("sim_fast", False)
     ideal = uri.get_bool("sim_ideal", False)
     servo_speed = uri.get_float("sim_servo_speed", SG90_SPEED, minimum=0.0)
     if servo_speed <= 0:
         raise UriError(f"{uri}: sim_servo_speed is the servos' slew rate in rad/s and must be above 0"
                        " (sim_ideal=1 gives perfect tracking)")
-    params = {k: v for k, v in uri.params.items() if k != "firmware" and not k.startswith("sim_")}
-    return start(kind, boot_ms=boot_ms, realtime=realtime, servo_speed=servo_speed, ideal=ideal, params=params)
+    if kind == "simavr":
+        missing = firmware.toolchain_missing()
+        if missing:
+            raise SimulatorError(f"the firmware simulator needs the AVR toolchain and simavr: {missing}"
+                                 " (or use firmware=emulator)")
+        # Built here, so that the program finds both up to date and its start timeout counts no build.
+        firmware.build_firmware()
+        firmware.build_harness()
+    return launch(PROGRAM, uri, ["--firmware", kind, "--pulses", "1"], leave_out=("firmware",),
+                  process=ArduinoSimulator, kind=kind, servo_speed=servo_speed, ideal=ideal)

@@ -8,6 +8,12 @@ from robohal import connect
 from robohal.motion.cartesian import CartesianPath
 from robohal.motion.trajectory import DoubleS
 
+from . import DEFAULT_MODEL
+
+
+def where() -> tuple[str, str]:
+    return f"franka://sim?model={DEFAULT_MODEL}", "a Cartesian circle, differential IK at 1 kHz"
+
 
 def cartesian_circle(run) -> None:
     with connect(run.uri) as robot:

@@ -3,9 +3,10 @@ side of the FCI protocol (TCP 1337 commands, 1 kHz UDP state stream, protocol
 version 10) so that the real ``pylibfranka.Robot`` connects to it.
 
     python -m robohal_franka.simulator --address 127.0.0.5 [--model franka.fr3]
-        [--loss P] [--stall-after S] [--max-missed N] [--seed N] [--ideal] [--no-realtime]
+        [--loss P] [--stall-after S] [--max-missed N] [--seed N] [--ideal 0|1] [--no-realtime 0|1]
 
-The first stdout line is ``READY franka <address> <port> <model>``. Control
+(``robohal sim franka ...`` runs the same program.) The first stdout line is the ready
+line of every robohal simulator, ``READY franka://<address>?model=<model>``. Control
 lines on stdin (for tests): ``STALL`` (stop the state stream), ``RESUME``,
 ``LOSS P``, ``REFLEX NAME`` (the next cycle raises that libfranka error),
 ``STATS`` (prints one ``STATS {json}`` line), ``QUIT``. With stdin a pipe or a
@@ -16,7 +17,7 @@ binds only the loopback address it is given. One client at a time, as the robot.
 The arm tracks like a real one (see :mod:`.simulated_robot`): measured ``q``
 lags ``q_d``, sits off it by a small static error and carries noise, all drawn
 from ``--seed`` (random when not given; ``STATS`` reports it as ``robot_seed``).
-``--ideal`` makes it track perfectly (``q == q_d``), for tests that need it.
+``--ideal 1`` makes it track perfectly (``q == q_d``), for tests that need it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import sys
 import time
 
 import numpy as np
+from robohal.sim.process import announce_ready, boolean
+from robohal.uri import RobotUri
 
 from . import wire
 from .facts import ARMS
@@ -365,19 +368,20 @@ def _watchable(stream) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="robohal-franka-sim", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m robohal_franka.simulator", description=__doc__.split("\n\n")[0])
     parser.add_argument("--address", required=True, help="loopback address to bind, e.g. 127.0.0.5")
     parser.add_argument("--model", default="franka.fr3", choices=sorted(ARMS))
     parser.add_argument("--loss", type=float, default=0.0, help="probability of dropping each state datagram")
     parser.add_argument("--stall-after", type=float, default=None, help="stop the state stream S s after a client connects")
     parser.add_argument("--max-missed", type=int, default=DEFAULT_MAX_MISSED,
                         help="command cycles in a row a client may miss before communication_constraints_violation")
-    parser.add_argument("--no-realtime", action="store_true",
+    parser.add_argument("--no-realtime", type=boolean, nargs="?", const=True, default=False, metavar="0|1",
                         help="do not ask for FIFO scheduling (by default the simulated robot takes it where permitted)")
     parser.add_argument("--port", type=int, default=wire.TCP_PORT, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=None,
                         help="seed of the loss injection and of the arm's tracking error and noise")
-    parser.add_argument("--ideal", action="store_true", help="perfect tracking: measured q equals q_d (tests only)")
+    parser.add_argument("--ideal", type=boolean, nargs="?", const=True, default=False, metavar="0|1",
+                        help="perfect tracking: measured q equals q_d (tests only)")
     args = parser.parse_args(argv)
     try:
         simulator = FciSimulator(args.address, args.model, loss=args.loss, stall_after=args.stall_after,
@@ -387,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not args.no_realtime:
         realtime_priority(SIMULATOR_PRIORITY)
-    print(f"READY franka {args.address} {simulator.port} {args.model}", flush=True)
+    port = None if simulator.port == wire.TCP_PORT else simulator.port
+    announce_ready(RobotUri("franka", host=args.address, port=port, params={"model": args.model}))
     try:
         simulator.serve(sys.stdin)
     except KeyboardInterrupt:

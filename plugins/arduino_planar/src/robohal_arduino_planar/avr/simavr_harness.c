@@ -2,12 +2,17 @@
  * simavr_harness: runs the planar-arm firmware ELF in simavr as a stand-in for an Arduino Uno on a
  * serial port. A test tool only (simavr is GPL-3); nothing here is linked into the Python package.
  *
- *   simavr_harness ELF [--boot-ms N] [--realtime | --fast] [--servo-speed RAD_PER_S | --ideal]
+ *   simavr_harness ELF [--boot-ms N] [--fast 0|1] [--servo-speed RAD_PER_S] [--ideal 0|1] [--pulses 0|1]
+ *
+ * (python -m robohal_arduino_planar.simulator builds it and runs it with these options.) A
+ * boolean option takes 1/0, true/false or yes/no.
  *
  * stdout, line by line:
- *   first line   the pty slave path (open it with pyserial at 115200)
+ *   READY arduino-planar://<pty>         first: the ready line of every robohal simulator, naming the
+ *                                        pty slave (open it with pyserial at 115200)
  *   RESET <sim_us> <open|stdin>          the MCU left reset and starts the firmware
- *   PULSE <sim_us> <9|10> <width_us>     one servo pulse on D9/D10 (rising-edge time, width to 1/16 us)
+ *   PULSE <sim_us> <9|10> <width_us>     with --pulses 1: one servo pulse on D9/D10 (rising-edge time,
+ *                                        width to 1/16 us)
  *   HORN <sim_us> <9|10> <position_us>   after each PULSE: that servo's horn as the pulse ends
  *                                        (falling-edge time), as the pulse width whose target it is
  *   STATS {json}                         the answer to the control line STATS: the horns now
@@ -33,7 +38,7 @@
  * here turns its horn toward the width of the last pulse it measured, at --servo-speed rad/s
  * (default the TowerPro SG90 datasheet's "0.1 s/60 degree" at 4.8 V, no load), with the SG90's
  * pulse scale (-90 deg ~1 ms, 0 at 1.5 ms, +90 deg ~2 ms: 1000 us per pi rad), driving for one
- * 20 ms frame after each pulse (an analog servo without pulses goes limp). --ideal makes each
+ * 20 ms frame after each pulse (an analog servo without pulses goes limp). --ideal 1 makes each
  * horn jump to its pulse at once. robohal_arduino_planar/servo.py is the same model in Python,
  * for the emulator; keep the two alike.
  */
@@ -48,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/inotify.h>
 #include <termios.h>
 #include <time.h>
@@ -118,6 +124,7 @@ static struct servo servos[2] = {{SERVO_NEUTRAL_US, -1, 0, 0}, {SERVO_NEUTRAL_US
 static double servo_speed_us_per_cycle = SG90_SPEED_RAD_S * SERVO_US_PER_RAD / (double)F_CPU_HZ;
 static int servo_ideal = 0;
 static double servo_speed_rad_s = SG90_SPEED_RAD_S;
+static int print_pulses = 0;             /* --pulses: PULSE and HORN lines on stdout */
 
 static uint64_t sim_cycles(void) {
   if (avr->cycle < last_cycle) cycle_base += last_cycle;   /* the core restarted its count */
@@ -208,9 +215,11 @@ static void on_pin(struct avr_irq_t *irq, uint32_t value, void *param) {
   } else if (!value && pin_high[i]) {
     pin_high[i] = 0;
     double width_us = (double)(now - pin_rise[i]) * 1e6 / (double)F_CPU_HZ;
-    printf("PULSE %llu %d %.4f\n", (unsigned long long)(pin_rise[i] / 16), pin_number[i], width_us);
-    printf("HORN %llu %d %.4f\n", (unsigned long long)(now / 16), pin_number[i],
-           servo_pulse(&servos[i], now, width_us));
+    double horn_us = servo_pulse(&servos[i], now, width_us);   /* the servo moves, printed or not */
+    if (print_pulses) {
+      printf("PULSE %llu %d %.4f\n", (unsigned long long)(pin_rise[i] / 16), pin_number[i], width_us);
+      printf("HORN %llu %d %.4f\n", (unsigned long long)(now / 16), pin_number[i], horn_us);
+    }
   }
 }
 
@@ -259,9 +268,20 @@ static int append_hex(const char *hex, uint8_t *buf, size_t *len, size_t cap) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: simavr_harness FIRMWARE.elf [--boot-ms N] [--realtime | --fast]"
-                  " [--servo-speed RAD_PER_S | --ideal]\n");
+  fprintf(stderr, "usage: simavr_harness FIRMWARE.elf [--boot-ms N] [--fast 0|1] [--servo-speed RAD_PER_S]"
+                  " [--ideal 0|1] [--pulses 0|1]\n");
   _exit(2);
+}
+
+/* A boolean option's value, as the Python simulators take it (robohal.sim.process.boolean). */
+static int parse_switch(const char *text) {
+  static const char *on[] = {"1", "true", "yes", "on"}, *off[] = {"0", "false", "no", "off"};
+  for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+    if (strcasecmp(text, on[i]) == 0) return 1;
+    if (strcasecmp(text, off[i]) == 0) return 0;
+  }
+  usage();
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -278,12 +298,12 @@ int main(int argc, char **argv) {
       servo_speed_rad_s = strtod(argv[++i], &end);
       if (*end || !(servo_speed_rad_s > 0) || !isfinite(servo_speed_rad_s)) usage();
       servo_speed_us_per_cycle = servo_speed_rad_s * SERVO_US_PER_RAD / (double)F_CPU_HZ;
-    } else if (strcmp(argv[i], "--ideal") == 0) {
-      servo_ideal = 1;
-    } else if (strcmp(argv[i], "--realtime") == 0) {
-      realtime = 1;
-    } else if (strcmp(argv[i], "--fast") == 0) {
-      realtime = 0;
+    } else if (strcmp(argv[i], "--ideal") == 0 && i + 1 < argc) {
+      servo_ideal = parse_switch(argv[++i]);
+    } else if (strcmp(argv[i], "--fast") == 0 && i + 1 < argc) {
+      realtime = !parse_switch(argv[++i]);
+    } else if (strcmp(argv[i], "--pulses") == 0 && i + 1 < argc) {
+      print_pulses = parse_switch(argv[++i]);
     } else if (argv[i][0] == '-' || elf_path) {
       usage();
     } else {
@@ -351,7 +371,7 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  printf("%s\n", slave_path);
+  printf("READY arduino-planar://%s\n", slave_path);
   fflush(stdout);
 
   int host_opens = 0;

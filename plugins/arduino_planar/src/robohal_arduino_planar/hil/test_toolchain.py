@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 from robohal.plugins.registry import default_registry
 
-from robohal_arduino_planar import firmware
-from robohal_arduino_planar.backends import SIMAVR_TARGET
+from robohal_arduino_planar import SIMAVR_TARGET, firmware
 
 
 def test_firmware_in_simavr_is_a_default_hil_target() -> None:

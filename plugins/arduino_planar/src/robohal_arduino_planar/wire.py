@@ -526,9 +526,9 @@ class LineSplitter:
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m robohal_arduino_planar.protocol PING 1`` prints the framed line (for terminals)."""
+    """``python -m robohal_arduino_planar.wire PING 1`` prints the framed line (for terminals)."""
     if not argv:
-        print("usage: python -m robohal_arduino_planar.protocol WORD SEQ [ARGS...]", file=sys.stderr)
+        print("usage: python -m robohal_arduino_planar.wire WORD SEQ [ARGS...]", file=sys.stderr)
         return 2
     sys.stdout.write(encode_frame(*argv).decode("ascii"))
     return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from robohal_arduino_planar import protocol as p
+from robohal_arduino_planar import wire as p
 
 try:
     from hypothesis import given, settings

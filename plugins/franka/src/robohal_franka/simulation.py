@@ -1,0 +1,65 @@
+"""Starting the FCI simulator for ``franka://sim?model=franka.fr3`` URIs.
+
+The reserved host ``sim`` starts the FCI simulator (:mod:`.simulator`) on a free loopback
+address in its own process; with ``impl=stubs`` nothing is started: the
+pylibfranka-compatible stubs run the same simulated robot inside the backend's control
+process. The simulator's options ride on the URI with a ``sim_`` prefix, as on every robohal
+simulator: ``sim_loss=P``, ``sim_stall_after=S``, ``sim_max_missed=N``, ``sim_seed=N`` (the seed
+of the simulated arm's tracking error and noise) and ``sim_ideal=1`` (perfect tracking,
+``q == q_d``: for unit tests that need exact figures, never the default); each is the program's
+option of the same name (``--loss P``, ``--ideal 1``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from robohal.errors import UriError
+from robohal.sim.process import SimulatorError, SimulatorProcess, free_loopback_host, launch
+from robohal.uri import RobotUri
+
+from . import DEFAULT_MODEL
+from .facts import ARMS
+from .wire import TCP_PORT
+
+PROGRAM = "robohal_franka.simulator"
+
+
+@dataclass
+class InProcessStubs:
+    """The "simulator" of ``impl=stubs``: nothing to start; the stubs live in the
+    backend's control process."""
+
+    uri: RobotUri
+
+    def stop(self) -> None:
+        pass
+
+
+def simulator_args(uri: RobotUri, host: str) -> list[str]:
+    """The launcher's fixed arguments (address, model) for a ``sim`` URI, once its simulator
+    options are checked: a bad one is the URI's error, before anything starts."""
+    model = uri.model or DEFAULT_MODEL
+    if model not in ARMS:
+        raise SimulatorError(f"the Franka simulator knows {', '.join(sorted(ARMS))}, not {model!r}")
+    loss = uri.get_float("sim_loss", 0.0, minimum=0.0)
+    if loss >= 1.0:
+        raise UriError(f"{uri}: sim_loss is a probability below 1, got {loss:g}")
+    uri.get_float("sim_stall_after", 0.0, minimum=0.0)
+    uri.get_int("sim_max_missed", 20, minimum=1)
+    uri.get_int("sim_seed", 0, minimum=0)
+    uri.get_bool("sim_ideal", False)
+    return ["--address", host, "--model", model]
+
+
+def start_simulator(uri: RobotUri) -> SimulatorProcess | InProcessStubs:
+    """Start the simulator for ``franka://sim?...`` and return it (``.uri`` is where it listens)."""
+    if uri.params.get("impl") == "stubs":
+        unsupported = sorted({"sim_loss", "sim_stall_after"} & set(uri.params))
+        if unsupported:  # the in-process stubs inject no link faults: refuse rather than ignore
+            raise UriError(f"{uri}: impl=stubs does not simulate {' or '.join(unsupported)}; use the FCI simulator"
+                           " (drop impl=stubs)")
+        simulator_args(uri, "127.0.0.1")  # the same checks as for the simulator (model, sim_max_missed)
+        return InProcessStubs(uri.with_address("stubs"))
+    host = free_loopback_host(TCP_PORT)  # the robot's port is fixed: simulators side by side differ by address
+    return launch(PROGRAM, uri, simulator_args(uri, host))
