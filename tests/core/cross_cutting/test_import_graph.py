@@ -132,7 +132,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_every_backend_brakes_with_the_guard_s_one_brake():
     """Braking to rest is written once (SetpointGuard.brake); no plugin steps a stop itself."""
-    plugins = Path(__file__).resolve().parents[2] / "plugins"
+    plugins = Path(__file__).resolve().parents[3] / "plugins"
     stepping = [str(path.relative_to(plugins)) for path in plugins.rglob("*.py")
                 if "braking_step" in path.read_text() or "REST_VELOCITY" in path.read_text()]
     assert stepping == []

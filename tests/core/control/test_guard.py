@@ -1,11 +1,10 @@
+"""The setpoint guard: every kind of violation refused before the wire, its history, its one brake, and the robot's account of filled cycles."""
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from robohal.control.guard import SetpointGuard
 from robohal.errors import InvalidArgument, LimitViolation
 from robohal.kinematics import JointLimits
-from robohal.motion.trajectory import DoubleS, braking_step, joint_profile, sample_times
 
 LIMITS = JointLimits(lower=[-1.0, -2.0], upper=[1.0, 2.0], velocity=[1.0, 2.0], acceleration=[10.0, 10.0], jerk=[500.0, 500.0])
 
@@ -44,75 +43,6 @@ def test_guard_history_and_derivatives():
     velocity, acceleration = guard.derivatives()
     assert np.allclose(velocity, [0.1, 0.0]) and np.allclose(acceleration, 0.0)
     assert np.allclose(guard.last, [0.003, 0.0])
-
-
-bounds = st.floats(0.05, 50.0)
-
-
-@settings(max_examples=60, deadline=None)
-@given(bounds, bounds, st.floats(1.0, 5000.0), st.floats(1e-3, 10.0))
-def test_double_s_respects_its_bounds_and_lands_exactly(velocity, acceleration, jerk, distance):
-    profile = DoubleS(velocity, acceleration, jerk, distance)
-    t = np.linspace(0, profile.duration, 4001)
-    s, v, a = profile.sample(t)
-    assert s[0] == 0 and np.isclose(s[-1], distance, rtol=1e-9)
-    assert v.max() <= velocity * (1 + 1e-9) and np.abs(a).max() <= acceleration * (1 + 1e-9)
-    assert (np.diff(s) >= -1e-12).all(), "monotonic"
-    # jerk from the acceleration samples never exceeds the bound
-    dt = t[1] - t[0]
-    assert np.abs(np.diff(a) / dt).max() <= jerk * (1 + 1e-6)
-    assert v[0] == 0 and abs(v[-1]) < 1e-9
-
-
-def test_sampled_profile_keeps_finite_differences_inside_the_guard():
-    """What the robot checks: finite differences of the sampled setpoints."""
-    period = 0.001
-    delta = np.array([0.8, -1.5])
-    profile = joint_profile(delta, LIMITS.velocity * 0.98, LIMITS.acceleration * 0.98, LIMITS.jerk * 0.98)
-    s, _, _ = profile.sample(sample_times(profile.duration, period))
-    guard = SetpointGuard(LIMITS, period, checks=("position", "velocity", "acceleration", "jerk"))
-    guard.reset([0.0, 0.0])
-    for q in s[:, None] * delta:
-        guard.commit(guard.check(q))
-    assert np.allclose(guard.last, delta)
-
-
-@pytest.mark.parametrize("period", [0.001, 0.004, 0.02])
-def test_braking_stops_within_acceleration_and_jerk(period: float) -> None:
-    """Measured the way the guard measures: finite differences of the positions sent,
-    from a moving, accelerating start to rest, with no snap of the acceleration at the end."""
-    v, a = np.array([0.9, -1.8]), np.array([2.0, -1.0])
-    q = np.zeros(2)
-    history = [q - v * period - (v - a * period) * period, q - v * period, q]  # a past with exactly v and a
-    for _ in range(20000):
-        q, v, a = braking_step(q, v, a, LIMITS.acceleration, LIMITS.jerk, period)
-        history.append(q.copy())
-        if not v.any() and not a.any():
-            break
-    assert not v.any() and not a.any(), "must come to rest"
-    h = np.array(history)
-    velocity = np.diff(h, axis=0) / period
-    acc = np.diff(velocity, axis=0) / period
-    jerk = np.diff(acc, axis=0) / period
-    assert (np.abs(acc).max(axis=0) <= LIMITS.acceleration * (1 + 1e-9)).all()
-    assert (np.abs(jerk).max(axis=0) <= LIMITS.jerk * (1 + 1e-9)).all()
-    assert (np.sign(velocity[2:]) * np.sign(velocity[2]) >= 0).all(), "no reversal on the way to rest"
-    assert np.allclose(velocity[-2:], 0.0) and np.allclose(acc[-1], 0.0)
-
-
-def test_end_of_travel_velocity_bounds_follow_the_curve():
-    limits = JointLimits([-1.0, -2.0], [1.0, 2.0], [2.0, 3.0], 10.0, 5000.0,
-                         end_deceleration=[6.0, 2.5], end_offset=[0.3, 0.2])
-    low, high = limits.velocity_bounds([0.9, -1.995])
-    assert high[0] == pytest.approx(np.sqrt(2 * 6.0 * 0.1) - 0.3)  # toward the upper end: the curve
-    assert low[0] == -2.0  # away from it: the speed limit
-    assert low[1] == 0.0  # within the offset's reach of the end: no speed toward it at all
-    assert high[1] == 3.0
-    assert limits.scaled(0.5).end_deceleration.tolist() == [6.0, 2.5]
-    plain = JointLimits([-1.0], [1.0], [2.0], 10.0, 5000.0)
-    assert plain.velocity_bounds([0.999])[1].tolist() == [2.0]
-    with pytest.raises(InvalidArgument, match="together"):
-        JointLimits([-1.0], [1.0], [2.0], 10.0, 5000.0, end_deceleration=[6.0])
 
 
 def test_after_cycles_the_robot_filled_the_guard_judges_against_the_robot_s_continuation():

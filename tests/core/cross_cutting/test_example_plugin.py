@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "robohal-example-kuka"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "robohal-example-kuka"
 
 
 @pytest.fixture(scope="module")

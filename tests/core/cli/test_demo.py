@@ -8,7 +8,7 @@ from pathlib import Path
 from robohal import DemoSpec
 from robohal.cli.demo import demos
 
-CORE = Path(__file__).resolve().parents[2] / "core" / "src" / "robohal"
+CORE = Path(__file__).resolve().parents[3] / "core" / "src" / "robohal"
 
 
 def test_demo_drives_every_installed_simulator_and_writes_plots(tmp_path):
