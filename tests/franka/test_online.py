@@ -83,3 +83,31 @@ def test_a_pose_stream_is_followed_in_the_control_process(connect, impl):
     reached = backend.model.forward(backend.commanded)
     assert np.abs(reached[:3, 3] - targets[-1][:3, 3]).max() < 1e-3
     no_robot_errors(backend)
+
+
+def contact(connect, impl: str, plane: str):
+    """A backend whose simulated arm meets a plane (``HEIGHT,STIFFNESS``)."""
+    if impl == "pylibfranka":
+        return connect(impl, "--contact", plane)[0]
+    return connect(impl, sim_contact=plane)[0]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_move_until_contact_then_retract_through_the_control_process(connect, impl):
+    """The reaction runs in the 1 kHz loop: it meets 5 N (the simulated plane pushing back, the
+    robot's own O_F_ext_hat_K) long before the 60 N collision threshold would stop the robot."""
+    from robohal.motion import PointToPoint
+    from robohal.motion.reactions import Reaction, force
+
+    backend = contact(connect, impl, "0.5,3000")
+    robot = Robot(backend, backend.model)
+    start = backend.commanded.copy()
+    assert np.array_equal(robot.state.wrench, np.zeros(6)), "no contact up here"
+    down = backend.model.forward(start)
+    down[2, 3] -= 0.15  # 6 cm into the plane: 180 N if nothing stopped it
+    result = robot.move_linear(down, speed=0.05, until=Reaction(force("z") > 5.0, then=PointToPoint(start, 0.5)))
+    assert result.completed and result.reaction == "force z (N) > 5"
+    assert np.allclose(backend.commanded, start, atol=1e-6), "retracted"
+    deepest = min(backend.model.forward(q)[2, 3] for q in result.commanded)
+    assert 0.5 - 0.01 < deepest < 0.5, "touched the plane, and did not press on into it"
+    no_robot_errors(backend)

@@ -14,8 +14,10 @@ from .control.lifecycle import LifecycleState
 from .errors import InvalidArgument, RobohalError
 from .kinematics import Kinematics
 from .motion import MAX_FOLLOW_TIME, JointTrajectory, Motion, PointToPoint, plan_linear
+from .motion.reactions import Until, with_reactions
 from .motion.servo import DEFAULT_TIMEOUT as SERVO_TIMEOUT
 from .motion.servo import servo_target
+from .motion.waypoints import Waypoints
 from .state import Array, RobotState
 
 
@@ -95,11 +97,14 @@ class Robot:
             raise InvalidArgument(f"robot.speed is a fraction in (0, 1], got {factor!r}")
         self._speed = float(factor)
 
-    def run(self, motion: Motion, *, wait: bool = True):
-        """Run a motion; while another runs, it takes over from it (see :meth:`Backend.run`)."""
-        return self.backend.run(motion, wait=wait)
+    def run(self, motion: Motion, *, until: Until = None, wait: bool = True):
+        """Run a motion; while another runs, it takes over from it (see :meth:`Backend.run`).
+        ``until``: reactions checked every control cycle (:mod:`robohal.motion.reactions`): a
+        condition (``force("z") > 5.0``) ends the motion when met; a :class:`Reaction` may hand
+        over to another motion instead."""
+        return self.backend.run(with_reactions(motion, until), wait=wait)
 
-    def move_joints(self, q: ArrayLike, *, speed: float = 0.5, wait: bool = True):
+    def move_joints(self, q: ArrayLike, *, speed: float = 0.5, until: Until = None, wait: bool = True):
         """Move to joints ``q`` (rad), jerk-limited and time-optimal: from rest on a straight line
         in joint space. ``speed`` is a fraction of the joint limits. While another motion runs,
         this one takes over from it without a stop."""
@@ -107,13 +112,14 @@ class Robot:
         if target.shape != (self.model.dof,):
             raise InvalidArgument(f"target must have {self.model.dof} joints, got shape {target.shape}")
         self.model.check_joints(target, "target")
-        result = self.backend.run(PointToPoint(target, speed, dynamics=self._speed), wait=wait)
+        result = self.backend.run(with_reactions(PointToPoint(target, speed, dynamics=self._speed), until), wait=wait)
         if result is not None:
             result.target = target
         return result
 
     def move_linear(self, pose: ArrayLike, *, speed: float = 0.25, angular_speed: float = 1.0,
-                    joint_speed: float = 1.0, relative: bool = False, frame: str = "base", wait: bool = True):
+                    joint_speed: float = 1.0, relative: bool = False, frame: str = "base", until: Until = None,
+                    wait: bool = True):
         """Move the flange on a straight line to ``pose`` at ``speed`` m/s (and
         ``angular_speed`` rad/s), through the model's inverse kinematics.
 
@@ -126,7 +132,7 @@ class Robot:
         target = self.relative_target(pose, frame, start) if relative else spatial.as_pose(pose, "target pose")
         setpoints = plan_linear(self.model, start, target, self.backend.period, speed, angular_speed, joint_speed,
                                 dynamics=self._speed)
-        return self.backend.run(JointTrajectory(setpoints), wait=wait)
+        return self.backend.run(with_reactions(JointTrajectory(setpoints), until), wait=wait)
 
     # Streams of targets
     def servo(self, q: ArrayLike) -> None:
@@ -164,19 +170,28 @@ class Robot:
             return target
         raise InvalidArgument(f"frame is 'base' or 'tool', got {frame!r}")
 
-    def follow(self, points: ArrayLike, times: ArrayLike, *, wait: bool = True):
-        """Pass through joint waypoints ``points`` (k, dof) at ``times`` (s, rising,
-        from now). Between waypoints joints move on jerk-limited segments that
-        stop at each point when a segment's time allows nothing smoother."""
+    def follow(self, points: ArrayLike, times: ArrayLike | None = None, *, speed: float = 0.5, until: Until = None,
+               wait: bool = True):
+        """Pass through joint waypoints ``points`` (k, dof), rad.
+
+        Without ``times``: time-optimally and without stopping at the points between (each is
+        passed at a velocity its neighbours allow; joints that turn back there stop there), at
+        rest on the last; ``speed`` as in :meth:`move_joints`. With ``times`` (s, rising, from
+        now): each point at its time, on jerk-limited segments that stop at each point when a
+        segment's time allows nothing smoother."""
         points = spatial.as_finite(points, "waypoints")
+        if points.ndim != 2 or points.shape[1] != self.model.dof or len(points) == 0:
+            raise InvalidArgument(f"follow() needs waypoints (k, {self.model.dof})")
+        self.model.check_joints(points, "waypoint")
+        if times is None:
+            return self.backend.run(with_reactions(Waypoints(points, speed, dynamics=self._speed), until), wait=wait)
         times = spatial.as_finite(times, "times")
-        if points.ndim != 2 or points.shape[1] != self.model.dof or times.shape != (points.shape[0],):
+        if times.shape != (points.shape[0],):
             raise InvalidArgument("follow() needs waypoints (k, dof) and k times")
         if np.any(np.diff(np.concatenate([[0.0], times])) <= 0):
             raise InvalidArgument("waypoint times must rise from 0")
         if times[-1] > MAX_FOLLOW_TIME:
             raise InvalidArgument(f"waypoint times must stay within {MAX_FOLLOW_TIME:g} s, got {times[-1]:g} s")
-        self.model.check_joints(points, "waypoint")
         period = self.backend.period
         segments = []
         start = self.backend.commanded
@@ -193,7 +208,7 @@ class Robot:
                 planned = np.vstack([planned, np.repeat(planned[-1:], wanted - len(planned), axis=0)])
             segments.append(planned)
             start, t0 = point, t
-        return self.backend.run(JointTrajectory(np.vstack(segments)), wait=wait)
+        return self.backend.run(with_reactions(JointTrajectory(np.vstack(segments)), until), wait=wait)
 
     def wait(self, timeout: float | None = None):
         return self.backend.wait(timeout)

@@ -31,7 +31,10 @@ class RobotState:
     ``time`` is seconds on the robot's clock where it has one (else the host's
     monotonic clock) and rises from sample to sample. ``q_commanded`` is the
     last setpoint the backend sent. ``info`` carries backend-specific figures
-    (EGM's motor state, Franka's success rate, servo pulse widths, ...).
+    (EGM's motor state, Franka's success rate, servo pulse widths, ...). ``wrench`` is
+    the external force and torque on the flange, (fx, fy, fz, tx, ty, tz) in N and Nm in
+    the base frame, where the robot measures or estimates it (Franka's ``O_F_ext_hat_K``,
+    EGM's ``measuredForce``); None where it does not.
     """
 
     time: float
@@ -41,9 +44,10 @@ class RobotState:
     faults: tuple[str, ...] = ()
     q_commanded: Array | None = None
     info: Mapping[str, Any] = field(default_factory=dict)
+    wrench: Array | None = None
 
     def __post_init__(self) -> None:
-        for name in ("q", "dq", "q_commanded"):
+        for name in ("q", "dq", "q_commanded", "wrench"):
             value = getattr(self, name)
             if value is not None:
                 array = np.array(value, dtype=np.float64)
@@ -53,7 +57,8 @@ class RobotState:
         object.__setattr__(self, "info", MappingProxyType(dict(self.info)))
 
     def __reduce__(self):  # picklable (a mappingproxy is not): states cross process boundaries
-        return (RobotState, (self.time, self.q, self.dq, self.mode, self.faults, self.q_commanded, dict(self.info)))
+        return (RobotState, (self.time, self.q, self.dq, self.mode, self.faults, self.q_commanded, dict(self.info),
+                             self.wrench))
 
     @property
     def dof(self) -> int:

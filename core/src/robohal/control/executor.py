@@ -73,6 +73,9 @@ class MotionExecutor:
         self.taken_over = False
         self.successor: MotionExecutor | None = None  # the executor that takes over from this one
         self._start_when_resting = False  # a successor that starts only from rest: brake first
+        self._reactions: tuple = ()  # the running motion's (see robohal.motion.reactions)
+        self._started_at = 0.0  # the robot's clock when the running motion started
+        self.reaction: str | None = None  # the condition that ended the motion or handed it over
         self._last_from_motion = False  # the last setpoint given was the motion's own (not a brake's)
 
     # The owner's calls, in order ------------------------------------------------------
@@ -81,6 +84,7 @@ class MotionExecutor:
         """Plan the motion from the measured ``state`` and the last setpoint sent. An error here
         is raised as it is: nothing has moved."""
         if self.motion is not None:
+            self._arm_reactions(state)
             self.motion.start(state, np.array(commanded, dtype=np.float64), self.model, self.period)
 
     def next(self, state: RobotState) -> Array | None:
@@ -96,6 +100,8 @@ class MotionExecutor:
             self.stopped = True
             self._braking = True
             self._start_when_resting = False
+        if self._reactions and not self._braking:
+            self._react(state)
         if not self._braking:
             try:
                 q = self.motion.step(state)  # type: ignore[union-attr]
@@ -115,11 +121,16 @@ class MotionExecutor:
         """Take over from ``previous`` (over now): start from where its setpoints are, without a
         stop where the motion can (``start_moving``), else after braking to rest. An error here
         brakes the setpoints to rest and is reported as this motion's."""
+        self._begin(state, previous.motion if previous._last_from_motion else None)
+
+    def _begin(self, state: RobotState, before: Motion | None) -> None:
+        """Start :attr:`motion` from where the setpoints are; ``before`` is the motion whose own
+        setpoint the last one was (it knows its velocity and acceleration exactly), or None."""
         q = self.guard.last
         assert q is not None
         v, a = self.guard.derivatives()
-        exact = getattr(previous.motion, "setpoint_state", None)
-        if callable(exact) and previous._last_from_motion:  # the motion knows its state exactly
+        exact = getattr(before, "setpoint_state", None)
+        if callable(exact):
             exact_q, exact_v, exact_a = exact()
             if np.allclose(exact_q, q, rtol=0.0, atol=1e-9):
                 v, a = exact_v, exact_a
@@ -127,6 +138,7 @@ class MotionExecutor:
         try:
             if motion is None:
                 return
+            self._arm_reactions(state)
             if callable(getattr(motion, "start_moving", None)):
                 motion.start_moving(state, q, v, a, self.model, self.period)  # type: ignore[attr-defined]
             elif self.guard.at_rest():
@@ -136,6 +148,35 @@ class MotionExecutor:
                 self._braking = True
         except BaseException as error:
             self.fail(error)
+
+    def _arm_reactions(self, state: RobotState) -> None:
+        """The running motion's reactions, checked against what the backend measures (a reaction
+        that could never fire is refused at the start, not ignored)."""
+        self._reactions = tuple(getattr(self.motion, "reactions", ()))
+        for reaction in self._reactions:
+            reaction.condition.check(state, self.model)
+        self._started_at = state.time
+
+    def _react(self, state: RobotState) -> None:
+        """Check the reactions; the first met ends the motion (brake to rest) or hands it over."""
+        elapsed = state.time - self._started_at
+        for reaction in self._reactions:
+            try:
+                met = reaction.condition.met(state, self.model, elapsed)
+            except BaseException as error:
+                self.fail(error)
+                return
+            if not met:
+                continue
+            self.reaction = str(reaction.condition)
+            if reaction.then is None:
+                self.stopped = True
+                self._braking = True
+                return
+            before = self.motion if self._last_from_motion else None
+            self.motion = reaction.then
+            self._begin(state, before)
+            return
 
     def take_over(self, successor: MotionExecutor) -> None:
         """``successor`` replaces this motion from the next cycle on (see the module docstring).
@@ -215,7 +256,7 @@ class MotionExecutor:
         """What the motion did so far; a motion with figures of its own (a ``summary()`` method,
         as :class:`~robohal.motion.cartesian.CartesianPath` has) adds them to ``info``."""
         result = self.recorder.result(completed=self.completed and self.error is None and not self.stopped,
-                                      stopped=self.stopped, taken_over=self.taken_over)
+                                      stopped=self.stopped, taken_over=self.taken_over, reaction=self.reaction)
         summary = getattr(self.motion, "summary", None)
         if callable(summary):
             try:

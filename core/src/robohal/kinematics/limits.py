@@ -186,6 +186,15 @@ class JointLimits:
         return JointLimits(self.lower, self.upper, self.velocity * speed,
                            self.acceleration * speed**2, self.jerk * speed**3, self.end_deceleration, self.end_offset)
 
+    def with_dynamics(self, factor: float) -> JointLimits:
+        """Velocity, acceleration and jerk all scaled by ``factor`` in (0, 1] (a dynamics factor,
+        as franky's: unlike :meth:`scaled`, not a stretch in time)."""
+        if isinstance(factor, bool) or not isinstance(factor, (int, float, np.integer, np.floating)) \
+                or not 0.0 < factor <= 1.0:
+            raise InvalidArgument(f"the dynamics factor is a fraction in (0, 1], got {factor!r}")
+        return JointLimits(self.lower, self.upper, self.velocity * factor, self.acceleration * factor,
+                           self.jerk * factor, self.end_deceleration, self.end_offset)
+
     def __repr__(self) -> str:
         return (
             f"JointLimits(lower={np.round(self.lower, 4).tolist()}, upper={np.round(self.upper, 4).tolist()},"

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, Synchronization
+from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ruckig, RuckigError, Synchronization
 
 from ..errors import InvalidArgument, LimitViolation
 from ..kinematics import JointLimits
@@ -41,6 +41,10 @@ STOP_SHARE = 0.5
 #: rad: how far before an end of its range a joint driven toward it by a velocity comes to rest
 #: (our choice: above the 6e-5 rad by which the bounds' per-cycle chase was seen to overshoot)
 END_MARGIN = 1e-3
+#: what is tried when ruckig's calculation fails (see OnlineGenerator._update): the share of the
+#: target velocity, and the synchronisation (None: the generator's own)
+RETRIES = ((1.0 - 1e-9, None), (1.0 - 1e-6, None), (1.0, Synchronization.No), (1.0 - 1e-6, Synchronization.No),
+           (0.0, None), (0.0, Synchronization.No))
 #: cycles between a bound being computed and the joint obeying it (its setpoint is sent one cycle
 #: later, and the generator reacts to a shrinking bound one cycle late), with one to spare
 LEAD_CYCLES = 3
@@ -94,7 +98,9 @@ class OnlineGenerator:
         self._target_v = np.zeros(self.dof)
         self._velocity_mode = False
         self._finished = True
+        self._segment_bounds: tuple[list[float], list[float]] | None = None
         self._zeros = [0.0] * self.dof
+        self.retries = 0  # steps that needed a nudged target velocity (see _update)
         self.set_factor(factor)
 
     def _make_ruckig(self) -> None:
@@ -153,6 +159,7 @@ class OnlineGenerator:
     def hold(self) -> None:
         """Target: come to rest (where the joints stop, braking within the limits)."""
         self._velocity_mode = True
+        self._segment_bounds = None
         self._target_v = np.zeros(self.dof)
         self._finished = not (self._v.any() or self._a.any())
 
@@ -172,6 +179,10 @@ class OnlineGenerator:
         self._target_v = np.zeros(self.dof) if v is None else self._vector(v, "target velocity").copy()
         self._velocity_mode = False
         self._finished = False
+        # Passing the target at a velocity, the bounds are those at the target, fixed for the
+        # segment: bounds that change every cycle make ruckig plan anew every cycle, and a plan
+        # toward a moving velocity target was seen to overshoot and circle back without end.
+        self._segment_bounds = self._velocity_bounds(False, at=q) if self._target_v.any() else None
 
     def velocity_target(self, v: ArrayLike) -> None:
         """Target: move at velocity ``v`` (rad/s; inside the velocity limits, else
@@ -186,6 +197,7 @@ class OnlineGenerator:
                                  limit=float(self.limits.velocity[joint] * self.factor))
         self._target_v = v.copy()
         self._velocity_mode = True
+        self._segment_bounds = None
         self._finished = False
 
     # Stepping --------------------------------------------------------------------------------
@@ -222,10 +234,10 @@ class OnlineGenerator:
         # target inside the range is reached without that, unless the joints move too fast toward
         # an end to reach it without passing the end (a target changed while moving): then too.
         stop_bounds = self._velocity_mode
-        result = self._otg.update(self._plan_input(stop_bounds), self._output)
+        result = self._update(self._plan_input(stop_bounds))
         out = self._output
         if not stop_bounds and out.new_calculation and self._leaves_range(out.trajectory):
-            result = self._otg.update(self._plan_input(True), out)
+            result = self._update(self._plan_input(True))
         if result not in (Result.Working, Result.Finished):
             raise LimitViolation(f"the online trajectory generator refused the target ({result.name})")
         self._q = np.array(out.new_position)
@@ -246,7 +258,10 @@ class OnlineGenerator:
         inp.current_position = self._q.tolist()
         inp.current_velocity = self._v.tolist()
         inp.current_acceleration = self._a.tolist()
-        low, high = self._velocity_bounds(stop_bounds)
+        if self._segment_bounds is not None and not stop_bounds:
+            low, high = self._segment_bounds
+        else:
+            low, high = self._velocity_bounds(stop_bounds)
         inp.max_velocity = high
         inp.min_velocity = low
         inp.target_velocity = [min(max(v, lo), hi) for v, lo, hi in zip(self._target_v.tolist(), low, high, strict=True)]
@@ -258,26 +273,55 @@ class OnlineGenerator:
             inp.target_position = self._target_q.tolist()
         return inp
 
+    def _update(self, inp: InputParameter) -> Result:
+        """ruckig's step. Its calculation fails on rare inputs: a pass-through target velocity met
+        with an acceleration near the limit (then a target velocity a hair lower went through), or
+        a synchronisation it cannot meet within a narrowed velocity bound (then one without
+        synchronisation did). So retry with those, and last with no target velocity."""
+        try:
+            return self._otg.update(inp, self._output)
+        except RuckigError as error:
+            wanted, synchronization = list(inp.target_velocity), inp.synchronization
+            for share, sync in RETRIES:
+                inp.target_velocity = [v * share for v in wanted]
+                inp.synchronization = sync if sync is not None else synchronization
+                try:
+                    result = self._otg.update(inp, self._output)
+                except RuckigError:
+                    continue
+                finally:
+                    inp.synchronization = synchronization
+                self.retries += 1
+                return result
+            raise LimitViolation(f"the online trajectory generator found no trajectory to the target: {error}") from None
+
     def _leaves_range(self, trajectory) -> bool:
         """Whether the planned trajectory passes an end of a joint's range."""
         return any(extrema.min < lower - TOLERANCE or extrema.max > upper + TOLERANCE
                    for extrema, lower, upper in zip(trajectory.position_extrema, self.limits.lower.tolist(),
                                                      self.limits.upper.tolist(), strict=True))
 
-    def _velocity_bounds(self, stop_bounds: bool) -> tuple[list[float], list[float]]:
-        """Per joint, the lowest and highest velocity allowed at the current position: the
-        (scaled) limit, narrowed by the arm's end-of-travel curve and, with ``stop_bounds``,
+    def _velocity_bounds(self, stop_bounds: bool, at: Array | None = None) -> tuple[list[float], list[float]]:
+        """Per joint, the lowest and highest velocity allowed at the current position (or ``at``):
+        the (scaled) limit, narrowed by the arm's end-of-travel curve and, with ``stop_bounds``,
         toward each end so the joint can still stop before it. Plain floats, joint by joint:
         this runs every cycle, and most joints are far from both ends."""
         low, high = [], []
         period = self.period
-        for q, v, (lower, upper, v_max, a_stop, j_max, far, end) in zip(
-                self._q.tolist(), self._v.tolist(), self._bound_rows, strict=True):
+        position = self._q if at is None else at
+        # Where each joint is heading. Only the bound toward that end is narrowed: a bound behind a
+        # joint does not bind, and changing it every cycle would only make ruckig plan anew (which
+        # was seen to lose a pass-through target). A joint moving against its heading gets both.
+        heading = (self._target_v if self._velocity_mode else self._target_q - self._q).tolist()
+        for q, v, go, (lower, upper, v_max, a_stop, j_max, far, end) in zip(
+                position.tolist(), self._v.tolist(), heading, self._bound_rows, strict=True):
             up, down = upper - q, q - lower
             if up > far and down > far:  # the common case: nothing narrows this joint's speed
                 high.append(v_max)
                 low.append(-v_max)
                 continue
+            toward_up = go > 0.0 or v > 0.0 or (go == 0.0 and v == 0.0)
+            toward_down = go < 0.0 or v < 0.0 or (go == 0.0 and v == 0.0)
             hi, lo = v_max, -v_max
             if stop_bounds:  # a cycle may not pass the end either (a long period, a slow approach)
                 up, down = up - END_MARGIN, down - END_MARGIN
@@ -294,8 +338,8 @@ class OnlineGenerator:
                 twice_d, offset = end
                 hi = min(hi, max(math.sqrt(max(twice_d * up, 0.0)) - offset, 0.0) * HEADROOM * self.factor)
                 lo = max(lo, -max(math.sqrt(max(twice_d * down, 0.0)) - offset, 0.0) * HEADROOM * self.factor)
-            high.append(max(hi, 0.0))
-            low.append(min(lo, 0.0))
+            high.append(max(hi, 0.0) if toward_up else v_max)
+            low.append(min(lo, 0.0) if toward_down else -v_max)
         return low, high
 
     def _far(self, v_max: float, a_stop: float, j_max: float, end: tuple[float, float] | None) -> float:

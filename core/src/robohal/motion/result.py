@@ -25,6 +25,8 @@ class MotionResult:
     info: dict[str, Any] = field(default_factory=dict)
     #: a newer motion took over before this one ended (it went on from where this one was)
     taken_over: bool = False
+    #: the condition of the reaction that ended the motion or handed it over, if one did
+    reaction: str | None = None
 
     @property
     def cycles(self) -> int:
@@ -62,7 +64,8 @@ class MotionRecorder:
         self._measured.append(state.q)
         self._commanded.append(state.q if commanded is None else commanded)
 
-    def result(self, *, completed: bool, stopped: bool = False, taken_over: bool = False) -> MotionResult:
+    def result(self, *, completed: bool, stopped: bool = False, taken_over: bool = False,
+               reaction: str | None = None) -> MotionResult:
         empty = np.zeros((0, self.dof))
         return MotionResult(
             completed=completed,
@@ -72,4 +75,5 @@ class MotionRecorder:
             measured=np.array(self._measured) if self._measured else empty,
             period=self.period,
             taken_over=taken_over,
+            reaction=reaction,
         )

@@ -651,7 +651,7 @@ class EgmBackend(Backend):
             **self._timing,
         }
         return RobotState(time=message.time, q=message.q, dq=dq, mode=mode, faults=faults,
-                          q_commanded=self._target, info=info)
+                          q_commanded=self._target, info=info, wrench=message.force)
 
     def timing(self) -> dict[str, float | None]:
         """Reply latency (robot message arrival -> answer sent) and robot message

@@ -85,6 +85,9 @@ class ControllerOptions:
     motors_off_after: float | None = None  # s: motors off (RAPID stops)
     duration: float | None = None  # s: exit after this long
     q0: np.ndarray | None = None  # rad, start joints (default: zeros clipped to the limits)
+    # (height m, stiffness N/m): a plane under the flange and a force sensor that measures it
+    # pushing back (measuredForce); None: no force sensor, no measuredForce in the messages
+    contact: tuple[float, float] | None = None
 
 
 @dataclass
@@ -287,9 +290,21 @@ class SimulatedController:
             # a percentage on the wire (manual); what it measures here is our choice: the fastest
             # axis's share of its rated speed, 0 at rest (nothing reads it as more than a figure)
             utilization=float(np.abs(self.dq / limits.velocity).max() * 100.0),
+            force=self._measured_force(),
         )
         self.seqno += 1  # manual / abb_libegm: seqno counts from 0 in each session
         return data
+
+    def _measured_force(self) -> np.ndarray | None:
+        """measuredForce from the contact plane: the plane pushing the flange up (base z), N.
+        Our model: a force sensor reporting in the base frame, a plane that does not stop the arm
+        (EGM keeps following its targets; robohal's reactions are what stop it)."""
+        if self.options.contact is None:
+            return None
+        height, stiffness = self.options.contact
+        force = np.zeros(6)
+        force[2] = max(height - float(self.model.forward(self.q)[2, 3]), 0.0) * stiffness
+        return force
 
     # Sensor data ----------------------------------------------------------------------
 
@@ -520,11 +535,14 @@ def _probability(ctx: click.Context, param: click.Parameter, value: float) -> fl
               help="Joint convergence threshold, degrees.")
 @click.option("--sample-rate", "sample_ms", type=float, default=4.0, show_default=True, help="\\SampleRate, ms.")
 @click.option("--duration", type=float, default=None, help="Exit after S seconds.")
+@click.option("--contact", default=None, metavar="HEIGHT,STIFFNESS",
+              help="A plane at HEIGHT m (base z) pushing back with STIFFNESS N/m, as a force sensor measures it.")
 def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, seed: int | None, loss: float,
             delay_ms: float, duplicate: float, reorder: float, stall_after: float | None,
             motors_off_after: float | None, comm_timeout: float, retry_after: float | None, max_speed_deg: float,
             lag_ms: float,
-            cond_time: float, convergence_deg: float, sample_ms: float, duration: float | None) -> None:
+            cond_time: float, convergence_deg: float, sample_ms: float, duration: float | None,
+            contact: str | None) -> None:
     """A simulated ABB controller streaming EGM to a sensor (stdin: RESTART, MOTORS OFF, STALL, RESUME, STATS, QUIT)."""
     import robohal
 
@@ -541,12 +559,21 @@ def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, 
         raise click.BadParameter("--sample-rate must be positive")
     if max_speed_deg <= 0:
         raise click.BadParameter("--max-speed-deviation must be positive")
+    plane = None
+    if contact is not None:
+        try:
+            height, stiffness = (float(v) for v in contact.split(","))
+        except ValueError:
+            raise click.BadParameter("--contact takes HEIGHT,STIFFNESS (m, N/m), e.g. 0.4,5000") from None
+        if not (math.isfinite(height) and math.isfinite(stiffness) and stiffness > 0):
+            raise click.BadParameter("--contact needs a finite height and a positive stiffness")
+        plane = (height, stiffness)
     options = ControllerOptions(
         period=sample_ms / 1000.0, mode=mode, lag=lag_ms / 1000.0, convergence=math.radians(convergence_deg),
         max_speed_deviation=math.radians(max_speed_deg),
         cond_time=cond_time, comm_timeout=comm_timeout, retry_after=retry_after, seed=seed, loss=loss,
         delay=delay_ms / 1000.0, duplicate=duplicate, reorder=reorder, stall_after=stall_after,
-        motors_off_after=motors_off_after, duration=duration, q0=start,
+        motors_off_after=motors_off_after, duration=duration, q0=start, contact=plane,
     )
     controller = SimulatedController(model, parse_address(sensor, wire.DEFAULT_PORT), parse_address(bind, 0), options,
                                      model_name=model_name)

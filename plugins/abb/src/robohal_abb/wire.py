@@ -101,6 +101,9 @@ class RobotMessage:
     rapid_state: str  # "running" | "stopped" | "undefined"
     converged: bool
     utilization: float | None  # percent
+    #: measuredForce: force and torque on the flange (N, Nm; 6 values) where the cell has a force
+    #: sensor and reports it, else None
+    force: list[float] | None = None
 
     @property
     def pose(self) -> Array:
@@ -252,12 +255,17 @@ def decode_robot(datagram: bytes, dof: int) -> RobotMessage:
         raise BadMessage("joint_range", f"joints beyond +-{MAX_JOINT_DEG:g} deg: {joints}, planned {planned_joints}")
     _unit(planned_pose[3:], "planned.cartesian.orient")
     clock = feedback.time
+    force = None
+    if message.HasField("measuredForce") and len(message.measuredForce.force) == 6:
+        force = message.measuredForce.force[:]
+        if not math.isfinite(sum(force)):
+            raise BadMessage("not_finite", f"measuredForce.force is not finite: {force}")
     return RobotMessage(
         seqno=header.seqno, tm=header.tm, time=clock.sec + clock.usec * 1e-6, q=[v * DEGREE for v in joints],
         q_planned=[v * DEGREE for v in planned_joints], position=[v * 0.001 for v in pose[:3]],
         quaternion=_unit(pose[3:], "feedBack.cartesian.orient"), motor_state=MOTOR_STATES[message.motorState.state],
         mci_state=MCI_STATES[message.mciState.state], rapid_state=RAPID_STATES[message.rapidExecState.state],
-        converged=message.mciConvergenceMet, utilization=utilization,
+        converged=message.mciConvergenceMet, utilization=utilization, force=force,
     )
 
 
@@ -294,6 +302,7 @@ def encode_robot(
     rapid_state: str = "running",
     converged: bool = False,
     utilization: float = 0.0,
+    force: ArrayLike | None = None,
 ) -> bytes:
     """A complete ``EgmRobot`` datagram (the simulated controller's message), RobotWare 7
     layout: feedback and planned carry both ``time`` (EgmClock) and ``timeStamp`` (EgmTimestamp)."""
@@ -312,6 +321,9 @@ def encode_robot(
     message.rapidExecState.state = _RAPID_CODES[rapid_state]
     message.mciConvergenceMet = bool(converged)
     message.utilizationRate = float(utilization)
+    if force is not None:
+        message.measuredForce.fcActive = False  # measured, not force-controlled
+        message.measuredForce.force.extend(float(v) for v in force)
     return message.SerializeToString()
 
 

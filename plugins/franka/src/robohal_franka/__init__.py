@@ -49,6 +49,6 @@ def robohal_backends():
             settle_time=0.5,
             demo=DemoSpec("Franka FR3", where="robohal_franka.demo:where", task="robohal_franka.demo:cartesian_circle"),
             params=("realtime", "impl", "collision", "sim_loss", "sim_stall_after", "sim_max_missed", "sim_seed",
-                    "sim_ideal"),
+                    "sim_ideal", "sim_contact"),
         )
     ]

@@ -47,6 +47,7 @@ from robohal.uri import RobotUri
 
 from .control import MODES, ControlConfig, StreamStarved, pack_error, unpack_error
 from .shared import SESSION_MOTION, SESSION_STREAM, Doorbell, Layout, SharedBlock
+from .simulated_robot import parse_contact
 from .wire import ERROR_NAMES
 
 PERIOD = 0.001
@@ -149,6 +150,17 @@ class FrankaBackend(Backend):
         self._base_motion_setpoints = 0
 
     @staticmethod
+    def _contact(uri: RobotUri) -> tuple[float, float] | None:
+        """``sim_contact=HEIGHT,STIFFNESS`` for the stubs' arm (the FCI simulator takes it as --contact)."""
+        text = uri.params.get("sim_contact")
+        if text is None:
+            return None
+        try:
+            return parse_contact(text)
+        except ValueError as exc:
+            raise UriError(f"{uri}: sim_contact: {exc}") from None
+
+    @staticmethod
     def _collision_thresholds(uri: RobotUri) -> tuple[tuple[float, ...], ...]:
         raw = uri.params.get("collision", "40,60")
         try:
@@ -179,6 +191,7 @@ class FrankaBackend(Backend):
             stub_max_missed=self.uri.get_int("sim_max_missed", 20, minimum=1),
             stub_ideal=self.uri.get_bool("sim_ideal", False),
             stub_seed=self.uri.get_int("sim_seed", 0, minimum=0) if "sim_seed" in self.uri.params else None,
+            stub_contact=self._contact(self.uri),
         )
         self._process = subprocess.Popen(
             [sys.executable, "-c", CONTROL_MAIN, str(child_fds[0]), self._shm_file.name, *map(str, child_fds[1:])],
@@ -382,7 +395,7 @@ class FrankaBackend(Backend):
             faults = self._fault_names
         return RobotState(
             time=float(a[Layout.TIME]), q=a[Layout.Q], dq=a[Layout.DQ], mode=mode, faults=faults,
-            q_commanded=a[Layout.COMMANDED],
+            q_commanded=a[Layout.COMMANDED], wrench=a[Layout.WRENCH],
             info={
                 "success_rate": float(a[Layout.SUCCESS_RATE]),
                 "recoverable": True,

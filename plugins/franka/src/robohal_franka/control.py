@@ -85,6 +85,7 @@ class ControlConfig:
     stub_max_missed: int = 20
     stub_ideal: bool = False  # the stand-in's arm tracks perfectly (sim_ideal=1: unit tests only)
     stub_seed: int | None = None  # its tracking noise's seed (sim_seed=N)
+    stub_contact: tuple[float, float] | None = None  # a plane the flange meets (sim_contact=HEIGHT,STIFFNESS)
 
 
 # Errors across the pipe: exceptions with keyword attributes do not survive plain pickling.
@@ -132,6 +133,7 @@ def to_robot_state(state: Any, faults: tuple[str, ...] = ()) -> RobotState:
     return RobotState(
         time=state.time.to_sec(), q=state.q, dq=state.dq, mode=mode, faults=faults,
         q_commanded=state.q_d, info={"success_rate": state.control_command_success_rate},
+        wrench=state.O_F_ext_hat_K,
     )
 
 
@@ -216,7 +218,7 @@ class ControlLoop:
             self.lib = importlib.import_module("robohal_franka.stubs")
             realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
             self.robot = self.lib.Robot(config.host, realtime, model=config.model_name, max_missed=config.stub_max_missed,
-                                        ideal=config.stub_ideal, seed=config.stub_seed)
+                                        ideal=config.stub_ideal, seed=config.stub_seed, contact=config.stub_contact)
         else:
             self.lib = importlib.import_module("pylibfranka")
             realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
@@ -302,7 +304,7 @@ class ControlLoop:
         errors = state.current_errors
         bits = [1.0 if getattr(errors, name, False) else 0.0 for name in ERROR_NAMES] if errors else [0.0] * len(ERROR_NAMES)
         self.shared.publish(state.time.to_sec(), state.q, state.dq, state.q_d, int(state.robot_mode),
-                            state.control_command_success_rate, bits)
+                            state.control_command_success_rate, bits, state.O_F_ext_hat_K)
         if self.state_bell is not None and self.shared.get(Layout.PARENT_WAITING):
             self.state_bell.ring()
 

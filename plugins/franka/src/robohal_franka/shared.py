@@ -45,7 +45,8 @@ class Layout:
     PARENT_WAITING = 89  # 1 while the parent waits for a state: ring its doorbell
     CONSUMED_AT = 90  # STATE_COUNT when the last mailbox setpoint was consumed
     DROPPED = 91  # the last mailbox sequence number refused because no stream session was open
-    SIZE = 92
+    WRENCH = slice(92, 98)  # O_F_ext_hat_K: the estimated external wrench on the flange, base frame
+    SIZE = 98
 
 
 SESSION_NONE, SESSION_STREAM, SESSION_MOTION = 0, 1, 2
@@ -58,7 +59,8 @@ class SharedBlock:
         self.buffer = buffer
         self.array = np.frombuffer(buffer, dtype=np.float64, count=Layout.SIZE)
 
-    def publish(self, time_s: float, q, dq, q_d, robot_mode: int, success_rate: float, errors_bits) -> None:
+    def publish(self, time_s: float, q, dq, q_d, robot_mode: int, success_rate: float, errors_bits,
+                wrench) -> None:
         """Write a state (control process side)."""
         a = self.array
         a[Layout.STATE_SEQ] += 1
@@ -66,6 +68,7 @@ class SharedBlock:
         a[Layout.Q] = q
         a[Layout.DQ] = dq
         a[Layout.Q_D] = q_d
+        a[Layout.WRENCH] = wrench
         a[Layout.ROBOT_MODE] = robot_mode
         a[Layout.SUCCESS_RATE] = success_rate
         a[Layout.ERRORS] = errors_bits

@@ -33,6 +33,11 @@ Specification and Robot Limits", and the meaning of each error in libfranka's
 
 A violation puts the robot in Reflex with every error the command violated (the
 robot reports a set of errors); only automatic error recovery returns it to Idle.
+
+Contact (``contact=(height, stiffness)``, the simulator's ``--contact``): a plane that pushes
+back on the flange below it, reported as the estimated external wrench ``O_F_ext_hat_K``,
+and a Cartesian reflex when that force passes the collision behaviour's upper threshold
+(see :class:`Contact`).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import math
 import secrets
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -72,6 +78,9 @@ DEFAULT_MAX_MISSED = 20
 COMMAND_WAIT = 0.02
 SUCCESS_WINDOW = 100  # our choice: cycles over which control_command_success_rate is reported
 GRAVITY = (0.0, 0.0, -9.81)
+#: the upper nominal force thresholds among set_collision_behavior's 52 values (lower and upper
+#: torque for acceleration, then nominal; lower and upper force for acceleration, then nominal)
+UPPER_FORCE_NOMINAL = slice(46, 52)
 # Our choice: torque interface dynamics of a gravity-compensated arm, per-joint inertia and damping.
 INERTIA = np.array([0.8, 0.8, 0.5, 0.5, 0.1, 0.1, 0.05])
 DAMPING = np.array([2.0, 2.0, 1.5, 1.5, 0.3, 0.3, 0.1])
@@ -380,6 +389,42 @@ class JointTracking:
                 self.velocity + self.rng.normal(0.0, VELOCITY_NOISE, 7))
 
 
+def parse_contact(text: str) -> tuple[float, float]:
+    """``"HEIGHT,STIFFNESS"`` (m, N/m) as the simulator's ``--contact`` and ``sim_contact=`` take it."""
+    try:
+        height, stiffness = (float(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"contact is HEIGHT,STIFFNESS in m and N/m (e.g. 0.3,3000), got {text!r}") from None
+    if not (math.isfinite(height) and math.isfinite(stiffness) and stiffness > 0):
+        raise ValueError(f"contact needs a finite height and a positive stiffness, got {text!r}")
+    return height, stiffness
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A rigid plane at ``height`` (m, base frame z) that pushes back on the flange below it with
+    ``stiffness`` (N/m): the force the robot estimates as ``O_F_ext_hat_K``. The plane does not
+    stop the arm (its joints keep tracking their command); a force above the collision behaviour's
+    upper threshold does, as a Cartesian reflex. libfranka's set_collision_behavior: "Forces or
+    torques above the upper threshold are registered as collision and cause the robot to stop
+    moving." The upper thresholds are the nominal ones (robohal sets both phases alike)."""
+
+    height: float
+    stiffness: float
+
+    def wrench(self, pose: np.ndarray) -> np.ndarray:
+        depth = self.height - float(pose[2, 3])
+        wrench = np.zeros(6)
+        if depth > 0.0:
+            wrench[2] = self.stiffness * depth  # pushing the flange up, along base z
+        return wrench
+
+    @staticmethod
+    def collides(wrench: np.ndarray, thresholds: np.ndarray) -> bool:
+        upper = thresholds[UPPER_FORCE_NOMINAL]
+        return bool(upper.any() and (np.abs(wrench) > upper).any())
+
+
 class SimulatedRobot:
     """One simulated arm, advanced one millisecond per :meth:`tick`."""
 
@@ -392,8 +437,11 @@ class SimulatedRobot:
         *,
         ideal: bool = False,
         seed: int | None = None,
+        contact: tuple[float, float] | None = None,
     ) -> None:
         self.model_name = model_name
+        self.contact = None if contact is None else Contact(*contact)
+        self.wrench = np.zeros(6)  # O_F_ext_hat_K: the external wrench on the flange, base frame
         self.arm = arm_facts(model_name)
         self.forward = forward or dh_forward
         self.max_missed = int(max_missed)
@@ -543,6 +591,10 @@ class SimulatedRobot:
         else:
             self.tracking.step(self.q_d, self.dq_d)
         self.q, self.dq = self.tracking.measured()
+        if self.contact is not None:
+            self.wrench = self.contact.wrench(self.forward(self.q))
+            if event is None and self.moving and self.contact.collides(self.wrench, self.collision_thresholds):
+                event = self._reflex("cartesian_reflex")
         return event
 
     def _cycle_command(self) -> str | None:
@@ -878,7 +930,8 @@ class SimulatedRobot:
                             ("tau_J", self.tau_J_d), ("tau_J_d", self.tau_J_d), ("dtau_J", self.dtau_J),
                             ("theta", self.q), ("dtheta", self.dq), ("O_dP_EE_c", self.twist_c),
                             ("O_dP_EE_d", self.twist_c), ("elbow", (self.q[2], elbow_sign(self.q))),
-                            ("elbow_d", elbow_d), ("elbow_c", elbow_d if self.elbow_c is None else self.elbow_c)):
+                            ("elbow_d", elbow_d), ("elbow_c", elbow_d if self.elbow_c is None else self.elbow_c),
+                            ("O_F_ext_hat_K", self.wrench)):
             values[_SLICES[name]] = value
         record["motion_generator_mode"] = int(self.generator)
         record["controller_mode"] = int(self.controller)

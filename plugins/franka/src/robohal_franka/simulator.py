@@ -4,6 +4,7 @@ version 10) so that the real ``pylibfranka.Robot`` connects to it.
 
     python -m robohal_franka.simulator --address 127.0.0.5 [--model franka.fr3]
         [--loss P] [--stall-after S] [--max-missed N] [--seed N] [--ideal 0|1] [--no-realtime 0|1]
+        [--contact HEIGHT,STIFFNESS]
 
 (``robohal sim franka ...`` runs the same program.) The first stdout line is the ready
 line of every robohal simulator, ``READY franka://<address>?model=<model>``. Control
@@ -17,7 +18,9 @@ binds only the loopback address it is given. One client at a time, as the robot.
 The arm tracks like a real one (see :mod:`.simulated_robot`): measured ``q``
 lags ``q_d``, sits off it by a small static error and carries noise, all drawn
 from ``--seed`` (random when not given; ``STATS`` reports it as ``robot_seed``).
-``--ideal 1`` makes it track perfectly (``q == q_d``), for tests that need it.
+``--ideal 1`` makes it track perfectly (``q == q_d``), for tests that need it. ``--contact 0.3,3000``
+puts a plane at z = 0.3 m that pushes back on the flange below it at 3000 N/m (the estimated
+external wrench; a Cartesian reflex past the collision threshold).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from robohal.uri import RobotUri
 
 from . import wire
 from .facts import ARMS
-from .simulated_robot import COMMAND_WAIT, DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot
+from .simulated_robot import COMMAND_WAIT, DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot, parse_contact
 from .urdf import urdf_text
 from .wire import Command, MoveStatus
 
@@ -83,7 +86,8 @@ class Client:
 class FciSimulator:
     def __init__(self, address: str, model: str = "franka.fr3", *, loss: float = 0.0,
                  stall_after: float | None = None, max_missed: int = DEFAULT_MAX_MISSED,
-                 port: int = wire.TCP_PORT, seed: int | None = None, ideal: bool = False) -> None:
+                 port: int = wire.TCP_PORT, seed: int | None = None, ideal: bool = False,
+                 contact: tuple[float, float] | None = None) -> None:
         if not ipaddress.ip_address(address).is_loopback:
             raise SystemExit(f"the simulator binds loopback addresses only (127.0.0.0/8), not {address}")
         if model not in ARMS:
@@ -96,7 +100,7 @@ class FciSimulator:
         self.stall_after = stall_after
         self.stalled = False
         self.rng = random.Random(seed)
-        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed)
+        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed, contact=contact)
         self.urdf = urdf_text(model).encode()
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -382,10 +386,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="seed of the loss injection and of the arm's tracking error and noise")
     parser.add_argument("--ideal", type=boolean, nargs="?", const=True, default=False, metavar="0|1",
                         help="perfect tracking: measured q equals q_d (tests only)")
+    parser.add_argument("--contact", type=parse_contact, default=None, metavar="HEIGHT,STIFFNESS",
+                        help="a plane at HEIGHT m (base z) pushing back with STIFFNESS N/m on the flange below it")
     args = parser.parse_args(argv)
     try:
         simulator = FciSimulator(args.address, args.model, loss=args.loss, stall_after=args.stall_after,
-                                 max_missed=args.max_missed, port=args.port, seed=args.seed, ideal=args.ideal)
+                                 max_missed=args.max_missed, port=args.port, seed=args.seed, ideal=args.ideal,
+                                 contact=args.contact)
     except OSError as exc:
         print(f"cannot bind {args.address}:{args.port}: {exc}", file=sys.stderr)
         return 2

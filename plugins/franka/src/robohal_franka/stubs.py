@@ -202,13 +202,13 @@ class Robot:
 
     def __init__(self, robot_ip_address: str, realtime_config: RealtimeConfig = RealtimeConfig.kEnforce, *,
                  model: str = "franka.fr3", max_missed: int = DEFAULT_MAX_MISSED, ideal: bool = False,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, contact: tuple[float, float] | None = None) -> None:
         if not robot_ip_address:
             raise NetworkException("libfranka: Connection error: empty address")
         if realtime_config == RealtimeConfig.kEnforce and not _realtime_kernel():
             raise RealtimeException("libfranka: Running kernel does not have realtime capabilities.")
         self.address = robot_ip_address
-        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed)
+        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed, contact=contact)
         self._record = wire.new_state()
         self._clock_start = time.monotonic()
         self._control: weakref.ref[_ActiveControl] | None = None
@@ -285,11 +285,13 @@ class Robot:
 
     def set_collision_behavior(self, lower_torque_thresholds, upper_torque_thresholds,
                                lower_force_thresholds, upper_force_thresholds) -> None:
-        values = [*lower_torque_thresholds, *upper_torque_thresholds, *lower_force_thresholds, *upper_force_thresholds]
-        if len(values) != 26:
+        torque = [*lower_torque_thresholds, *upper_torque_thresholds]
+        force = [*lower_force_thresholds, *upper_force_thresholds]
+        if len(torque) != 14 or len(force) != 12:
             raise TypeError("set_collision_behavior needs 7, 7, 6 and 6 values")
         self._check_idle()
-        self.robot.collision_thresholds = np.array(values * 2)
+        # as libfranka sends this overload: the same thresholds for the acceleration and nominal phases
+        self.robot.collision_thresholds = np.array(torque * 2 + force * 2)
 
     def set_joint_impedance(self, K_theta) -> None:
         self._check_idle()
