@@ -1,16 +1,19 @@
 """``robohal jog URI``: move a planar arm's end point from the terminal.
 
-Arrow keys (or w/a/s/d, or h/j/k/l) move the pen by one step in the xy plane along a short
-jerk-limited straight line; ``+``/``-`` double or halve the step; ``e`` switches the elbow
-branch for the next moves (through a joint move); ``0`` returns to the joints' centre;
-``q`` (or Ctrl-C, or the end of input) quits. Each move is planned and checked before it
-starts: a step out of reach is refused with the reason, and the arm stays put. The status
-line shows the pen position, its distance from the base against the reach, the joints and
-(where the backend reports them) the servo pulse widths.
+Arrow keys (or w/a/s/d, or h/j/k/l) move the pen's target by one step in the xy plane;
+``+``/``-`` double or halve the step; ``e`` switches the elbow branch for the next moves
+(through a joint move); ``0`` returns to the joints' centre; ``q`` (or Ctrl-C, or the end of
+input) quits. The arm follows its target as a stream (:meth:`~robohal.Robot.servo`): a held
+key moves it on smoothly, time-optimally within the joint limits, and it brakes to rest when
+the keys stop. Each target is checked before it is streamed: a step out of reach, or beyond a
+servo's pulse range, is refused with the reason, and the target stays. The status line shows
+the pen's target, its distance from the base against the reach, the joints and (where the
+backend reports them) the servo pulse widths.
 
 In a terminal a top view of the workspace (:func:`render_pad`) shows where the pen is and where
 it can go. When stdin is not a terminal the keys are read from it as text (``printf 'ddwq' | robohal jog
-URI``), one status line per key: that is how the jog is scripted and tested.
+URI``), one status line per key once the arm has reached that key's target: that is how the jog
+is scripted and tested.
 """
 
 from __future__ import annotations
@@ -18,15 +21,16 @@ from __future__ import annotations
 import math
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
 
 import numpy as np
 
 from ..errors import HardwareFault, RobohalError, UnreachableError
-from ..motion import JointTrajectory
 from ..robot import Robot
-from .drawing import line, plan_drawing, reach_within_limits
+from .drawing import joints_for, reach_within_limits
 
 DIRECTIONS = {"up": (0.0, 1.0), "down": (0.0, -1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
 LETTERS = {"w": "up", "s": "down", "a": "left", "d": "right",
@@ -34,6 +38,10 @@ LETTERS = {"w": "up", "s": "down", "a": "left", "d": "right",
            "+": "bigger", "=": "bigger", "-": "smaller", "e": "elbow", "0": "centre", "q": "quit", "\x03": "quit"}
 ARROWS = {"A": "up", "B": "down", "C": "right", "D": "left"}
 MIN_STEP, MAX_STEP = 0.0005, 0.05  # m
+#: s between the target's repeats while the arm is on its way (well inside the servo timeout)
+KEEP_ALIVE = 0.05
+#: s the jog waits for the arm to reach a target before it stops streaming it
+REACH_TIMEOUT = 10.0
 
 
 def parse_keys(chars: Iterable[str]) -> Iterator[str]:
@@ -56,21 +64,27 @@ def parse_keys(chars: Iterable[str]) -> Iterator[str]:
 
 
 class JogSession:
-    """The jog logic without the terminal: ``press(key)`` moves and returns a status line."""
+    """The jog logic without the terminal: ``press(key)`` moves the target and returns whether the
+    session goes on. ``wait=True`` (scripted keys): each press returns once the arm is there.
+    ``speed`` is the jog's dynamics factor, a fraction of the joint limits."""
 
-    def __init__(self, robot: Robot, *, step: float = 0.005, speed: float = 0.05, elbow: str | None = None) -> None:
+    def __init__(self, robot: Robot, *, step: float = 0.005, speed: float = 0.3, elbow: str | None = None,
+                 wait: bool = True) -> None:
         if not getattr(robot.model, "position_only", False) or robot.model.dof != 2:
             raise RobohalError("jog needs a position-only planar two-link model (like arduino.planar2)")
         self.robot = robot
         self.step = float(step)
         self.speed = float(speed)
-        q2 = float(robot.backend.commanded[1])
-        self.elbow = elbow or ("up" if q2 < 0 else "down")
+        self.wait = wait
+        self.target = robot.backend.commanded.copy()
+        self.elbow = elbow or ("up" if self.target[1] < 0 else "down")
         self.message = "ready"
+        self._streamer: threading.Thread | None = None
 
     @property
     def xy(self) -> np.ndarray:
-        return self.robot.model.forward(self.robot.backend.commanded)[:2, 3]
+        """Where the pen is asked to be (m)."""
+        return self.robot.model.forward(self.target)[:2, 3]
 
     def press(self, key: str) -> bool:
         """Handle one key; False when the session should end."""
@@ -88,25 +102,26 @@ class JogSession:
             elif key == "elbow":
                 self._switch_elbow()
             elif key == "centre":
-                self.robot.move_joints(self.robot.model.limits.centre, speed=0.3)
+                self._jump(self.robot.model.limits.centre)
                 self.message = "at the joints' centre"
         except HardwareFault as fault:
             self.robot.recover()
+            self.target = self.robot.backend.commanded.copy()
             self.message = f"{fault}; recovered, holding"
         except RobohalError as exc:
             self.message = f"refused: {exc}"
         return True
 
     def _move(self, delta: np.ndarray) -> None:
-        start = self.xy
-        end = start + delta
+        end = self.xy + delta
         why = getattr(self.robot.model, "unreachable_reason", lambda *_: None)(*end)
-        if why:  # name the point asked for, not the first sample of the way there
+        if why:  # name the point asked for
             raise UnreachableError(f"({end[0]:.4f}, {end[1]:.4f}) m is out of reach: {why}")
-        plan = plan_drawing(self.robot.model, line(start, start + delta), period=self.robot.backend.period,
-                            speed=self.speed, elbow=self.elbow, start=self.robot.backend.commanded,
-                            check=self.robot.backend.check_setpoints)
-        self.robot.run(JointTrajectory(plan.joints[1:]))
+        q = joints_for(self.robot.model, end[None], self.elbow)[0]
+        q += 2 * np.pi * np.round((self.target - q) / (2 * np.pi))  # the same turn as now
+        self.robot.backend.check_setpoints(q)  # the hardware's own limits (servo pulses), before it streams
+        self.target = q
+        self._stream()
         self.message = "moved"
 
     def _switch_elbow(self) -> None:
@@ -116,9 +131,41 @@ class JogSession:
         if not wanted:
             self.message = f"refused: no elbow-{other} solution here (within the joint limits)"
             return
-        self.robot.move_joints(wanted[0], speed=0.3)
+        self._jump(wanted[0])
         self.elbow = other
         self.message = f"elbow {other}"
+
+    def _jump(self, q: np.ndarray) -> None:
+        """A joint move elsewhere (not a step): it takes over from the stream, and waits."""
+        self._stop_streaming()
+        self.robot.move_joints(q, speed=self.speed)
+        self.target = self.robot.backend.commanded.copy()
+
+    def _stream(self) -> None:
+        """Stream the target until the arm is there (in the background unless ``wait``)."""
+        robot = self.robot
+        robot.speed = self.speed
+        robot.servo(self.target)
+        if self.wait:
+            self._keep_alive()
+        elif self._streamer is None or not self._streamer.is_alive():
+            self._streamer = threading.Thread(target=self._keep_alive, name="robohal-jog-stream", daemon=True)
+            self._streamer.start()
+
+    def _keep_alive(self) -> None:
+        """Repeat the newest target while the arm is on its way, so the stream's timeout does not
+        brake it short of a far target; stop once it is there."""
+        deadline = time.monotonic() + REACH_TIMEOUT
+        while time.monotonic() < deadline:
+            target = self.target
+            if np.allclose(self.robot.backend.commanded, target, rtol=0.0, atol=1e-9):
+                return
+            self.robot.servo(target)
+            time.sleep(KEEP_ALIVE)
+
+    def _stop_streaming(self) -> None:
+        if self._streamer is not None:
+            self._streamer.join(REACH_TIMEOUT)
 
     def status(self) -> str:
         state = self.robot.state
@@ -154,8 +201,8 @@ def render_pad(model, xy, rows: int = 13) -> list[str]:
 def run_jog(robot: Robot, stdin: TextIO | None = None, out: Callable[[str], None] | None = None, **options) -> int:
     """Run a jog session on ``robot``: a terminal UI when stdin is a TTY, else keys read as text."""
     stdin = stdin or sys.stdin
-    session = JogSession(robot, **options)
     interactive = stdin.isatty()
+    session = JogSession(robot, wait=not interactive, **options)
     if out is None:
         def out(text: str) -> None:
             if interactive:  # redraw the pad and the status line in place

@@ -319,7 +319,8 @@ def demo(out: str) -> None:
 @main.command()
 @click.argument("uri")
 @click.option("--step", type=click.FloatRange(0.5, 50.0), default=5.0, show_default=True, help="Millimetres per key press.")
-@click.option("--speed", type=click.FloatRange(0.001, 1.0), default=0.05, show_default=True, help="Pen speed, m/s.")
+@click.option("--speed", type=click.FloatRange(0.01, 1.0), default=0.3, show_default=True,
+              help="How fast the arm follows, a fraction of its joint limits.")
 @click.option("--elbow", type=click.Choice(["up", "down"]), help="Elbow branch (default: the arm's present one).")
 def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
     """Move a planar arm's end point with the arrow keys (keys as text when stdin is not a terminal)."""
