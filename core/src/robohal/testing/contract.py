@@ -26,9 +26,11 @@ import numpy as np
 import pytest
 
 from ..control.backend import CLOSER_THREAD
+from ..control.lifecycle import LifecycleState
 from ..errors import LimitViolation, RobohalError
 from ..kinematics import Kinematics
 from ..motion import Hold
+from ..motion.reactions import joint
 from ..robot import Robot
 from ..state import Array, RobotState
 from .target import HilTarget
@@ -240,3 +242,43 @@ class BackendContract:
             robot.wait()
         # reported once, and the robot is usable again
         assert robot.run(Hold(0.05)).completed
+
+    def test_a_new_motion_takes_over_without_a_stop(self, robot: Robot, hil_motion_log) -> None:
+        start = robot.backend.commanded
+        far = small_target(robot, size=np.radians(10.0))
+        robot.move_joints(far, speed=0.1, wait=False)
+        deadline = time.monotonic() + 10.0
+        while np.abs(robot.backend.commanded - start).max() < np.radians(0.5) and time.monotonic() < deadline:
+            time.sleep(0.002)
+        halfway = start + (far - start) * 0.6
+        result = robot.move_joints(halfway, speed=0.3)  # takes over from the first, which still moves
+        hil_motion_log.add("take-over", result)
+        assert result.completed and np.allclose(result.commanded[-1], halfway, atol=1e-9)
+        first_speed = np.abs(result.commanded[1] - result.commanded[0]).max() / robot.backend.period
+        assert first_speed > np.radians(0.5), "the new motion went on from the moving setpoints, without a stop"
+        assert robot.lifecycle is LifecycleState.READY
+
+    def test_a_stream_of_targets_is_followed_and_its_end_brakes_to_rest(self, robot: Robot) -> None:
+        start = robot.backend.commanded
+        goal = small_target(robot, size=np.radians(3.0))
+        for share in np.linspace(0.0, 1.0, 25):  # half a second at 50 Hz, from this thread
+            robot.servo(start + share * (goal - start))
+            time.sleep(0.02)
+        deadline = time.monotonic() + robot.servo_timeout + 10.0
+        while robot.lifecycle is LifecycleState.MOVING and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert robot.lifecycle is LifecycleState.READY, "the stream's end brakes the arm to rest and ends it"
+        assert np.allclose(robot.backend.commanded, goal, atol=1e-6)
+
+    def test_a_reaction_ends_a_motion_when_its_condition_is_met(self, robot: Robot) -> None:
+        start = robot.backend.commanded
+        target = small_target(robot, size=np.radians(10.0))
+        sign = 1.0 if target[0] > start[0] else -1.0
+        passed = start[0] + sign * np.radians(2.0)
+        condition = joint(0) > passed if sign > 0 else joint(0) < passed
+        result = robot.move_joints(target, speed=0.2, until=condition)
+        assert result.stopped and not result.completed and result.reaction == str(condition)
+        stopped_at = robot.backend.commanded
+        assert sign * (stopped_at[0] - passed) > -np.radians(0.5), "it went on until the measured joint passed"
+        assert np.abs(stopped_at - target).max() > np.radians(1.0), "and stopped well short of the target"
+
