@@ -198,3 +198,25 @@ def test_busy_user_thread_does_not_break_the_1khz_loop(robot, hil_target: HilTar
     after = simulator_stats(hil_target)
     if after is not None:
         assert after["robot_reflexes"] == before["robot_reflexes"]
+
+
+def test_move_until_contact_then_retract_in_the_control_loop(faulty) -> None:
+    """The reaction runs in the 1 kHz loop through the real pylibfranka: the robot's own estimate
+    of the external force (O_F_ext_hat_K) meets 5 N on a simulated plane, far below the collision
+    threshold, and the retract takes over without a stop."""
+    from robohal.motion.reactions import Reaction, force
+
+    plane = 0.45  # m, base z: about 14 cm below the flange at the ready pose
+    target = faulty(contact=f"{plane},3000")
+    with target.connect() as robot:
+        start = robot.backend.commanded.copy()
+        down = robot.model.forward(start)
+        down[2, 3] = plane - 0.10
+        result = robot.move_linear(down, speed=0.1, until=Reaction(force("z") > 5.0, then=PointToPoint(start, 0.5)))
+        assert result.completed and result.reaction == "force z (N) > 5"
+        assert np.allclose(robot.backend.commanded, start, atol=1e-6), "retracted to where it started"
+        deepest = min(robot.model.forward(q)[2, 3] for q in result.commanded)
+        print(f"contact: deepest commanded flange {1000 * (plane - deepest):.2f} mm into the plane")
+        assert plane - 0.01 < deepest < plane
+        stats = target.simulator.stats()
+        assert stats["robot_reflexes"] == 0, stats
