@@ -74,3 +74,11 @@ def test_a_jog_step_out_of_reach_names_the_point_asked_for() -> None:
     last = result.output.strip().splitlines()[-1]
     assert "refused: (0.1850, 0.0000) m is out of reach" in last and "at most 0.18 m" in last
     assert "x   180.0 y     0.0 mm" in last, "the arm stayed put"
+
+
+def test_draw_live_streams_the_path_through_servo() -> None:
+    result = CliRunner().invoke(main, ["draw", EMULATOR, "circle", "--radius", "0.015", "--speed", "0.03", "--live"])
+    assert result.exit_code == 0, result.output
+    deviation = re.search(r"drawn live: \d+ targets streamed, measured pen within ([0-9.]+) mm", result.output)
+    assert deviation is not None, result.output
+    assert float(deviation.group(1)) < 2.0  # the arm trails each newest target a little

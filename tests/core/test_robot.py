@@ -190,3 +190,33 @@ def test_a_relative_line_moves_from_where_the_flange_is_commanded(frame):
         assert np.allclose(after, expected, atol=1e-6)
         with pytest.raises(InvalidArgument, match="frame"):
             robot.move_linear(delta, relative=True, frame="world")
+
+
+def test_a_line_takes_over_a_running_move_without_a_stop():
+    with robohal.connect(IRB) as robot:
+        robot.move_joints(np.radians([0, 10, 10, 0, 30, 0]), speed=1.0)
+        start = robot.backend.commanded
+        sent = record_sent(robot.backend)
+        robot.move_joints(np.radians([30, 10, 10, 0, 30, 0]), speed=0.5, wait=False)
+        assert wait_until(lambda: len(sent) >= 40, timeout=30.0)
+        target = robot.model.forward(robot.backend.commanded)
+        target[:3, 3] += [0.0, 0.0, 0.08]
+        result = robot.move_linear(target, speed=0.2)
+        assert result.completed
+        reached = robot.model.forward(robot.backend.commanded)
+        assert np.abs(reached[:3, 3] - target[:3, 3]).max() < 1e-3
+        speeds = np.abs(np.diff(np.array(sent), axis=0)).max(axis=1) / robot.backend.period
+        assert speeds[35:60].min() > 0.01, "no stop at the take-over"
+        finite_differences_within_limits(sent, start, robot.model.limits, robot.backend.period)
+
+
+def test_timed_waypoints_wait_for_a_running_motion_and_untimed_ones_take_over():
+    with robohal.connect(IRB) as robot:
+        home = np.radians([0, 10, 10, 0, 30, 0])
+        robot.move_joints(home, speed=1.0)
+        robot.move_joints(home + np.radians([40, 0, 0, 0, 0, 0]), speed=0.1, wait=False)
+        with pytest.raises(RobohalError, match="starts from rest"):
+            robot.follow([home + np.radians([5, 0, 0, 0, 0, 0])], [1.0])
+        points = home + np.radians([[10, 5, 0, 0, 0, 0], [20, 10, 0, 0, 0, 0]])
+        assert robot.follow(points).completed  # took over
+        assert np.array_equal(robot.backend.commanded, points[-1])

@@ -13,7 +13,8 @@ from .control.backend import Backend
 from .control.lifecycle import LifecycleState
 from .errors import InvalidArgument, RobohalError
 from .kinematics import Kinematics
-from .motion import MAX_FOLLOW_TIME, JointTrajectory, Motion, PointToPoint, plan_linear
+from .motion import MAX_FOLLOW_TIME, JointTrajectory, Motion, PointToPoint
+from .motion.linear import LinearMove
 from .motion.reactions import Until, with_reactions
 from .motion.servo import DEFAULT_TIMEOUT as SERVO_TIMEOUT
 from .motion.servo import servo_target
@@ -121,18 +122,19 @@ class Robot:
                     joint_speed: float = 1.0, relative: bool = False, frame: str = "base", until: Until = None,
                     wait: bool = True):
         """Move the flange on a straight line to ``pose`` at ``speed`` m/s (and
-        ``angular_speed`` rad/s), through the model's inverse kinematics.
+        ``angular_speed`` rad/s), through the model's inverse kinematics. While another motion
+        runs, this one takes over from it without a stop: the flange bends from where it moves
+        into the line (tracked by differential IK), and rests on ``pose``.
 
         ``relative=True``: ``pose`` is a move from where the flange is commanded now, expressed in
         the ``frame`` ``"base"`` (translate along the base axes, rotate about them at the flange)
         or ``"tool"`` (along and about the flange's own axes)."""
-        if self.backend.busy:
-            raise RobohalError("a motion is running; wait() for it or stop() it first")
         start = self.backend.commanded
         target = self.relative_target(pose, frame, start) if relative else spatial.as_pose(pose, "target pose")
-        setpoints = plan_linear(self.model, start, target, self.backend.period, speed, angular_speed, joint_speed,
-                                dynamics=self._speed)
-        return self.backend.run(with_reactions(JointTrajectory(setpoints), until), wait=wait)
+        motion = LinearMove(target, speed, angular_speed, joint_speed, dynamics=self._speed)
+        if not self.backend.busy:  # from rest: a line the arm can follow, or an error before anything moves
+            motion.plan(start, self.model, self.backend.period)
+        return self.backend.run(with_reactions(motion, until), wait=wait)
 
     # Streams of targets
     def servo(self, q: ArrayLike) -> None:
@@ -185,6 +187,9 @@ class Robot:
         self.model.check_joints(points, "waypoint")
         if times is None:
             return self.backend.run(with_reactions(Waypoints(points, speed, dynamics=self._speed), until), wait=wait)
+        if self.backend.busy:  # timed points are planned from rest, where the arm is now
+            raise RobohalError("follow() with times starts from rest: wait() for the running motion or stop() it"
+                               " first (without times it takes over)")
         times = spatial.as_finite(times, "times")
         if times.shape != (points.shape[0],):
             raise InvalidArgument("follow() needs waypoints (k, dof) and k times")

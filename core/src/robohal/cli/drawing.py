@@ -285,3 +285,27 @@ def _positive(value: float, name: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise InvalidArgument(f"{name} must be a positive number, got {value}")
     return value
+
+
+def draw_live(robot, plan: DrawPlan, *, rate: float = 50.0, approach_speed: float = 0.3) -> Array:
+    """Draw ``plan`` as a stream of targets (:meth:`~robohal.Robot.servo`), ``rate`` per second
+    from this thread, as a pen tablet or a camera would drive the arm: the arm follows each
+    newest point time-optimally, a little behind it. Returns the pen positions measured along
+    the way (N, 2), m."""
+    import time
+
+    if robot.backend.period != plan.period:
+        raise InvalidArgument(f"the plan was made for a {plan.period} s period; the robot runs at {robot.backend.period} s")
+    robot.move_joints(plan.joints[0], speed=approach_speed)
+    every = max(1, round(1.0 / (rate * plan.period)))
+    measured = []
+    began = time.monotonic()
+    for k, q in enumerate(plan.joints[::every]):
+        robot.servo(q)
+        measured.append(robot.state.q)
+        time.sleep(max(0.0, began + (k + 1) / rate - time.monotonic()))
+    robot.servo(plan.joints[-1])
+    robot.wait()
+    measured.append(robot.state.q)
+    return robot.model.forward(np.array(measured))[:, :2, 3]
+

@@ -343,9 +343,12 @@ def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
 @click.option("--speed", type=float, default=0.05, show_default=True, help="Pen speed along the path, m/s.")
 @click.option("--elbow", type=click.Choice(["auto", "up", "down"]), default="auto", show_default=True)
 @click.option("--dry-run", is_flag=True, help="Plan and check the shape, then stop (the robot is connected, nothing moves).")
+@click.option("--live", is_flag=True,
+              help="Stream the path to the arm as targets at 50 Hz (robot.servo), as a tablet would, instead of"
+                   " running the planned setpoints.")
 def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float, side: float,
          line_start: tuple[float, float] | None, line_end: tuple[float, float] | None,
-         polyline_file: str | None, speed: float, elbow: str, dry_run: bool) -> None:
+         polyline_file: str | None, speed: float, elbow: str, dry_run: bool, live: bool) -> None:
     """Draw SHAPE with a planar arm: time-parametrised, refused before moving if out of reach."""
     from ..connection import open_robot
     from . import drawing
@@ -372,6 +375,12 @@ def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float
         click.echo(f"{shape}: {plan.length * 1000:.1f} mm of path, {len(plan.points)} setpoints,"
                    f" {plan.duration:.2f} s at up to {plan.speed * 1000:.0f} mm/s, elbow {plan.elbow}")
         if dry_run:
+            return
+        if live:
+            drawn = drawing.draw_live(robot, plan)
+            distances = np.hypot(*(plan.points[None, :, :] - drawn[:, None, :]).transpose(2, 0, 1)).min(axis=1)
+            click.echo(f"drawn live: {len(drawn)} targets streamed, measured pen within {distances.max() * 1000:.2f} mm"
+                       " of the path")
             return
         result = drawing.draw(robot, plan)
         drawn = model.forward(result.measured)[:, :2, 3]

@@ -140,7 +140,8 @@ class MotionExecutor:
                 return
             self._arm_reactions(state)
             if callable(getattr(motion, "start_moving", None)):
-                motion.start_moving(state, q, v, a, self.model, self.period)  # type: ignore[attr-defined]
+                motion.start_moving(state, q, v, a, self.model, self.period,  # type: ignore[attr-defined]
+                                    history=self.guard.recent())
             elif self.guard.at_rest():
                 motion.start(state, q, self.model, self.period)
             else:  # a motion that starts only from rest: brake there first

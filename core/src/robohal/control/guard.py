@@ -120,6 +120,13 @@ class SetpointGuard:
         q, _, _ = braking_step(last, v, a, limits.acceleration * STOP_SHARE, limits.jerk * STOP_SHARE, self.period)
         return limits.clip(q), False
 
+    def recent(self) -> Array:
+        """The last three setpoints sent (3, dof), oldest first."""
+        if not self._history:
+            raise InvalidArgument("no setpoint has been sent yet")
+        h = [self._history[0]] * (3 - len(self._history)) + self._history[-3:]
+        return np.array(h)
+
     def derivatives(self) -> tuple[Array, Array]:
         """Velocity and acceleration of the sent setpoints (finite differences)."""
         if not self._history:

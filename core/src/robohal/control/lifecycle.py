@@ -126,6 +126,13 @@ class Lifecycle:
             if self._state is not LifecycleState.MOVING:
                 self.to(LifecycleState.MOVING)
 
+    def motion_started(self) -> None:
+        """A motion runs that the hardware side started itself (a stream's next servo motion in
+        Franka's control process): MOVING, if READY."""
+        with self._changed:
+            if self._state is LifecycleState.READY:
+                self.to(LifecycleState.MOVING)
+
     def motion_ended(self) -> None:
         """The running motion is over: READY again, unless it ended in a fault or a lost link."""
         with self._changed:

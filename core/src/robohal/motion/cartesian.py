@@ -93,10 +93,22 @@ class CartesianPath:
     # The Motion protocol ---------------------------------------------------------------
 
     def start(self, state: RobotState, commanded: Array, model: Kinematics, period: float) -> None:
+        self.start_from(commanded, None, None, model, period)
+
+    def start_from(self, commanded: Array, v: Array | None, a: Array | None, model: Kinematics,
+                   period: float, *, history: Array | None = None) -> None:
+        """Start tracking from setpoints at ``commanded`` moving at ``v`` with acceleration ``a``
+        (None: at rest), or from the last three setpoints sent (``history``, oldest first): the
+        differential IK's history goes on from them."""
         self._model = model
         self._period = period
         self._ik = DifferentialIk(model, self.options, period, self.posture)
         self._ik.reset(commanded)
+        if history is not None:
+            self._ik.history = history
+        elif v is not None and a is not None:
+            previous = commanded - v * period
+            self._ik.history = np.array([2 * previous - commanded + a * period**2, previous, commanded])
         origin = model.forward(commanded) if self.start_pose is None else self.start_pose
         if self.end is not None:
             length, angle = (float(x) for x in spatial.distance(self.end, origin))

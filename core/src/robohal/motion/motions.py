@@ -101,7 +101,7 @@ class PointToPoint:
         self.start_moving(state, commanded, None, None, model, period)
 
     def start_moving(self, state: RobotState | None, q: Array, v: Array | None, a: Array | None,
-                     model: Kinematics, period: float) -> None:
+                     model: Kinematics, period: float, *, history: Array | None = None) -> None:
         """Start from setpoints at ``q`` moving at ``v`` with acceleration ``a`` (None: at rest)."""
         if self.target.shape != (model.dof,):
             raise InvalidArgument(f"target must have {model.dof} joints, got shape {self.target.shape}")

@@ -108,17 +108,20 @@ class Servo:
         self.start_moving(state, commanded, None, None, model, period)
 
     def start_moving(self, state: RobotState, q: Array, v: Array | None, a: Array | None,
-                     model: Kinematics, period: float) -> None:
+                     model: Kinematics, period: float, *, history: Array | None = None) -> None:
         self._model, self._period = model, period
         self._pending = self._pending.check(model.dof) if self._pending is not None else None
         self._generator = OnlineGenerator(model.limits, period, factor=self.dynamics, synchronization="time")
         self._generator.reset(q, v, a)
         self._ik = DifferentialIk(model, self.options, period)
         self._ik.reset(q)
-        v = np.zeros(model.dof) if v is None else np.asarray(v, dtype=np.float64)
-        a = np.zeros(model.dof) if a is None else np.asarray(a, dtype=np.float64)
-        previous = q - v * period
-        self._recent = [2 * previous - q + a * period**2, previous, np.array(q, dtype=np.float64)]
+        if history is not None:  # the setpoints really sent: the IK's cycle box is judged on them
+            self._recent = [np.array(row, dtype=np.float64) for row in history]
+        else:
+            v = np.zeros(model.dof) if v is None else np.asarray(v, dtype=np.float64)
+            a = np.zeros(model.dof) if a is None else np.asarray(a, dtype=np.float64)
+            previous = q - v * period
+            self._recent = [2 * previous - q + a * period**2, previous, np.array(q, dtype=np.float64)]
         self._last_target_time = state.time
 
     def step(self, state: RobotState) -> Array | None:

@@ -82,7 +82,7 @@ class Waypoints:
         self.start_moving(state, commanded, None, None, model, period)
 
     def start_moving(self, state: RobotState | None, q: Array, v: Array | None, a: Array | None,
-                     model: Kinematics, period: float) -> None:
+                     model: Kinematics, period: float, *, history: Array | None = None) -> None:
         if self.points.shape[1] != model.dof:
             raise InvalidArgument(f"waypoints must have {model.dof} joints, got shape {self.points.shape}")
         model.check_joints(self.points, "waypoint")

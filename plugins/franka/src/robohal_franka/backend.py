@@ -145,6 +145,7 @@ class FrankaBackend(Backend):
         self._runs_lock = threading.Lock()
         self._run_ids = itertools.count(1)
         self._last_run: _Run | None = None  # the newest started (wait() returns its result)
+        self._servo_run: _Run | None = None  # the servo motion a stream of targets runs, if any
         self._gone = False  # the control process lost the robot, or exited: the pipe says nothing more
         self._fault_names: tuple[str, ...] = ()
         self._base_motion_setpoints = 0
@@ -287,6 +288,12 @@ class FrankaBackend(Backend):
                 self._life.hand_over(fault)
         elif kind == "lost":
             self._lose(unpack_error(payload))  # type: ignore[arg-type]
+        elif kind == "started":  # a servo motion the control process started for a stream's target
+            with self._runs_lock:
+                run = self._runs[payload] = _Run(background=True)
+                self._life.motion_started()
+                _MOVING.add(self)
+            self._last_run = self._servo_run = run
         elif kind == "error":
             error = unpack_error(payload)
             log.warning("%s: %s", self.uri, error)
@@ -355,6 +362,16 @@ class FrankaBackend(Backend):
             run.error = error
             run.done.set()
 
+    def _tell(self, message: tuple) -> None:
+        """Put a message on the pipe to the control process (no answer awaited)."""
+        if self._conn is None:
+            raise ConnectionLost(f"franka: not connected to {self.uri.host}")
+        with self._send_lock:
+            try:
+                self._conn.send(message)
+            except (OSError, ValueError) as exc:
+                raise ConnectionLost(f"franka: the control process is gone ({exc})") from None
+
     def _request(self, kind: str, payload: Any, timeout: float = REQUEST_TIMEOUT) -> Any:
         if self._conn is None:
             raise ConnectionLost(f"franka: not connected to {self.uri.host}")
@@ -362,11 +379,7 @@ class FrankaBackend(Backend):
         waiter: queue.Queue = queue.Queue()
         self._replies[request_id] = waiter
         try:
-            with self._send_lock:
-                try:
-                    self._conn.send((kind, request_id, payload))
-                except (OSError, ValueError) as exc:
-                    raise ConnectionLost(f"franka: the control process is gone ({exc})") from None
+            self._tell((kind, request_id, payload))
             try:
                 ok, value = waiter.get(timeout=timeout)
             except queue.Empty:
@@ -515,8 +528,15 @@ class FrankaBackend(Backend):
 
     def steer(self, target: ServoTarget, *, timeout: float = SERVO_TIMEOUT, dynamics: float = 1.0) -> None:
         """A stream's newest target for the servo motion in the control process (see
-        :meth:`robohal.control.backend.Backend.steer`)."""
+        :meth:`robohal.control.backend.Backend.steer`). While the servo motion this stream started
+        runs, a target is sent without waiting for an answer (a stream from a busy thread must not
+        wait on the pipe); the control process starts a new one if that ended meanwhile."""
         target.check(self.model.dof)
+        self._life.check_command(moving=True)
+        servo = self._servo_run
+        if servo is not None and not servo.done.is_set():
+            self._tell(("target", 0, (target, timeout, dynamics)))
+            return
         run_id, run = self._new_run(background=True)
         try:
             started = self._request("steer", (run_id, target, timeout, dynamics))
@@ -524,7 +544,7 @@ class FrankaBackend(Backend):
             self._forget_run(run_id)
             raise
         if started:
-            self._last_run = run
+            self._last_run = self._servo_run = run
         else:  # the running servo took it
             self._forget_run(run_id)
 
@@ -582,6 +602,11 @@ class FrankaBackend(Backend):
             values.append(tuple(array.tolist()))
         self._check_usable()
         self._request("collision", tuple(values))
+
+    def step_timing(self) -> dict[str, float]:
+        """How long the control process took to compute each motion setpoint (the executor's
+        step: the motion, the guard), in us: p50, p99 and max over the steps since the last call."""
+        return self._request("timing", None)
 
     @property
     def control_pid(self) -> int | None:

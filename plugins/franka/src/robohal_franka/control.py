@@ -59,6 +59,7 @@ MAILBOX_POLL = 0.00005
 DROP_TOLERANCE = 5e-7
 CHECKS = ("position", "velocity", "acceleration", "jerk")
 MAX_FAILURES = 10  # loop iterations in a row that raise before the link counts as lost
+STEP_WINDOW = 20000  # motion steps kept for the timing figures (20 s at 1 kHz)
 
 # libfranka's RobotMode -> robohal's
 MODES = {0: RobotMode.STOPPED, 1: RobotMode.IDLE, 2: RobotMode.MOVING, 3: RobotMode.MOVING,
@@ -161,6 +162,13 @@ class ControlLoop:
         self.prepared: np.ndarray | None = None  # the executor's next setpoint, already checked
         self.stop_reply: int | None = None
         self.stream_refused = False
+        # seconds each motion step took (the executor's next setpoint, computed while the robot
+        # runs the last): the most recent STEP_WINDOW of them, for figures
+        self.step_times = np.zeros(STEP_WINDOW)
+        self.step_count = 0
+        self.own_runs = 0  # run ids this process gives (negative: apart from the parent's)
+        self._converted: Any = None  # the pylibfranka state last converted, and what it became
+        self._converted_state: RobotState | None = None
         self.session_start: np.ndarray | None = None  # the held position a session starts from
         self.starved_at_start = 0.0  # Layout.STARVED when the session started
         self.lost_at_start = 0.0  # Layout.LOST when the session started
@@ -295,7 +303,7 @@ class ControlLoop:
             self.prepared = None  # a brake or a stream goes on from the guard, which now has the robot's account
             return
         if step > 1:  # the motion's setpoints for the skipped cycles are past
-            executor.skip(to_robot_state(self.state), step - 1 if self.prepared is None else step - 2)
+            executor.skip(self.robot_state(), step - 1 if self.prepared is None else step - 2)
             self.prepared = None
         elif self.prepared is not None:  # on time, but checked against a history the robot did not keep
             self.prepared = executor.recheck(self.prepared)
@@ -371,7 +379,7 @@ class ControlLoop:
         self.control.writeOnce(command)
         self.guard.commit(q)
         # a setpoint of the motion's, with the state it answers (its time marks the robot's cycle)
-        if executor is not None and not finish and executor.sent(to_robot_state(self.state), q):
+        if executor is not None and not finish and executor.sent(self.robot_state(), q):
             self.shared.add(Layout.MOTION_SETPOINTS)
         self.shared.set(Layout.COMMANDED, q)
         self.shared.add(Layout.WRITES)
@@ -380,12 +388,33 @@ class ControlLoop:
         elif executor is not None and not executor.braking:
             # The next setpoint, computed while the robot runs this one: the command goes out
             # right after the next state instead of a motion step later.
+            began = time.perf_counter()
             self.prepared = self.motion_setpoint()
+            self.step_times[self.step_count % len(self.step_times)] = time.perf_counter() - began
+            self.step_count += 1
+
+    def robot_state(self) -> RobotState:
+        """The newest state as robohal's :class:`RobotState`, built once per state (a cycle may
+        need it three times: for the motion's step, its record, and a reaction)."""
+        if self._converted is not self.state:
+            self._converted_state = to_robot_state(self.state)
+            self._converted = self.state
+        return self._converted_state
+
+    def step_timing(self) -> dict[str, float]:
+        """Percentiles of the motion steps' compute time (us) over the most recent ones; then start afresh."""
+        count = min(self.step_count, len(self.step_times))
+        times = np.sort(self.step_times[:count]) * 1e6
+        self.step_count = 0
+        if count == 0:
+            return {"steps": 0}
+        return {"steps": int(count), "p50_us": float(times[count // 2]), "p99_us": float(times[int(count * 0.99)]),
+                "max_us": float(times[-1])}
 
     def motion_setpoint(self) -> np.ndarray | None:
         """The running executor's next setpoint; when it is over and another takes over from it,
         that one's (the first reports its end). None when the last one is over and at rest."""
-        state = to_robot_state(self.state)
+        state = self.robot_state()
         while True:
             executor = self.executor
             assert executor is not None
@@ -447,7 +476,7 @@ class ControlLoop:
                     f" no cycle starved or lost ({exc}); it braked the robot to rest. Call recover() to resume.")
             self.event("error", pack_error(error))
             self.end_session_braking()
-            q = self.executor.next(to_robot_state(self.state)) if self.executor is not None else None
+            q = self.executor.next(self.robot_state()) if self.executor is not None else None
             return self.guard.last if q is None else q
 
     def end_session_braking(self) -> None:
@@ -503,6 +532,8 @@ class ControlLoop:
                 self.reply(request_id, True)
             elif kind == "steer":
                 self.reply(request_id, True, self.steer(*payload))
+            elif kind == "target":  # a stream's next target: no reply (the parent does not wait)
+                self.next_target(*payload)
             elif kind == "stream":
                 self.reply(request_id, True, self.start_stream())
             elif kind == "stop":
@@ -513,6 +544,8 @@ class ControlLoop:
                     self.end_session_braking()
             elif kind == "recover":
                 self.reply(request_id, True, self.recover())
+            elif kind == "timing":
+                self.reply(request_id, True, self.step_timing())
             elif kind == "collision":
                 if self.control is not None:
                     raise ProtocolError("stop the motion before changing the collision behaviour")
@@ -547,10 +580,10 @@ class ControlLoop:
             return
         if self.control is None:
             # Plan before the robot starts waiting for commands: start() may take milliseconds.
-            executor.start(to_robot_state(self.state), self.held_position())
+            executor.start(self.robot_state(), self.held_position())
             self.start_session(SESSION_MOTION)
         else:  # from a stream's last setpoint
-            executor.start_after(MotionExecutor(None, self.guard, self.model), to_robot_state(self.state))
+            executor.start_after(MotionExecutor(None, self.guard, self.model), self.robot_state())
             self.shared.set(Layout.SESSION, SESSION_MOTION)
         self.executor = executor
 
@@ -564,6 +597,17 @@ class ControlLoop:
                 return False
         self.start_motion(Servo(target, timeout=timeout, dynamics=dynamics), run_id)
         return True
+
+    def next_target(self, target: ServoTarget, timeout: float, dynamics: float) -> None:
+        """A stream's next target, sent without waiting for a reply. Where the servo motion has
+        ended meanwhile (its timeout, a stop), a new one starts under an id of ours, and the parent
+        is told (``started``) before anything else of it."""
+        try:
+            self.own_runs -= 1
+            if self.steer(self.own_runs, target, timeout, dynamics):
+                self.event("started", self.own_runs)
+        except Exception as exc:  # refused (a fault, a starved stream): the parent's next call meets it
+            self.event("error", pack_error(self.map_error(exc)))
 
     def start_stream(self) -> np.ndarray:
         """Open a stream session (if none is open) and return the position it starts from."""
