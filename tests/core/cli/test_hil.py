@@ -21,12 +21,12 @@ def test_hil_runner_writes_junit_report_and_plots(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     cases = list(ET.parse(report / "junit.xml").iter("testcase"))
-    assert len(cases) == 11
+    assert len(cases) == 14
     markdown = (report / "report.md").read_text()
-    assert "## sim://?model=generic.planar2&realtime=0" in markdown and "11 passed" in markdown
-    plots = list((report / "plots").glob("*.png"))
-    assert len(plots) == 1 and plots[0].stat().st_size > 1000
-    assert f"(plots/{plots[0].name})" in markdown
+    assert "## sim://?model=generic.planar2&realtime=0" in markdown and "14 passed" in markdown
+    plots = sorted((report / "plots").glob("*.png"))
+    assert len(plots) == 2 and all(plot.stat().st_size > 1000 for plot in plots)  # the small move, the take-over
+    assert all(f"(plots/{plot.name})" in markdown for plot in plots)
 
 
 def test_hil_runner_fails_when_the_target_fails(tmp_path):

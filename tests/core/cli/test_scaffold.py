@@ -33,7 +33,7 @@ def test_scaffold_installs_registers_and_passes_its_tests(tmp_path):
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=root,
                            capture_output=True, text=True, env=env, timeout=600)
     assert tests.returncode == 0, tests.stdout[-3000:]
-    assert "12 passed" in tests.stdout
+    assert "15 passed" in tests.stdout
 
 
 @pytest.mark.parametrize("bad", ["Acme", "9lives", "acme-bot", ""])

@@ -30,7 +30,7 @@ def test_contract_suite_passes_on_sim_and_markers_skip_with_reasons(pytester):
         "--junitxml=junit.xml",
     )
     outcomes = result.parseoutcomes()
-    assert outcomes.get("passed") == 12, result.stdout.str()
+    assert outcomes.get("passed") == 15, result.stdout.str()
     assert outcomes.get("skipped") == 2
     result.stdout.fnmatch_lines(["*no HIL target for no-such-scheme*"])
     result.stdout.fnmatch_lines(["*needs real hardware*"])

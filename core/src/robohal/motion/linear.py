@@ -116,6 +116,11 @@ class LinearMove:
     def __init__(self, target: Array, speed: float = 0.25, angular_speed: float = 1.0, joint_speed: float = 1.0,
                  dynamics: float = 1.0) -> None:
         self.target = spatial.as_pose(target, "target pose")
+        for value, name in ((speed, "speed (m/s)"), (angular_speed, "angular_speed (rad/s)"), (joint_speed, "joint_speed")):
+            if not spatial.as_number(value, name) > 0:
+                raise InvalidArgument(f"{name} must be positive, got {value!r}")
+        if not 0.0 < spatial.as_number(dynamics, "dynamics") <= 1.0:
+            raise InvalidArgument(f"dynamics is a fraction in (0, 1], got {dynamics!r}")
         self.speed, self.angular_speed = float(speed), float(angular_speed)
         self.joint_speed, self.dynamics = float(joint_speed), float(dynamics)
         self._planned: tuple[Array, Array] | None = None  # (from, setpoints), planned ahead
