@@ -604,8 +604,9 @@ class FrankaBackend(Backend):
         self._request("collision", tuple(values))
 
     def step_timing(self) -> dict[str, float]:
-        """How long the control process took to compute each motion setpoint (the executor's
-        step: the motion, the guard), in us: p50, p99 and max over the steps since the last call."""
+        """What computing each motion setpoint cost the control process (the executor's step: the
+        motion, the guard): its CPU time in us, p50, p99 and max, and its wall time (other
+        processes' preemption included), over the steps since the last call."""
         return self._request("timing", None)
 
     @property

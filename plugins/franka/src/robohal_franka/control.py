@@ -164,7 +164,8 @@ class ControlLoop:
         self.stream_refused = False
         # seconds each motion step took (the executor's next setpoint, computed while the robot
         # runs the last): the most recent STEP_WINDOW of them, for figures
-        self.step_times = np.zeros(STEP_WINDOW)
+        self.step_times = np.zeros(STEP_WINDOW)  # wall time: preemption by other processes included
+        self.step_cpu = np.zeros(STEP_WINDOW)  # this thread's CPU time: the step's own cost
         self.step_count = 0
         self.own_runs = 0  # run ids this process gives (negative: apart from the parent's)
         self._converted: Any = None  # the pylibfranka state last converted, and what it became
@@ -388,9 +389,11 @@ class ControlLoop:
         elif executor is not None and not executor.braking:
             # The next setpoint, computed while the robot runs this one: the command goes out
             # right after the next state instead of a motion step later.
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.thread_time()
             self.prepared = self.motion_setpoint()
-            self.step_times[self.step_count % len(self.step_times)] = time.perf_counter() - began
+            slot = self.step_count % len(self.step_times)
+            self.step_times[slot] = time.perf_counter() - began
+            self.step_cpu[slot] = time.thread_time() - cpu
             self.step_count += 1
 
     def robot_state(self) -> RobotState:
@@ -402,14 +405,16 @@ class ControlLoop:
         return self._converted_state
 
     def step_timing(self) -> dict[str, float]:
-        """Percentiles of the motion steps' compute time (us) over the most recent ones; then start afresh."""
+        """Percentiles (us) of the recent motion steps' cost (the thread's CPU time) and of their
+        wall time (preemption by other processes included); then start afresh."""
         count = min(self.step_count, len(self.step_times))
-        times = np.sort(self.step_times[:count]) * 1e6
         self.step_count = 0
         if count == 0:
             return {"steps": 0}
-        return {"steps": int(count), "p50_us": float(times[count // 2]), "p99_us": float(times[int(count * 0.99)]),
-                "max_us": float(times[-1])}
+        cpu, wall = np.sort(self.step_cpu[:count]) * 1e6, np.sort(self.step_times[:count]) * 1e6
+        return {"steps": int(count), "p50_us": float(cpu[count // 2]), "p99_us": float(cpu[int(count * 0.99)]),
+                "max_us": float(cpu[-1]), "wall_p50_us": float(wall[count // 2]),
+                "wall_p99_us": float(wall[int(count * 0.99)])}
 
     def motion_setpoint(self) -> np.ndarray | None:
         """The running executor's next setpoint; when it is over and another takes over from it,
