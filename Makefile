@@ -20,7 +20,7 @@ FRANKY_SIM_STAMP := $(FRANKY_SIM_VENV)/.installed
 FRANKY_SIM_FAILED := $(FRANKY_SIM_VENV)/install-failed.txt
 FRANKY_SIM_PACKAGES := franky-sim==1.0.4 franky-control==2.0.0 mujoco==4.0.0 pin==4.1.0
 
-.PHONY: venv franky-sim test stress lint demo hil bench avr-deps firmware harness proto clean
+.PHONY: venv franky-sim test stress lint demo view hil bench browser-deps avr-deps firmware harness proto clean
 
 $(STAMP): $(MEMBERS)
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,15 @@ hil: $(STAMP)
 ## bench: speed figures as ratios against peers (printed, never asserted)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+
+## view: the live 3D page for URI (default: the Franka simulator) at http://127.0.0.1:8080
+view: $(STAMP)
+	$(VENV)/bin/robohal view '$(or $(URI),franka://sim?model=franka.fr3)'
+
+## browser-deps: Debian's chromium, which the view's browser tests drive headless (apt)
+browser-deps:
+	$(SUDO) apt-get update -qq
+	$(SUDO) apt-get install -y -qq --no-install-recommends chromium
 
 ## avr-deps: the AVR toolchain and simulator that the Arduino firmware tests need (apt)
 avr-deps:

@@ -5,8 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import robohal
 from robohal import DemoSpec
-from robohal.cli.demo import demos
+from robohal.cli.demo import demos, run_demo
 
 CORE = Path(__file__).resolve().parents[3] / "core" / "src" / "robohal"
 
@@ -57,3 +58,26 @@ def test_the_core_imports_no_plugin():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
             offenders += [f"{path.relative_to(CORE)}: {name}" for name in names if name.startswith("robohal_")]
     assert not offenders
+
+
+def test_demo_with_a_view_shows_each_task_s_robot_while_it_runs(tmp_path):
+    import socket
+
+    from robohal.view import serve
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    seen = []
+
+    def task(run):
+        with robohal.connect(run.uri) as robot:
+            run.attach(robot)
+            seen.append(view.robots == [robot])
+            run.results.append(robot.move_joints(robot.model.limits.centre + 0.1))
+
+    tasks = [DemoSpec(name, lambda: ("sim://?model=generic.planar2", "a move"), task) for name in ("one", "two")]
+    with serve((), port=port, watch=True) as view:
+        assert run_demo(str(tmp_path), tasks, view=view) == 0
+        assert view.robots == []
+    assert seen == [True, True]

@@ -91,7 +91,7 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 # The layers the README's "How robohal is built" draws, top first; a module imports only from
 # its own layer or those below it. Each is a folder of robohal (or a module at its top).
 LAYERS = [
-    ("applications", {"cli", "testing"}),
+    ("applications", {"cli", "testing", "view"}),
     ("robot API", {"robohal", "connection", "robot", "cartesian"}),
     ("plugins", {"plugins"}),
     ("simulation", {"sim"}),

@@ -37,6 +37,13 @@ class DemoRun:
     info: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None
+    on_robot: Any = None  # called with the task's robot once connected (robohal demo --view shows it)
+
+    def attach(self, robot: Robot) -> None:
+        """The task has connected ``robot``: record its model, and show it where asked."""
+        self.model = robot.model
+        if self.on_robot is not None:
+            self.on_robot(robot)
 
     @property
     def merged(self) -> MotionResult | None:
@@ -140,8 +147,9 @@ def plot_run(run: DemoRun, folder: Path) -> Path | None:
     return path
 
 
-def run_demo(out: str, tasks: list[DemoSpec] | None = None) -> int:
-    """Run ``tasks`` (default: every installed backend's demo), print the table, write plots."""
+def run_demo(out: str, tasks: list[DemoSpec] | None = None, *, view: Any = None) -> int:
+    """Run ``tasks`` (default: every installed backend's demo), print the table, write plots;
+    with a :class:`~robohal.view.RobotView`, each task's robot is shown in it while it runs."""
     from rich.console import Console
     from rich.table import Table
 
@@ -152,7 +160,7 @@ def run_demo(out: str, tasks: list[DemoSpec] | None = None) -> int:
     for demo in demos() if tasks is None else tasks:
         name, task = demo.name, demo.task
         uri, what = demo.where()
-        run = DemoRun(name, uri, what)
+        run = DemoRun(name, uri, what, on_robot=None if view is None else view.add)
         start = time.monotonic()
         with console.status(f"{name}: {what} ({uri})"):
             try:
@@ -160,6 +168,10 @@ def run_demo(out: str, tasks: list[DemoSpec] | None = None) -> int:
             except Exception as exc:  # one robot's failure must not hide the others' results
                 run.error = f"{type(exc).__name__}: {exc}"
                 (folder / f"{name.lower().replace(' ', '-')}-error.txt").write_text(traceback.format_exc())
+            finally:
+                if view is not None:
+                    for robot in view.robots:
+                        view.remove(robot)
         run.seconds = time.monotonic() - start
         console.print(f"{'[red]failed[/red]' if run.error else '[green]done[/green]'}  {name} in {run.seconds:.1f} s")
         runs.append(run)

@@ -306,11 +306,59 @@ def new_plugin(name: str, directory: str) -> None:
 @main.command()
 @click.option("--out", type=click.Path(file_okay=False), default="robohal-demo", show_default=True,
               help="Folder for the plots and summary.")
-def demo(out: str) -> None:
+@click.option("--view", "show", is_flag=True, help="Show each robot live in the browser while its task runs.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True, help="The view's port.")
+def demo(out: str, show: bool, port: int) -> None:
     """Drive the bundled simulators through a short task each and summarise."""
     from .demo import run_demo
 
-    sys.exit(run_demo(out))
+    if not show:
+        sys.exit(run_demo(out))
+    with _view_serve()((), port=port, watch=True) as page:
+        click.echo(f"robohal demo, live: {page.url}")
+        sys.exit(run_demo(out, view=page))
+
+
+@main.command()
+@click.argument("uri")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to serve on. Anything but loopback only watches unless --allow-control.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True,
+              help="Port to serve on (the next free one if taken).")
+@click.option("--watch", is_flag=True, help="Show the robot, never command it (watch a cell another program drives).")
+@click.option("--allow-control", is_flag=True,
+              help="With --host on another interface: pages that give the printed token may command the robot.")
+def view(uri: str, host: str, port: int, watch: bool, allow_control: bool) -> None:
+    """Show a robot live in the browser, with sliders, a flange gizmo, Stop and Recover."""
+    from ..connection import open_robot
+
+    serve = _view_serve()
+    with open_robot(uri) as robot, serve(robot, host=host, port=port, watch=watch, allow_control=allow_control) as page:
+        click.echo(f"robohal view of {robot.name}: {page.url}")
+        if page.token:
+            click.echo(f"commands need this token (give it in the page): {page.token}")
+        elif not page.commands_allowed:
+            click.echo("watching only: the page commands nothing")
+        sys.stdout.flush()  # the address is what a script waits for
+        click.echo("Ctrl-C to stop", err=True)
+        _wait_for_interrupt()
+
+
+def _view_serve():
+    try:
+        from ..view import serve
+    except ImportError as exc:
+        raise RobohalError(f"the view needs viser ({exc}): pip install 'robohal[view]'") from None
+    return serve
+
+
+def _wait_for_interrupt() -> None:
+    import threading
+
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
 
 
 # Planar arms: jog and draw -----------------------------------------------------------------

@@ -14,7 +14,7 @@ def where() -> tuple[str, str]:
 
 def straight_line(run) -> None:
     with connect(run.uri) as robot:
-        run.model = robot.model
+        run.attach(robot)
         robot.move_joints(np.radians([0.0, 10.0, 20.0, 0.0, 40.0, 0.0]), speed=0.5)
         start = robot.model.forward(robot.backend.commanded)
         end = start.copy()

@@ -19,7 +19,7 @@ def where() -> tuple[str, str]:
 
 def star(run) -> None:
     with connect(run.uri) as robot:
-        run.model = robot.model
+        run.attach(robot)
         _, outer = robot.model.reach
         robot.move_joints(np.radians([10.0, 60.0]), speed=0.5)  # elbow bent, inside the servos' +-90 deg
         centre = robot.model.forward(robot.backend.commanded)[:3, 3]

@@ -17,7 +17,7 @@ def where() -> tuple[str, str]:
 
 def cartesian_circle(run) -> None:
     with connect(run.uri) as robot:
-        run.model = robot.model
+        run.attach(robot)
         start = robot.model.forward(robot.backend.commanded)
         # a 6 cm circle in a tilted plane, timed by a jerk-limited profile: the path is
         # smooth, so the tracking error shows the IK, not corners the limits must round
