@@ -350,3 +350,30 @@ def test_the_compiled_opw_batches_equal_the_interpreted_ones_bit_for_bit(name):
         source.opw_inverse_batch(c, poses, lower, upper, reference, slow)
         np.testing.assert_array_equal(fast, slow)
         assert 0 < np.isnan(fast[..., 0]).sum() < fast[..., 0].size  # some branches kept, some refused
+
+
+@pytest.mark.parametrize("name", list(OPW_ARMS))
+def test_the_one_call_inverse_gives_what_the_general_path_gives(name):
+    from robohal.kinematics import JointLimits
+    from robohal.kinematics.base import pose_rows
+
+    lengths, offsets, signs = OPW_ARMS[name]
+    narrow = JointLimits(lower=[-math.pi, -1.7, -1.0, -3.5, -2.0, -7.0], upper=[math.pi, 1.9, 1.1, 3.5, 2.0, 7.0],
+                         velocity=[2.0] * 6, acceleration=10.0, jerk=200.0)
+    rng = np.random.default_rng(12)
+    taken = 0
+    for limits in (None, narrow):
+        model = opw.OPW(*lengths, offsets=offsets, signs=signs, limits=limits)
+        lower, upper, centre = model._bound_arrays()
+        for pose in _opw_poses(model, rng, 600):
+            rows, reason, may_repeat = model._solve(pose_rows(pose), None)
+            general = model._finish(rows, None, reason, may_repeat, normalised=True)
+            fast = model.inverse(pose)
+            np.testing.assert_array_equal(fast, general)
+            assert fast.reason == general.reason
+            out, slow = np.empty((8, 6)), np.empty((8, 6))
+            count = compiled.opw_sorted(model._packed, pose, lower, upper, centre, out)
+            assert count == source.opw_sorted(model._packed, pose, lower, upper, centre, slow)
+            np.testing.assert_array_equal(out[:count], slow[:count])
+            taken += count > 0
+    assert taken > 300  # the one call served most poses

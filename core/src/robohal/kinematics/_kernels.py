@@ -545,8 +545,16 @@ OPW_CONSTANTS = 26
 @cython.nogil
 @cython.exceptval(check=False)
 def _wrap(x: cython.double) -> cython.double:
-    """An angle into (-pi, pi]: pi - (pi - x) % 2 pi with Python's remainder (fmod moved
+    """An angle into (-pi, pi]. Within a turn of that range by one subtraction (exact for
+    |x| <= 4 pi, Sterbenz), else pi - (pi - x) % 2 pi with Python's remainder (fmod moved
     to the divisor's sign), which needs no GIL."""
+    if x > PI:
+        if x - TWO_PI <= PI:
+            return x - TWO_PI
+    elif x > -PI:
+        return x
+    elif x + TWO_PI > -PI:
+        return x + TWO_PI
     rest: cython.double = math.fmod(PI - x, TWO_PI)
     if rest < 0.0:
         rest += TWO_PI
@@ -571,18 +579,21 @@ def _flange(c: cython.const[cython.double][::1], q0: cython.double, q1: cython.d
     t4: cython.double = c[12] * q3 - c[18]
     t5: cython.double = c[13] * q4 - c[19]
     t6: cython.double = c[14] * q5 - c[20]
-    sn1: cython.double = math.sin(t1)
-    cs1: cython.double = math.cos(t1)
-    sn2: cython.double = math.sin(t2)
-    cs2: cython.double = math.cos(t2)
-    s23: cython.double = math.sin(t23)
-    c23: cython.double = math.cos(t23)
-    sn4: cython.double = math.sin(t4)
-    cs4: cython.double = math.cos(t4)
-    sn5: cython.double = math.sin(t5)
-    cs5: cython.double = math.cos(t5)
-    sn6: cython.double = math.sin(t6)
-    cs6: cython.double = math.cos(t6)
+    return _pose(c, math.sin(t1), math.cos(t1), math.sin(t2), math.cos(t2), math.sin(t23), math.cos(t23),
+                 math.sin(t4), math.cos(t4), math.sin(t5), math.cos(t5), math.sin(t6), math.cos(t6))
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _pose(c: cython.const[cython.double][::1], sn1: cython.double, cs1: cython.double, sn2: cython.double,
+          cs2: cython.double, s23: cython.double, c23: cython.double, sn4: cython.double, cs4: cython.double,
+          sn5: cython.double, cs5: cython.double, sn6: cython.double, cs6: cython.double) -> tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]:
+    """The flange pose (R row-major, then p) from the sines and cosines of the model angles
+    t1, t2, t2 + t3, t4, t5 and t6."""
     # R3_6 = Rz(t4) Ry(t5) Rz(t6)
     c4c5: cython.double = cs4 * cs5
     s4c5: cython.double = sn4 * cs5
@@ -717,6 +728,34 @@ def opw(c: cython.const[cython.double][::1], m, reference, j6) -> tuple:
     reference3: cython.double = float(reference[3])
     has_j6: cython.bint = j6 is not None
     t6_given: cython.double = float(j6) if has_j6 else 0.0
+    rows = cython.declare(cython.double[48])
+    info = cython.declare(cython.double[4])
+    info[0], info[1], info[2], info[3] = 0.0, 0.0, 0.0, 0.0
+    count: cython.int = _solve_pose(c, r00, r01, r02, px, r10, r11, r12, py, r20, r21, r22, pz, reference0, reference3,
+                                    has_j6, t6_given, rows, info)
+    if count:
+        return [[rows[6 * i + j] for j in range(6)] for i in range(count)], None, info[0] != 0.0
+    if info[1] == 1.0:
+        return [], ("offset", info[2], info[3]), False
+    if info[1] == 2.0:
+        return [], ("reach", info[2], info[3]), False
+    return [], ("degenerate",), False
+
+
+@cython.cfunc
+@cython.cdivision(True)
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _solve_pose(c: cython.const[cython.double][::1], r00: cython.double, r01: cython.double, r02: cython.double,
+                px: cython.double, r10: cython.double, r11: cython.double, r12: cython.double, py: cython.double,
+                r20: cython.double, r21: cython.double, r22: cython.double, pz: cython.double,
+                reference0: cython.double, reference3: cython.double, has_j6: cython.bint, t6_given: cython.double,
+                rows: cython.p_double, info: cython.p_double) -> cython.int:
+    """The verified solutions of one pose into ``rows`` (up to 8 of 6), their count returned.
+    ``info``: whether two may coincide (1.0) or not, then why there is none: 1.0 with the
+    wrist centre (x, y) inside the offset b, 2.0 with the shoulder-to-wrist (u, v) out of
+    reach, 3.0 for a degenerate pose."""
     a1: cython.double = c[0]
     a2: cython.double = c[1]
     b: cython.double = c[2]
@@ -736,8 +775,10 @@ def opw(c: cython.const[cython.double][::1], m, reference, j6) -> tuple:
     cy: cython.double = py - c4 * r12
     cz: cython.double = pz - c4 * r22
     rho2: cython.double = cx * cx + cy * cy - b * b
+    info[0] = 0.0
     if rho2 < -1e-12:
-        return [], ("offset", cx, cy), False
+        info[1], info[2], info[3] = 1.0, cx, cy
+        return 0
     r: cython.double = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
     near_degenerate: cython.bint = r < near_limit
     # On the J1 axis J1 is free: it stays at the reference.
@@ -745,8 +786,8 @@ def opw(c: cython.const[cython.double][::1], m, reference, j6) -> tuple:
     v: cython.double = cz - c1
     kk: cython.double = c2 * c2 + k * k
     two_c2k: cython.double = 2.0 * c2 * k
-    rows: list = []
-    out_of_reach = None  # (u, v) of the first shoulder branch out of reach: the reason if none is found
+    count: cython.int = 0
+    out_of_reach: cython.bint = False  # (u, v) of the first shoulder branch out of reach: the reason if none is found
     side: cython.int
     elbow: cython.int
     elbows: cython.int
@@ -764,6 +805,8 @@ def opw(c: cython.const[cython.double][::1], m, reference, j6) -> tuple:
     along: cython.double
     root: cython.double
     q1: cython.double
+    q2: cython.double
+    q3: cython.double
     sin_elbow: cython.double
     t2: cython.double
     t3: cython.double
@@ -793,13 +836,15 @@ def opw(c: cython.const[cython.double][::1], m, reference, j6) -> tuple:
     e20: cython.double
     u0: cython.double
     u2: cython.double
+    at: cython.int
     for side in range(2):
         xp = r if side == 0 else -r
         u = xp - a1
         d = (u * u + v * v - kk) / two_c2k
         if abs(d) > 1.0 + rim_slack:
-            if out_of_reach is None:
-                out_of_reach = ("reach", u, v)
+            if not out_of_reach:
+                out_of_reach = True
+                info[2], info[3] = u, v
             continue
         d = d if d > -1.0 else -1.0
         d = d if d < 1.0 else 1.0
@@ -870,16 +915,87 @@ def opw(c: cython.const[cython.double][::1], m, reference, j6) -> tuple:
                         or abs(c23 * e20 - s23 * e00 - r20) > verify_rotation):
                     continue
             # Joints from model angles, each into (-pi, pi].
-            q2: cython.double = _wrap(c[10] * (t2 + c[16]))
-            q3: cython.double = _wrap(c[11] * (t3 + c[17]))
-            rows.append([q1, q2, q3, _wrap(c[12] * (t4 + c[18])), _wrap(c[13] * (t5 + c[19])),
-                         _wrap(c[14] * (t6 + c[20]))])
+            q2 = _wrap(c[10] * (t2 + c[16]))
+            q3 = _wrap(c[11] * (t3 + c[17]))
+            at = 6 * count
+            rows[at], rows[at + 1], rows[at + 2] = q1, q2, q3
+            rows[at + 3], rows[at + 4] = _wrap(c[12] * (t4 + c[18])), _wrap(c[13] * (t5 + c[19]))
+            rows[at + 5] = _wrap(c[14] * (t6 + c[20]))
+            count += 1
             if flip:
-                rows.append([q1, q2, q3, _wrap(c[12] * (t4 + PI + c[18])), _wrap(c[13] * (c[19] - t5)),
-                             _wrap(c[14] * ((t6 if has_j6 else t6 + PI) + c[20]))])
-    if rows:
-        return rows, None, near_degenerate
-    return [], out_of_reach if out_of_reach is not None else ("degenerate",), False
+                at = 6 * count
+                rows[at], rows[at + 1], rows[at + 2] = q1, q2, q3
+                rows[at + 3], rows[at + 4] = _wrap(c[12] * (t4 + PI + c[18])), _wrap(c[13] * (c[19] - t5))
+                rows[at + 5] = _wrap(c[14] * ((t6 if has_j6 else t6 + PI) + c[20]))
+                count += 1
+    info[0] = 1.0 if near_degenerate else 0.0
+    if count == 0:
+        info[1] = 2.0 if out_of_reach else 3.0
+    return count
+
+
+def opw_sorted(c: cython.const[cython.double][::1], pose: cython.const[cython.double][:, ::1],
+               lower: cython.const[cython.double][::1], upper: cython.const[cython.double][::1],
+               centre: cython.const[cython.double][::1], out: cython.double[:, ::1]) -> cython.int:
+    """The usual single-pose inverse in one call: the solutions of a (4, 4) ``pose``, all
+    inside [lower, upper], none near a singularity, sorted (stably) by summed distance to
+    ``centre``, into ``out`` (8, 6); their count. 0 when the pose needs the general path:
+    it fails base.pose_rows's checks, has no solution, lies near a singularity (solutions
+    may coincide) or has one outside the limits."""
+    _check_opw_constants(c)
+    if (pose.shape[0] != 4 or pose.shape[1] != 4 or len(lower) != 6 or len(upper) != 6 or len(centre) != 6
+            or out.shape[0] != 8 or out.shape[1] != 6):
+        raise ValueError("opw_sorted needs a (4, 4) pose, 6 limits and a centre, and room for (8, 6)")
+    i: cython.int
+    j: cython.int
+    at: cython.int
+    x0: cython.double = pose[0, 0]
+    x1: cython.double = pose[1, 0]
+    x2: cython.double = pose[2, 0]
+    z0: cython.double = pose[0, 2]
+    z1: cython.double = pose[1, 2]
+    z2: cython.double = pose[2, 2]
+    for i in range(3):  # the checks of base.pose_rows, in the same arithmetic (NaN fails every one)
+        for j in range(4):
+            if not (abs(pose[i, j]) < math.inf):
+                return 0
+    if not (abs(pose[3, 0]) <= 1e-9 and abs(pose[3, 1]) <= 1e-9 and abs(pose[3, 2]) <= 1e-9
+            and abs(pose[3, 3] - 1.0) <= 1e-9):
+        return 0
+    if (abs(x0 * x0 + x1 * x1 + x2 * x2 - 1.0) > 1e-6 or abs(z0 * z0 + z1 * z1 + z2 * z2 - 1.0) > 1e-6
+            or abs(x0 * z0 + x1 * z1 + x2 * z2) > 1e-6 or abs(z1 * x2 - z2 * x1 - pose[0, 1]) > 1e-6
+            or abs(z2 * x0 - z0 * x2 - pose[1, 1]) > 1e-6 or abs(z0 * x1 - z1 * x0 - pose[2, 1]) > 1e-6):
+        return 0
+    rows = cython.declare(cython.double[48])
+    info = cython.declare(cython.double[4])
+    keys = cython.declare(cython.double[8])
+    order = cython.declare(cython.int[8])
+    count: cython.int = _solve_pose(c, pose[0, 0], pose[0, 1], pose[0, 2], pose[0, 3], pose[1, 0], pose[1, 1],
+                                    pose[1, 2], pose[1, 3], pose[2, 0], pose[2, 1], pose[2, 2], pose[2, 3],
+                                    centre[0], centre[3], False, 0.0, rows, info)
+    if count == 0 or info[0] != 0.0:
+        return 0
+    key: cython.double
+    value: cython.double
+    for i in range(count):
+        key = 0.0
+        for j in range(6):
+            value = rows[6 * i + j]
+            if value < lower[j] or value > upper[j]:
+                return 0
+            key += abs(value - centre[j])
+        # insertion sort, stable: a row goes after every row with an equal key
+        at = i
+        while at > 0 and keys[at - 1] > key:
+            keys[at] = keys[at - 1]
+            order[at] = order[at - 1]
+            at -= 1
+        keys[at] = key
+        order[at] = i
+    for i in range(count):
+        for j in range(6):
+            out[i, j] = rows[6 * order[i] + j]
+    return count
 
 
 def opw_inverse_batch(c: cython.const[cython.double][::1], poses: cython.const[cython.double][:, ::1], lower: cython.const[cython.double][::1],
@@ -974,7 +1090,8 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
     m12: cython.double
     along: cython.double
     root: cython.double
-    sin_elbow: cython.double
+    elbow_angle: cython.double
+    elbow_share: cython.double
     t2: cython.double
     t3: cython.double
     t23: cython.double
@@ -992,6 +1109,19 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
     error: cython.double
     degenerate: cython.bint
     unreachable: cython.bint
+    arm_ready: cython.bint
+    arm1: cython.double
+    arm2: cython.double
+    arm23: cython.double
+    fs1: cython.double = 0.0
+    fc1: cython.double = 0.0
+    fs2: cython.double = 0.0
+    fc2: cython.double = 0.0
+    fs23: cython.double = 0.0
+    fc23: cython.double = 0.0
+    w4: cython.double
+    w5: cython.double
+    w6: cython.double
     q = cython.declare(cython.double[6])
     theta = cython.declare(cython.double[6])
     for side in range(2):
@@ -1009,10 +1139,12 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
         m12 = cs1 * r12 - sn1 * r02
         along = math.atan2(u, v)
         root = math.sqrt(1.0 - d * d)
+        # The elbow angle and its share of J2 for sin(elbow) = +root; -root negates both (atan2 is odd in y).
+        elbow_angle = math.atan2(root, d)
+        elbow_share = math.atan2(k * root, c2 + k * d)
         for elbow in range(2):
-            sin_elbow = root if elbow == 0 else -root
-            t3 = math.atan2(sin_elbow, d) - psi
-            t2 = along - math.atan2(k * sin_elbow, c2 + k * d)
+            t3 = (elbow_angle if elbow == 0 else -elbow_angle) - psi
+            t2 = along - (elbow_share if elbow == 0 else -elbow_share)
             t23 = t2 + t3
             s23, c23 = math.sin(t23), math.cos(t23)
             m02 = c23 * h_z - s23 * r22
@@ -1028,6 +1160,7 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
             else:
                 t4 = math.atan2(m12, m02)
                 t6 = math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
+            arm_ready = False
             for wrist in range(2):
                 slot = 4 * side + 2 * elbow + wrist
                 theta[0] = t1
@@ -1049,9 +1182,22 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
                         bad = True
                     q[j] = value
                 if not bad:
-                    # the forward kinematics of the final joints must give the pose back
+                    # The forward kinematics of the final joints must give the pose back (both
+                    # wrists share the final J1-J3, so their sines and cosines are taken once).
+                    if not arm_ready:
+                        arm1 = c[9] * q[0] - c[15]
+                        arm2 = c[10] * q[1] - c[16]
+                        arm23 = arm2 + c[11] * q[2] - c[17]
+                        fs1, fc1 = math.sin(arm1), math.cos(arm1)
+                        fs2, fc2 = math.sin(arm2), math.cos(arm2)
+                        fs23, fc23 = math.sin(arm23), math.cos(arm23)
+                        arm_ready = True
+                    w4 = c[12] * q[3] - c[18]
+                    w5 = c[13] * q[4] - c[19]
+                    w6 = c[14] * q[5] - c[20]
                     m: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
-                    m = _flange(c, q[0], q[1], q[2], q[3], q[4], q[5])
+                    m = _pose(c, fs1, fc1, fs2, fc2, fs23, fc23, math.sin(w4), math.cos(w4), math.sin(w5), math.cos(w5),
+                              math.sin(w6), math.cos(w6))
                     error = 0.0
                     error = _larger_error(error, m[0], r00)
                     error = _larger_error(error, m[1], r01)
@@ -1079,3 +1225,51 @@ def _larger_error(error: cython.double, value: cython.double, wanted: cython.dou
     """max(error, |value - wanted|), NaN kept (a NaN difference fails the check)."""
     difference: cython.double = abs(value - wanted)
     return difference if not (difference <= error) else error
+
+
+# Checks of many poses ------------------------------------------------------------------------
+
+
+def first_odd_pose(poses: cython.const[cython.double][:, ::1]) -> cython.Py_ssize_t:
+    """The index of the first pose (n, 16: 4 x 4 row-major) that is not plainly a rigid
+    transform, else -1: a NaN or inf, a last row off 0 0 0 1 by 0.5e-9, an entry of R^T R
+    off the identity's by 0.5e-6, or a mirror. Half the tolerances of spatial.as_pose, so
+    every pose it refuses is odd here (the caller lets it decide on those)."""
+    if poses.shape[1] != 16:
+        raise ValueError("first_odd_pose needs poses (n, 16)")
+    found: cython.Py_ssize_t = -1
+    if poses.shape[0] >= NOGIL_FROM:
+        with cython.nogil:
+            found = _first_odd_pose(poses)
+    else:
+        found = _first_odd_pose(poses)
+    return found
+
+
+@cython.cfunc
+@cython.nogil
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _first_odd_pose(poses: cython.const[cython.double][:, ::1]) -> cython.Py_ssize_t:
+    i: cython.Py_ssize_t
+    a: cython.int
+    b: cython.int
+    gram: cython.double
+    for i in range(poses.shape[0]):
+        if not (abs(poses[i, 12]) <= 0.5e-9 and abs(poses[i, 13]) <= 0.5e-9 and abs(poses[i, 14]) <= 0.5e-9
+                and abs(poses[i, 15] - 1.0) <= 0.5e-9):
+            return i
+        if not (abs(poses[i, 3]) < 1e300 and abs(poses[i, 7]) < 1e300 and abs(poses[i, 11]) < 1e300):
+            return i
+        for a in range(3):  # columns a and b of R: their dot product is R^T R's entry (a, b)
+            for b in range(a, 3):
+                gram = poses[i, a] * poses[i, b] + poses[i, 4 + a] * poses[i, 4 + b] + poses[i, 8 + a] * poses[i, 8 + b]
+                if not (abs(gram - (1.0 if a == b else 0.0)) <= 0.5e-6):  # (NaN and inf fail too)
+                    return i
+        # det R as (x cross y) . z: near +1 for a rotation, near -1 for a mirror
+        if not ((poses[i, 4] * poses[i, 9] - poses[i, 8] * poses[i, 5]) * poses[i, 2]
+                + (poses[i, 8] * poses[i, 1] - poses[i, 0] * poses[i, 9]) * poses[i, 6]
+                + (poses[i, 0] * poses[i, 5] - poses[i, 4] * poses[i, 1]) * poses[i, 10] > 0.5):
+            return i
+    return -1

@@ -246,6 +246,15 @@ class OPW(Kinematics):
         rows, failure, may_repeat = _kernels.opw(self._packed, m, self._bounds()[2] if previous is None else previous, j6)
         return (rows, None, may_repeat) if failure is None else ([], self._failure(*failure), False)
 
+    def _bound_arrays(self) -> tuple[Array, Array, Array]:
+        """Lower and upper limits and their centre as arrays (as :meth:`_bounds` has them)."""
+        bounds = self._bounds()
+        cache = self.__dict__.get("_bound_arrays_cache")
+        if cache is None or cache[0] is not bounds:
+            cache = bounds, tuple(np.array(values, dtype=float) for values in bounds[:3])
+            self.__dict__["_bound_arrays_cache"] = cache
+        return cache[1]
+
     def _failure(self, kind: str, *values: float) -> str:
         """Why a pose has no solution: the wrist centre (x, y) inside the offset b, the
         shoulder-to-wrist vector (u, v) out of reach, or a degenerate target."""
@@ -266,6 +275,14 @@ class OPW(Kinematics):
         return self._solve(pose.tolist(), None if previous is None else list(previous))[:2]
 
     def inverse(self, pose: ArrayLike) -> Solutions:
+        if (type(pose) is np.ndarray and pose.dtype == np.float64 and pose.shape == (4, 4)
+                and self.constraints is None and type(self)._admissible is Kinematics._admissible):
+            # The usual case in one kernel call; anything unusual takes the general path below.
+            lower, upper, centre = self._bound_arrays()
+            out = np.empty((8, 6))
+            count = _kernels.opw_sorted(self._packed, np.ascontiguousarray(pose), lower, upper, centre, out)
+            if count:
+                return Solutions(out[:count])
         rows, reason, may_repeat = self._solve(pose_rows(pose), None)
         return self._finish(rows, None, reason, may_repeat, normalised=True)
 
@@ -321,12 +338,14 @@ class OPW(Kinematics):
         """All 8 branches for N poses: (N, 8, 6), NaN where a branch does not exist
         or leaves the limits. Slot ``4 * back + 2 * elbow + flip`` is stable, so a
         column follows one branch; :func:`~robohal.kinematics.pick_best` picks one per pose."""
-        from .. import spatial
-
-        poses = spatial.as_pose(poses, "poses")
-        if poses.ndim == 2:
-            poses = poses[None]
-        return self._candidates_batch(poses.reshape(-1, 4, 4), self.limits)
+        flat = None
+        if type(poses) is np.ndarray and poses.dtype == np.float64 and poses.ndim in (2, 3) and poses.shape[-2:] == (4, 4):
+            flat = np.ascontiguousarray(poses.reshape(-1, 16))
+            if _kernels.first_odd_pose(flat) >= 0:  # spatial.as_pose names the problem (or lets it pass)
+                flat = None
+        if flat is None:
+            flat = np.ascontiguousarray(spatial.as_pose(poses, "poses").reshape(-1, 16))
+        return self._candidates_batch(flat, self.limits)
 
 
 def fit_limits_batch(q: Array, limits: JointLimits, periodic: Sequence[bool]) -> Array:
