@@ -1,11 +1,13 @@
 """Kinematics speed, as ratios against py-opw-kinematics (Rust core) measured in
-the same run on the same 100,000 IRB 2400 poses, plus single-pose latencies,
-the planar batch inverse and one differential-IK cycle on the FR3.
+the same run on the same 100,000 IRB 2400 poses, then how the batch inverse scales
+(time per pose and working memory at N = 1e3 to 1e6), the planar batch inverse and
+one differential-IK cycle on the FR3.
 
 Peers: py-opw-kinematics 1.3 through its raw 4x4 interface (the fastest way to
 call it): ``batch_inverse`` (one solution per pose), ``reach`` (all 8 branches,
-one thread), ``batch_forward``, ``inverse`` and ``forward``. Every figure is the
-best of a few interleaved repeats (the machine is shared). Nothing is asserted.
+one thread), ``batch_forward``, ``inverse`` and ``forward``. Batch figures are the
+best of a few interleaved repeats, single-pose figures the median of many calls
+(the machine is shared). Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import tracemalloc
 
 import numpy as np
 import robohal
-from robohal.kinematics import OPW, DifferentialIk, PlanarTwoLink, diffik
+from robohal.kinematics import OPW, DifferentialIk, PlanarTwoLink, kernels
 
 POSES = 100_000
 REPEATS = 3
-SINGLE_CALLS = 2000
+SINGLE_CALLS = 3000
 IK_CYCLES = 3000
+SCALING = (1_000, 10_000, 100_000, 1_000_000)
 IRB2400 = dict(a1=0.100, a2=-0.135, b=0.0, c1=0.615, c2=0.705, c3=0.755, c4=0.085)
 J3_OFFSET = -math.pi / 2
 
@@ -44,6 +48,17 @@ def per_call_median(call, calls: int = SINGLE_CALLS) -> float:
     return statistics.median(samples)
 
 
+def working_memory(call) -> tuple[int, int]:
+    """Peak bytes allocated while ``call`` runs, and the bytes of what it returns."""
+    tracemalloc.start()
+    try:
+        result = call()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak, result.nbytes
+
+
 def main() -> None:
     try:
         import py_opw_kinematics as peer_module
@@ -57,6 +72,8 @@ def main() -> None:
     joints = rng.uniform(-np.pi, np.pi, (POSES, 6))
     poses = ours.forward(joints)
     flat = np.ascontiguousarray(poses.reshape(-1, 16))
+    form = "compiled" if kernels.COMPILED else "interpreted (no C compiler at install, or ROBOHAL_PURE_PYTHON set)"
+    print(f"kinematics kernels: {form}")
 
     # Interleave ours and the peer's so both see the same machine load.
     times = {"ours inverse_batch": math.inf, "peer batch_inverse": math.inf, "peer reach": math.inf,
@@ -69,27 +86,48 @@ def main() -> None:
         times["peer batch_forward"] = min(times["peer batch_forward"], best_of(lambda: peer.batch_forward(joints), 1))
     us = {name: value / POSES * 1e6 for name, value in times.items()}
 
-    batch = ours.inverse_batch(poses)
-    branches = int((~np.isnan(batch[..., 0])).sum())
-    print(f"IRB 2400, {POSES} random poses; {branches / POSES:.2f} FK-verified branches per pose on average")
-    print(f"  inverse_batch (8 branches, FK-verified): {us['ours inverse_batch']:.2f} us/pose;"
-          f" py-opw batch_inverse {us['peer batch_inverse']:.2f} us/pose -> {us['peer batch_inverse'] / us['ours inverse_batch']:.2f}x faster;"
-          f" py-opw reach {us['peer reach']:.2f} us/pose -> {us['peer reach'] / us['ours inverse_batch']:.2f}x faster")
-    print(f"  forward (batched): {us['ours forward']:.3f} us/pose; py-opw batch_forward {us['peer batch_forward']:.3f} us/pose"
-          f" -> ours takes {us['ours forward'] / us['peer batch_forward']:.2f}x the peer's time")
-
     pose = poses[123]
     q = joints[123]
+    q_tuple = tuple(q)
     single = {
         "ours inverse": per_call_median(lambda: ours.inverse(pose)),
         "peer inverse": per_call_median(lambda: peer.inverse(pose, None, None)),
         "ours forward": per_call_median(lambda: ours.forward(q)),
-        "peer forward": per_call_median(lambda: peer.forward(tuple(q), None)),
+        "peer forward": per_call_median(lambda: peer.forward(q_tuple, None)),
         "ours continuing": per_call_median(lambda: ours.inverse_continuing(pose, q)),
     }
-    print(f"  single pose, median: inverse {single['ours inverse'] * 1e6:.1f} us (py-opw raw {single['peer inverse'] * 1e6:.1f} us),"
-          f" inverse_continuing {single['ours continuing'] * 1e6:.1f} us,"
-          f" forward {single['ours forward'] * 1e6:.1f} us (py-opw raw {single['peer forward'] * 1e6:.1f} us)")
+    single_us = {name: value * 1e6 for name, value in single.items()}
+
+    batch = ours.inverse_batch(poses)
+    branches = int((~np.isnan(batch[..., 0])).sum())
+    print(f"IRB 2400, {POSES} random poses; {branches / POSES:.2f} FK-verified branches per pose on average")
+    rows = [  # path, ours, peer, unit, the ratio as the goal states it, goal, whether higher is better
+        ("inverse_batch, 8 branches FK-verified", us["ours inverse_batch"], us["peer batch_inverse"], "us/pose",
+         us["peer batch_inverse"] / us["ours inverse_batch"], "x faster", ">= 4x faster", 4.0, True),
+        ("batched forward", us["ours forward"], us["peer batch_forward"], "us/pose",
+         us["ours forward"] / us["peer batch_forward"], "x the peer's time", "<= 1.0x", 1.0, False),
+        ("single-pose inverse", single_us["ours inverse"], single_us["peer inverse"], "us",
+         single_us["ours inverse"] / single_us["peer inverse"], "x the peer's time", "<= 1.5x", 1.5, False),
+        ("single-pose forward", single_us["ours forward"], single_us["peer forward"], "us",
+         single_us["ours forward"] / single_us["peer forward"], "x the peer's time", "<= 1.2x", 1.2, False),
+    ]
+    print(f"  {'path':<40} {'robohal':>12} {'py-opw':>12}   {'ratio':<24} {'goal':<14} met")
+    for path, mine, theirs, unit, ratio, what, goal, bound, higher in rows:
+        met = ratio >= bound if higher else ratio <= bound
+        print(f"  {path:<40} {mine:>7.3f} {unit:<4} {theirs:>7.3f} {unit:<4}   {ratio:5.2f}{what:<19} {goal:<14}"
+              f" {'yes' if met else 'no'}")
+    print(f"  (py-opw reach, all 8 branches, 1 thread: {us['peer reach']:.2f} us/pose ->"
+          f" inverse_batch {us['peer reach'] / us['ours inverse_batch']:.2f}x faster;"
+          f" inverse_continuing {single_us['ours continuing']:.1f} us)")
+
+    print("inverse_batch as N grows (time per pose should stay flat, working memory beyond the result too):")
+    for n in SCALING:
+        sample = ours.forward(rng.uniform(-np.pi, np.pi, (n, 6)))
+        seconds = best_of(lambda sample=sample: ours.inverse_batch(sample), 1 if n >= 1_000_000 else REPEATS)
+        peak, result = working_memory(lambda sample=sample: ours.inverse_batch(sample))
+        print(f"  N = {n:>9,}: {seconds / n * 1e6:.3f} us/pose; peak {peak / 1e6:8.2f} MB, of which the"
+              f" (N, 8, 6) result {result / 1e6:8.2f} MB: {(peak - result) / 1e3:.1f} kB of working memory")
+        del sample
 
     planar = PlanarTwoLink(0.3, 0.25)
     planar_poses = planar.forward(rng.uniform(-np.pi, np.pi, (POSES, 2)))
@@ -111,7 +149,7 @@ def main() -> None:
         samples.append(time.perf_counter() - start)
     samples_us = np.array(samples) * 1e6
     p50, p90, p99 = np.percentile(samples_us, [50, 90, 99])
-    kernel = "compiled kernel" if diffik.COMPILED else "pure Python: no C compiler at install"
+    kernel = "compiled kernel" if kernels.COMPILED else "interpreted kernel"
     print(f"FR3 differential IK ({kernel}), one IkOptions() cycle: p50 {p50:.0f} us, p90 {p90:.0f} us, p99 {p99:.0f} us"
           f" (the tail is mostly scheduling on a loaded machine; residual after the circle {ik.last_residual:.1e})")
 

@@ -1,40 +1,70 @@
-"""The compiled kernels (robohal.kinematics._kernels) against their Python reference.
+"""The kinematics kernels (robohal.kinematics._kernels): one source, compiled by Cython
+where the build had a C compiler and run by the interpreter elsewhere.
 
-The box, the chain FK and the OPW solver are the same arithmetic in the same order,
-so they must agree to the last bit; the damped steps solve instead of inverting, so
-they agree to round-off. Every model's IK cycle must then follow the same path either way.
+Both forms do the same arithmetic in the same order, so they must agree to the last bit:
+every kernel is run both ways here, and every model's IK cycle must follow the same path
+either way. The damped steps are also checked against numpy's solve (to round-off), and
+the source must run where Cython is not installed at all.
 """
 
+import importlib
 import math
+import os
 import shutil
+import subprocess
+import sys
 import sysconfig
+from array import array
 from pathlib import Path
 
 import numpy as np
 import pytest
 import robohal
-from robohal.kinematics import chain, diffik, opw
+from robohal.kinematics import chain, diffik, kernels, opw
 from robohal.kinematics.chain import DHChain
 from robohal.kinematics.diffik import DifferentialIk, IkOptions
 
-try:
-    from robohal.kinematics import _kernels
-except ImportError:  # installed without a C compiler: only the first test has something to say
-    _kernels = None
-compiled_only = pytest.mark.skipif(_kernels is None, reason="robohal was installed without a C compiler")
+compiled = importlib.import_module("robohal.kinematics._kernels")
+source = kernels.load_source()
+compiled_only = pytest.mark.skipif(not compiled.COMPILED, reason="robohal was installed without a C compiler")
 
 MODELS = ["franka.fr3", "franka.panda", "abb.irb1410", "abb.irb2400", "arduino.planar2"]
 
 
-def test_the_accelerator_is_built_where_there_is_a_compiler():
+def test_the_kernels_are_compiled_where_there_is_a_compiler():
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(compiler) is None:
         pytest.skip(f"no C compiler ({compiler})")
     if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
         pytest.skip("no Python headers (python3-dev)")
-    assert diffik.COMPILED, "a C compiler and Python's headers are here, yet robohal.kinematics._kernels was not built"
-    assert diffik._box is _kernels.box and chain._compiled_chain is _kernels.chain
-    assert opw._compiled_solve is _kernels.opw and opw._compiled_forward is _kernels.opw_forward
+    assert compiled.COMPILED, "a C compiler and Python's headers are here, yet robohal.kinematics._kernels was not built"
+    assert not source.COMPILED and Path(source.__file__) == kernels.SOURCE
+    if not os.environ.get("ROBOHAL_PURE_PYTHON"):
+        assert kernels.module is compiled and diffik.COMPILED
+
+
+def test_the_source_runs_where_cython_is_not_installed(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cython", None)  # import cython now fails
+    bare = kernels.load_source()
+    assert not bare.COMPILED
+    arm = opw.OPW(0.1, -0.135, 0.0, 0.615, 0.705, 0.755, 0.085)
+    q = [0.1, -0.2, 0.3, 0.4, 0.5, -0.6]
+    assert bare.opw_flange(arm._packed, q) == compiled.opw_flange(arm._packed, q)
+    poses = arm.forward(np.array([q, [0.0, 0.1, 0.2, 0.0, 0.0, 0.3]])).reshape(-1, 16)
+    out_bare, out_compiled = np.empty((2, 8, 6)), np.empty((2, 8, 6))
+    limits = np.full(6, -np.inf), np.full(6, np.inf), np.zeros(6)
+    bare.opw_inverse_batch(arm._packed, poses, *limits, out_bare)
+    compiled.opw_inverse_batch(arm._packed, poses, *limits, out_compiled)
+    np.testing.assert_array_equal(out_bare, out_compiled)
+
+
+def test_robohal_runs_the_source_when_asked_to():
+    script = ("import numpy as np, robohal; from robohal.kinematics import diffik, kernels; "
+              "arm = robohal.get_model('abb.irb2400'); q = arm.limits.centre; "
+              "print(kernels.COMPILED, diffik.COMPILED, bool(np.allclose(arm.forward(arm.inverse(arm.forward(q))[0]), arm.forward(q))))")
+    result = subprocess.run([sys.executable, "-c", script], env={**os.environ, "ROBOHAL_PURE_PYTHON": "1"},
+                            capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.split() == ["False", "False", "True"]
 
 
 def _histories(rng, limits, period, count):
@@ -50,7 +80,7 @@ def _histories(rng, limits, period, count):
 @compiled_only
 @pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("period", [0.001, 0.004, 1 / 91, 1 / 972, 1 / 1904])  # (odd rates once found 1-ulp slips)
-def test_the_compiled_box_equals_the_python_box_bit_for_bit(name, period):
+def test_the_compiled_box_equals_the_interpreted_box_bit_for_bit(name, period):
     limits = robohal.get_model(name).limits
     joints = diffik._joint_constants(diffik._limit_lists(limits), period)
     rng = np.random.default_rng(7)
@@ -58,10 +88,10 @@ def test_the_compiled_box_equals_the_python_box_bit_for_bit(name, period):
     for h3, h2, h1 in _histories(rng, limits, period, 1500):
         goal = (np.array(h1) + rng.normal(0, 1, limits.dof) * rng.choice([1e-5, 1e-3, 0.1])).tolist()
         follow = (rng.normal(0, 1, limits.dof) * rng.choice([0.0, 1e-5, 1e-3])).tolist()
-        assert _kernels.box(h3, h2, h1, period, joints) == diffik._box_python(h3, h2, h1, period, joints)
-        compiled = _kernels.box(h3, h2, h1, period, joints, goal, follow)
-        assert compiled == diffik._box_python(h3, h2, h1, period, joints, goal, follow)
-        narrowed += compiled != _kernels.box(h3, h2, h1, period, joints)
+        assert compiled.box(h3, h2, h1, period, joints) == source.box(h3, h2, h1, period, joints)
+        narrowing = compiled.box(h3, h2, h1, period, joints, goal, follow)
+        assert narrowing == source.box(h3, h2, h1, period, joints, goal, follow)
+        narrowed += narrowing != compiled.box(h3, h2, h1, period, joints)
     assert narrowed > 100  # the goal narrowing ran, not only the plain box
 
 
@@ -76,54 +106,68 @@ def _chains():
 
 @compiled_only
 @pytest.mark.parametrize("model", list(_chains()), ids=["fr3", "panda", "dh", "modified-dh"])
-def test_the_compiled_chain_equals_the_python_chain_bit_for_bit(model):
+def test_the_compiled_chain_equals_the_interpreted_chain_bit_for_bit(model):
     while not isinstance(model, DHChain):  # the Franka models wrap their chain
         model = model.robot
     rng = np.random.default_rng(8)
     for _ in range(2000):
         q = rng.uniform(-4, 4, model.dof).tolist()
-        jac = [[0.0] * model.dof for _ in range(6)]
-        frame = model._fk(q, jac)
-        assert _kernels.chain(model._packed, q, True) == (frame, jac)
-        assert _kernels.chain(model._packed, q, False) == (frame, None)
+        frame, jac = source.chain(model._packed, q, True)
+        assert compiled.chain(model._packed, q, True) == (frame, jac)
+        assert compiled.chain(model._packed, q, False) == (frame, None)
+    # the frame and Jacobian are the chain's (the batched numpy path computes them independently)
+    q = rng.uniform(-4, 4, (5, model.dof))
+    for one in q:
+        frame, jac = compiled.chain(model._packed, one.tolist(), True)
+        pose = np.eye(4)
+        pose[:3, :3] = np.array(frame[:3]).T
+        pose[:3, 3] = frame[3]
+        np.testing.assert_allclose(pose, model.joint_poses(one[None])[0, -1], atol=1e-12)
+    np.testing.assert_allclose(np.array([compiled.chain(model._packed, one.tolist(), True)[1] for one in q]),
+                               model.jacobian(q), atol=1e-12)
 
 
-def _without_accelerator(monkeypatch):
-    monkeypatch.setattr(diffik, "_box", diffik._box_python)
-    monkeypatch.setattr(diffik, "_compiled_steps", None)
-    monkeypatch.setattr(chain, "_compiled_chain", None)
-    monkeypatch.setattr(opw, "_compiled_solve", None)
-    monkeypatch.setattr(opw, "_compiled_forward", None)
+def _interpreted(monkeypatch):
+    """The models and the IK run the kernels' source from here on."""
+    for module in (diffik, chain, opw):
+        monkeypatch.setattr(module, "_kernels", source)
+
+
+def _numpy_steps(jac, weights, damping2, null_damping2, error, motion, offset):
+    """The damped steps by numpy's inverse: the maths of _kernels.steps, written independently."""
+    jw = np.array(jac) * np.array(weights)[:, None]
+    square = jw @ jw.T
+    gain = jw.T @ np.linalg.inv(square + damping2 * np.eye(6))
+    null_gain = jw.T @ np.linalg.inv(square + null_damping2 * np.eye(6))
+    offset = np.array(offset)
+    return gain @ np.array(error), gain @ np.array(motion), offset - null_gain @ (jw @ offset), square
 
 
 @compiled_only
 @pytest.mark.parametrize("name", MODELS)
-def test_the_compiled_steps_agree_with_numpy_to_round_off(name, monkeypatch):
+def test_the_steps_agree_compiled_or_not_and_with_numpy_to_round_off(name):
     model = robohal.get_model(name)
-    compiled = DifferentialIk(model, IkOptions(damping=0.05, rotation_weight=0.3))
-    reference = DifferentialIk(model, IkOptions(damping=0.05, rotation_weight=0.3))
+    ik = DifferentialIk(model, IkOptions(damping=0.05, rotation_weight=0.3))
+    weights, damping2, null_damping2 = ik._weights, ik._damping2, diffik.NULLSPACE_DAMPING**2
     rng = np.random.default_rng(9)
-    cases = []
     for _ in range(300):
         _, jac = model.frame_and_jacobian_lists(rng.uniform(model.limits.lower, model.limits.upper).tolist())
-        cases.append((jac, rng.normal(0, 0.01, 6).tolist(), rng.normal(0, 1e-4, 6).tolist(),
-                      rng.normal(0, 0.3, model.dof).tolist()))
-    ours = [compiled._damped_steps(*case) for case in cases]
-    only_error = [compiled._damped_steps(jac, error, None, None) for jac, error, _, _ in cases]
-    _without_accelerator(monkeypatch)
-    for case, got, error_only in zip(cases, ours, only_error, strict=True):
-        expected = reference._damped_steps(*case)
+        error, motion = rng.normal(0, 0.01, 6).tolist(), rng.normal(0, 1e-4, 6).tolist()
+        offset = rng.normal(0, 0.3, model.dof).tolist()
+        ours = compiled.steps(jac, weights, damping2, null_damping2, error, motion, offset)
+        assert ours == source.steps(jac, weights, damping2, null_damping2, error, motion, offset)
+        only_error = compiled.steps(jac, weights, damping2, null_damping2, error, None, None)
+        assert only_error == source.steps(jac, weights, damping2, null_damping2, error, None, None)
+        assert only_error[1] is None and only_error[2] is None
+        np.testing.assert_allclose(only_error[0], ours[0], rtol=0, atol=1e-15)
         # Round-off of a solve grows with the system's condition number; the nullspace part of
         # a 6-joint arm's offset is a cancellation, so it is measured against the offset.
-        weighted = np.array(case[0]) * np.array(reference._weights)[:, None]
-        systems = weighted @ weighted.T + np.eye(6) * np.array([[reference._damping2], [diffik.NULLSPACE_DAMPING**2]])[:, :, None]
-        damped, barely_damped = np.linalg.cond(systems)
-        scales = [max(map(abs, expected[0])) * damped, max(map(abs, expected[1])) * damped,
-                  max(map(abs, case[3])) * barely_damped]
-        for ours_part, numpy_part, scale in zip(got, expected, scales, strict=True):
+        *expected, square = _numpy_steps(jac, weights, damping2, null_damping2, error, motion, offset)
+        damped, barely_damped = np.linalg.cond(square + np.eye(6) * np.array([[[damping2]], [[null_damping2]]]))
+        scales = [np.abs(expected[0]).max() * damped, np.abs(expected[1]).max() * damped,
+                  max(map(abs, offset)) * barely_damped]
+        for ours_part, numpy_part, scale in zip(ours, expected, scales, strict=True):
             np.testing.assert_allclose(ours_part, numpy_part, rtol=0, atol=1e-13 * scale)
-        assert error_only[1] is None and error_only[2] is None
-        np.testing.assert_allclose(error_only[0], got[0], rtol=0, atol=1e-15)
 
 
 @compiled_only
@@ -144,17 +188,16 @@ def test_the_cycle_follows_the_same_path_compiled_or_not(name, monkeypatch):
             goals.append(ik.step(target))
         return np.array(goals), ik.last_residual
 
-    compiled, compiled_residual = circle()
-    _without_accelerator(monkeypatch)
-    python, python_residual = circle()
-    assert np.ptp(compiled, axis=0).max() > 1e-3  # it moved
-    # round-off apart: after the jump the box's bound searches can grow it to ~1e-8 rad
-    np.testing.assert_allclose(compiled, python, rtol=0, atol=1e-6)
-    assert compiled_residual == pytest.approx(python_residual, rel=1e-3, abs=1e-9)
+    fast, fast_residual = circle()
+    _interpreted(monkeypatch)
+    slow, slow_residual = circle()
+    assert np.ptp(fast, axis=0).max() > 1e-3  # it moved
+    np.testing.assert_array_equal(fast, slow)
+    assert fast_residual == slow_residual
 
 
-@compiled_only
-def test_a_list_shrunk_while_it_converts_is_an_error_not_a_crash():
+@pytest.mark.parametrize("kernels", [compiled, source], ids=["compiled", "interpreted"])
+def test_a_list_shrunk_while_it_converts_is_an_error_not_a_crash(kernels):
     class Shrinking:  # a number whose conversion empties the list that holds it
         def __init__(self, values: list) -> None:
             self.values = values
@@ -173,14 +216,14 @@ def test_a_list_shrunk_while_it_converts_is_an_error_not_a_crash():
         model = model.robot
     joints = diffik._joint_constants(diffik._limit_lists(model.limits), 0.001)
     calls = [
-        lambda: _kernels.chain(model._packed, shrinking(7), True),
-        lambda: _kernels.box(shrinking(7), [0.0] * 7, [0.0] * 7, 0.001, joints),
-        lambda: _kernels.steps([shrinking(7)] + [[0.0] * 7] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
-        lambda: _kernels.opw(opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)._packed, [shrinking(4), *np.eye(4).tolist()[1:]],
-                             [0.0] * 6, None),
+        lambda: kernels.chain(model._packed, shrinking(7), True),
+        lambda: kernels.box(shrinking(7), [0.0] * 7, [0.0] * 7, 0.001, joints),
+        lambda: kernels.steps([shrinking(7)] + [[0.0] * 7] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
+        lambda: kernels.opw(opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)._packed, [shrinking(4), *np.eye(4).tolist()[1:]],
+                            [0.0] * 6, None),
     ]
     for call in calls:
-        with pytest.raises(ValueError, match="changed size"):
+        with pytest.raises(IndexError):
             call()
 
 
@@ -210,22 +253,33 @@ def test_a_models_geometry_is_fixed_so_its_packed_constants_stay_true():
         np.testing.assert_array_equal(copy.forward(np.array(joints)), model.forward(np.array(joints)))
 
 
-@compiled_only
+ARM = opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)
+
+
+@pytest.mark.parametrize("kernels", [compiled, source], ids=["compiled", "interpreted"])
 @pytest.mark.parametrize("call", [
-    lambda: _kernels.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 9]),
-    lambda: _kernels.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 10], [0.0, 1.0], [0.0]),
-    lambda: _kernels.chain(b"\0" * 27 * 8, [0.0], True),
-    lambda: _kernels.steps([[0.0] * 3] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
-    lambda: _kernels.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 5, None, None),
-    lambda: _kernels.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, [0.0] * 2),
-    lambda: _kernels.opw_forward(b"\0" * 8, [0.0] * 6),
-    lambda: _kernels.opw_forward(opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)._packed, [0.0] * 5),
-    lambda: _kernels.opw(opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)._packed, [[1.0, 0, 0, 0]] * 2, [0.0] * 6, None),
-    lambda: _kernels.opw(opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)._packed, np.eye(4).tolist(), [0.0] * 5, None),
+    lambda k: k.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 9]),
+    lambda k: k.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 10], [0.0, 1.0], [0.0]),
+    lambda k: k.chain(array("d", [0.0] * 27), [0.0], True),
+    lambda k: k.steps([[0.0] * 3] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
+    lambda k: k.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 5, None, None),
+    lambda k: k.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, [0.0] * 2),
+    lambda k: k.steps([[0.0] * 40] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
+    lambda k: k.opw_flange(array("d", [0.0]), [0.0] * 6),
+    lambda k: k.opw_flange(ARM._packed, [0.0] * 5),
+    lambda k: k.opw_forward(ARM._packed, [0.0] * 6, np.empty((3, 4))),
+    lambda k: k.opw(ARM._packed, [[1.0, 0, 0, 0]] * 2, [0.0] * 6, None),
+    lambda k: k.opw(ARM._packed, np.eye(4).tolist(), [0.0] * 5, None),
+    lambda k: k.opw_forward_batch(ARM._packed, np.zeros((3, 5)), np.empty((3, 16))),
+    lambda k: k.opw_forward_batch(ARM._packed, np.zeros((3, 6)), np.empty((2, 16))),
+    lambda k: k.opw_inverse_batch(ARM._packed, np.zeros((3, 16)), np.zeros(6), np.zeros(6), np.zeros(6),
+                                  np.empty((3, 7, 6))),
+    lambda k: k.opw_inverse_batch(ARM._packed, np.zeros((3, 16)), np.zeros(5), np.zeros(6), np.zeros(6),
+                                  np.empty((3, 8, 6))),
 ])
-def test_malformed_calls_raise_instead_of_reading_past_the_end(call):
-    with pytest.raises((ValueError, TypeError)):
-        call()
+def test_malformed_calls_raise_instead_of_reading_past_the_end(call, kernels):
+    with pytest.raises((ValueError, TypeError, IndexError)):
+        call(kernels)
 
 
 OPW_ARMS = {  # (a1, a2, b, c1, c2, c3, c4), offsets, signs: sign flips (KR6 R700) and b != 0 (TX40)
@@ -252,19 +306,74 @@ def _opw_poses(model, rng, count):
 
 @compiled_only
 @pytest.mark.parametrize("name", list(OPW_ARMS))
-def test_the_compiled_opw_solver_and_forward_equal_the_python_ones_bit_for_bit(name):
+def test_the_compiled_opw_solver_and_forward_equal_the_interpreted_ones_bit_for_bit(name):
     lengths, offsets, signs = OPW_ARMS[name]
     model = opw.OPW(*lengths, offsets=offsets, signs=signs)
+    c = model._packed
     rng = np.random.default_rng(10)
     outcomes = set()
     for pose in _opw_poses(model, rng, 3000):
         rows = pose.tolist()
         previous = rng.uniform(-math.pi, math.pi, 6).tolist()
-        for args in ((None,), (previous,), (None, 0.3), (previous, -2.0)):  # previous, then j6 (5-DOF)
-            compiled = model._solve(rows, *args)
-            assert compiled == model._solve_python(rows, *args)
-            for q in compiled[0]:
-                assert model._fk_scalar(q) == model._fk_scalar_python(q)
-            reason = compiled[1] or ""
-            outcomes.add("reach" if "reaches" in reason else "offset" if "offset b" in reason else reason or "solved")
+        for reference, j6 in ((model._bounds()[2], None), (previous, None), (previous, 0.3)):  # j6: 5-DOF
+            solved = compiled.opw(c, rows, reference, j6)
+            assert solved == source.opw(c, rows, reference, j6)
+            for q in solved[0]:
+                assert compiled.opw_flange(c, q) == source.opw_flange(c, q)
+                fast, slow = np.empty((4, 4)), np.empty((4, 4))
+                compiled.opw_forward(c, q, fast)
+                source.opw_forward(c, q, slow)
+                np.testing.assert_array_equal(fast, slow)
+            failure = solved[1]
+            outcomes.add(failure[0] if failure else "solved")
     assert outcomes >= ({"solved", "reach", "offset"} if model.b else {"solved", "reach"})
+
+
+@compiled_only
+@pytest.mark.parametrize("name", list(OPW_ARMS))
+def test_the_compiled_opw_batches_equal_the_interpreted_ones_bit_for_bit(name):
+    lengths, offsets, signs = OPW_ARMS[name]
+    model = opw.OPW(*lengths, offsets=offsets, signs=signs)
+    c = model._packed
+    rng = np.random.default_rng(11)
+    poses = np.array(list(_opw_poses(model, rng, 300))).reshape(-1, 16)
+    joints = rng.uniform(-4, 4, (300, 6))
+    fast, slow = np.empty((300, 16)), np.empty((300, 16))
+    compiled.opw_forward_batch(c, joints, fast)
+    source.opw_forward_batch(c, joints, slow)
+    np.testing.assert_array_equal(fast, slow)
+    narrow = np.array([-math.pi, -1.7, -1.0, -3.5, -2.0, -7.0]), np.array([math.pi, 1.9, 1.1, 3.5, 2.0, 7.0])
+    for lower, upper in ((np.full(6, -np.inf), np.full(6, np.inf)), narrow):
+        reference = (lower + upper) / 2 if np.isfinite(lower).all() else np.zeros(6)
+        fast, slow = np.empty((300, 8, 6)), np.empty((300, 8, 6))
+        compiled.opw_inverse_batch(c, poses, lower, upper, reference, fast)
+        source.opw_inverse_batch(c, poses, lower, upper, reference, slow)
+        np.testing.assert_array_equal(fast, slow)
+        assert 0 < np.isnan(fast[..., 0]).sum() < fast[..., 0].size  # some branches kept, some refused
+
+
+@pytest.mark.parametrize("name", list(OPW_ARMS))
+def test_the_one_call_inverse_gives_what_the_general_path_gives(name):
+    from robohal.kinematics import JointLimits
+    from robohal.kinematics.base import pose_rows
+
+    lengths, offsets, signs = OPW_ARMS[name]
+    narrow = JointLimits(lower=[-math.pi, -1.7, -1.0, -3.5, -2.0, -7.0], upper=[math.pi, 1.9, 1.1, 3.5, 2.0, 7.0],
+                         velocity=[2.0] * 6, acceleration=10.0, jerk=200.0)
+    rng = np.random.default_rng(12)
+    taken = 0
+    for limits in (None, narrow):
+        model = opw.OPW(*lengths, offsets=offsets, signs=signs, limits=limits)
+        lower, upper, centre = model._bound_arrays()
+        for pose in _opw_poses(model, rng, 600):
+            rows, reason, may_repeat = model._solve(pose_rows(pose), None)
+            general = model._finish(rows, None, reason, may_repeat, normalised=True)
+            fast = model.inverse(pose)
+            np.testing.assert_array_equal(fast, general)
+            assert fast.reason == general.reason
+            out, slow = np.empty((8, 6)), np.empty((8, 6))
+            count = compiled.opw_sorted(model._packed, pose, lower, upper, centre, out)
+            assert count == source.opw_sorted(model._packed, pose, lower, upper, centre, slow)
+            np.testing.assert_array_equal(out[:count], slow[:count])
+            taken += count > 0
+    assert taken > 300  # the one call served most poses

@@ -26,12 +26,8 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics
+from .kernels import module as _kernels
 from .limits import JointLimits
-
-try:  # the scalar path compiled (core/setup.py builds it where there is a C compiler)
-    from ._kernels import chain as _compiled_chain
-except ImportError:  # pragma: no cover (installed without a compiler)
-    _compiled_chain = None
 
 
 def _vector(values: ArrayLike, n: int, name: str) -> tuple[float, ...]:
@@ -90,15 +86,13 @@ class DHChain(Kinematics):
         # alpha of 0 or +-90 deg (nearly every published table) makes Rx a permutation.
         self._kind = [0 if abs(x) < 1e-15 else 1 if abs(x - math.pi / 2) < 1e-15 else -1
                       if abs(x + math.pi / 2) < 1e-15 else 2 for x in self.alpha]
-        self._base_rows = self.base.tolist()
-        self._flange_rows = self.flange.tolist()
         self._flange_turns = bool((self.flange[:3, :3] != np.eye(3)).any())
-        # The same constants for the compiled scalar path (layout: see _kernels.c).
+        # The constants of the scalar path (layout: see _kernels.py).
         self._packed = array("d", [
             float(self.modified), float(self._flange_turns), *self.base[:3].ravel(), *self.flange[:3].ravel(),
             *(x for joint in zip(self.offsets, self._kind, self.a, self.d, self._ca, self._sa, strict=True)
               for x in joint),
-        ]).tobytes()
+        ])
 
     @property
     def reach_bound(self) -> tuple[Array, float]:
@@ -197,91 +191,7 @@ class DHChain(Kinematics):
 
     def _frame(self, q: list[float], jacobian: bool) -> tuple[tuple, list | None]:
         """Flange frame as (x, y, z, p) column tuples, and the 6 Jacobian rows if asked for."""
-        if _compiled_chain is not None:
-            return _compiled_chain(self._packed, q, jacobian)
-        jac = [[0.0] * self.dof for _ in range(6)] if jacobian else None
-        return self._fk(q, jac), jac
-
-    def _fk(self, q: list[float], jac: list | None) -> tuple:
-        """Flange frame as (x, y, z, p) column tuples; fills ``jac`` (6 lists) when given."""
-        b = self._base_rows
-        x = (b[0][0], b[1][0], b[2][0])
-        y = (b[0][1], b[1][1], b[2][1])
-        z = (b[0][2], b[1][2], b[2][2])
-        px, py, pz = b[0][3], b[1][3], b[2][3]
-        axes = []
-        # (zip over the per-joint constants: no attribute or index lookups in the loop)
-        joints = zip(q, self.offsets, self._kind, self.a, self.d, self._ca, self._sa, strict=False)
-        if self.modified:
-            # The rotation's columns and the position as plain floats: no tuple indexing per joint.
-            x0, x1, x2 = x
-            y0, y1, y2 = y
-            z0, z1, z2 = z
-            for qi, offset, kind, a, d, ca, sa in joints:
-                theta = qi + offset
-                ct, st = math.cos(theta), math.sin(theta)
-                # R = R Rx(alpha): u = ca y + sa z, z = ca z - sa y (alpha 0 or +-90 deg: no products).
-                if kind == 0:
-                    u0, u1, u2 = y0, y1, y2
-                elif kind == 1:
-                    u0, u1, u2, z0, z1, z2 = z0, z1, z2, -y0, -y1, -y2
-                elif kind == -1:
-                    u0, u1, u2, z0, z1, z2 = -z0, -z1, -z2, y0, y1, y2
-                else:
-                    u0, u1, u2, z0, z1, z2 = (ca * y0 + sa * z0, ca * y1 + sa * z1, ca * y2 + sa * z2,
-                                              ca * z0 - sa * y0, ca * z1 - sa * y1, ca * z2 - sa * y2)
-                # p += a x + d z (x is unchanged by Rx), then R = R Rz(theta); the joint axis is z.
-                if a:
-                    px += a * x0
-                    py += a * x1
-                    pz += a * x2
-                if d:
-                    px += d * z0
-                    py += d * z1
-                    pz += d * z2
-                x0, x1, x2, y0, y1, y2 = (ct * x0 + st * u0, ct * x1 + st * u1, ct * x2 + st * u2,
-                                          ct * u0 - st * x0, ct * u1 - st * x1, ct * u2 - st * x2)
-                axes.append(((z0, z1, z2), px, py, pz))
-            x, y, z = (x0, x1, x2), (y0, y1, y2), (z0, z1, z2)
-        else:
-            for qi, offset, kind, a, d, ca, sa in joints:  # noqa: B007 (kind only serves the modified loop)
-                theta = qi + offset
-                ct, st = math.cos(theta), math.sin(theta)
-                # The joint turns about the current z; p += R (a ct, a st, d); R = R Rz(theta) Rx(alpha).
-                axes.append((z, px, py, pz))
-                x1 = (ct * x[0] + st * y[0], ct * x[1] + st * y[1], ct * x[2] + st * y[2])
-                y1 = (ct * y[0] - st * x[0], ct * y[1] - st * x[1], ct * y[2] - st * x[2])
-                px += a * x1[0] + d * z[0]
-                py += a * x1[1] + d * z[1]
-                pz += a * x1[2] + d * z[2]
-                x = x1
-                y, z = ((ca * y1[0] + sa * z[0], ca * y1[1] + sa * z[1], ca * y1[2] + sa * z[2]),
-                        (ca * z[0] - sa * y1[0], ca * z[1] - sa * y1[1], ca * z[2] - sa * y1[2]))
-        f = self._flange_rows
-        fx, fy, fz = f[0][3], f[1][3], f[2][3]
-        px += fx * x[0] + fy * y[0] + fz * z[0]
-        py += fx * x[1] + fy * y[1] + fz * z[1]
-        pz += fx * x[2] + fy * y[2] + fz * z[2]
-        if self._flange_turns:
-            cols = []
-            for j in range(3):
-                cols.append((f[0][j] * x[0] + f[1][j] * y[0] + f[2][j] * z[0],
-                             f[0][j] * x[1] + f[1][j] * y[1] + f[2][j] * z[1],
-                             f[0][j] * x[2] + f[1][j] * y[2] + f[2][j] * z[2]))
-        else:  # a flange that only shifts (the usual case) leaves the axes as they are
-            cols = [x, y, z]
-        if jac is not None:
-            j0, j1, j2, j3, j4, j5 = jac
-            for i, (axis, ox, oy, oz) in enumerate(axes):
-                wx, wy, wz = axis
-                rx, ry, rz = px - ox, py - oy, pz - oz
-                j0[i] = wy * rz - wz * ry
-                j1[i] = wz * rx - wx * rz
-                j2[i] = wx * ry - wy * rx
-                j3[i] = wx
-                j4[i] = wy
-                j5[i] = wz
-        return cols[0], cols[1], cols[2], (px, py, pz)
+        return _kernels.chain(self._packed, q, jacobian)
 
     def pose_and_jacobian(self, q: ArrayLike) -> tuple[Array, Array]:
         """Flange pose (4, 4) and geometric Jacobian (6, dof) of one configuration."""

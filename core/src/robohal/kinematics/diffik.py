@@ -21,9 +21,8 @@ stays inside its range.
 The hot path works on plain floats, one 6 x 6 system per cycle (the Jacobian of
 the cycle's start serves its iterations) and the models' scalar
 :meth:`~robohal.kinematics.Kinematics.frame_and_jacobian_lists`. The box and the
-damped steps also exist compiled (``robohal.kinematics._kernels``, built where a C
-compiler was at install; :data:`COMPILED` says which one runs): the Python here
-is their reference.
+damped steps are kernels (``robohal.kinematics._kernels``, one source, compiled where a
+C compiler was at install; :data:`COMPILED` says whether they run compiled).
 """
 
 from __future__ import annotations
@@ -38,15 +37,9 @@ from numpy.typing import ArrayLike
 from ..errors import InvalidArgument
 from ..spatial import as_finite, rotation_error_rows
 from .base import Array, Kinematics, pose_rows
+from .kernels import COMPILED  # noqa: F401 (diffik.COMPILED: whether the cycle's kernels run compiled)
+from .kernels import module as _kernels
 from .limits import JointLimits
-
-try:  # numpy's own inverse kernel, without np.linalg.inv's per-call checks (~4 us instead of ~15 us a cycle)
-    from numpy.linalg._umath_linalg import inv as _inv_kernel
-
-    def _inverses(systems: Array) -> Array:
-        return _inv_kernel(systems, signature="d->d")
-except ImportError:  # pragma: no cover (a numpy that moved it)
-    _inverses = np.linalg.inv
 
 #: rad/s: the fastest any joint moves because of the nullspace posture pull
 MAX_POSTURE_RATE = 0.5
@@ -134,85 +127,11 @@ class IkOptions:
 # it will go, peak = velocity + release**2 / (2 jerk):
 #     position                                                                  if peak <= 0,
 #     position + peak (release / jerk + braking / jerk + period) + peak**2 / (2 braking)  else.
-# The box writes it out inline where it runs every cycle.
-
-
-def _travel_and_slope(base: float, v: float, s: float, t: float, jerk: float, braking: float) -> tuple[float, float]:
-    """The travel bound at acceleration ``s`` (see above) and its derivative in ``s``."""
-    release = s if s > 0.0 else 0.0
-    peak = v + t * s + release * release / (2.0 * jerk)
-    if peak <= 0.0:
-        return base + t * t * s, t * t
-    lever = release / jerk + braking / jerk + t
-    peak_slope = t + release / jerk
-    travel = base + t * t * s + peak * lever + peak * peak / (2.0 * braking)
-    slope = t * t + peak_slope * lever + (peak / jerk if s > 0.0 else 0.0) + peak * peak_slope / braking
-    return travel, slope
-
-
-def _limit_side(base: float, v: float, a_from: float, a_to: float, bound: float, period: float, jerk: float,
-                braking: float) -> float:
-    """Largest acceleration in [a_from, a_to] whose state still brakes before ``bound``
-    (``a_from`` itself when even that one cannot).
-
-    The travel bound is linear in the acceleration ``s`` until the joint would move
-    toward the bound at all (the kink ``s_k``), convex and increasing after it. There
-    Newton steps approach the root from the unsafe side; the last one is stepped back
-    by its travel excess over the smallest slope, which lands on the safe side.
-    """
-    if a_to <= a_from:
-        return a_to
-    t = period
-    t2 = t * t
-    # The travel at a_to: this is the usual exit (the bound is far away). It
-    # holds on the linear part too, where the travel is at least base + t2 * a_to.
-    release = a_to if a_to > 0.0 else 0.0
-    peak = v + t * a_to + release * release / (2.0 * jerk)
-    f1 = base + t2 * a_to
-    if peak > 0.0:
-        f1 = f1 + peak * (release / jerk + braking / jerk + t) + peak * peak / (2.0 * braking)
-    if f1 <= bound:
-        return a_to
-    # The kink: where the fastest velocity reached turns positive.
-    kink = -v / t if v > 0.0 else jerk * (-t + math.sqrt(t * t - 2.0 * v / jerk))
-    if a_to <= kink or base + t2 * kink >= bound:  # the linear part decides
-        s = (bound - base) / t2
-        s = s if s > a_from else a_from  # max and min as expressions: this runs ~20 times a cycle
-        return s if s < a_to else a_to
-    low = kink if kink > a_from else a_from
-    # Newton from the unsafe side, starting at the root of the travel without its release
-    # terms: exact when that root is not positive (then this first evaluation is the last),
-    # beyond the true root otherwise, as releasing only adds travel. Convexity keeps every
-    # step on the unsafe side, and the root lies at most (travel - bound) / slope_low below
-    # any of them.
-    high = a_to
-    lever = braking / jerk + t
-    disc = (t + lever) * (t + lever) - 2.0 * (base - t * v - bound) / braking  # (not ** 2: pow rounds differently from the compiled box)
-    if disc >= 0.0:
-        s = (braking * (math.sqrt(disc) - t - lever) - v) / t
-        high = s if low < s < high else high
-    f_high, slope = _travel_and_slope(base, v, high, t, jerk, braking)
-    if f_high <= bound:
-        return high
-    f_low, slope_low = _travel_and_slope(base, v, low, t, jerk, braking)
-    if f_low >= bound:  # even the start of the convex part cannot brake in time
-        return a_from
-    for _ in range(8):
-        back = (f_high - bound) / slope_low
-        if back <= NEWTON_TOLERANCE * (1.0 + abs(high)):  # close enough: step back to the safe side
-            break
-        high -= (f_high - bound) / slope
-        f_high, slope = _travel_and_slope(base, v, high, t, jerk, braking)
-        if f_high <= bound:
-            return high
-    else:  # not converged (never seen): the step back from where the steps ended
-        back = (f_high - bound) / slope_low
-    s = high - back
-    return s if s > low else low
+# The box (in _kernels.py) writes it out inline where it runs every cycle.
 
 
 def _joint_constants(limits: tuple[list[float], ...], period: float) -> tuple[tuple[float, ...], ...]:
-    """Per joint what :func:`_box` needs, computed once from :func:`_limit_lists`:
+    """Per joint what the box (``_kernels.box``) needs, computed once from :func:`_limit_lists`:
     (lower, upper, velocity, acceleration, jerk, jerk * period, braking deceleration,
     braking deceleration toward the position limits, velocity room, position room).
     The position limits and the braking toward them are those the box works with
@@ -234,100 +153,6 @@ def _joint_constants(limits: tuple[list[float], ...], period: float) -> tuple[tu
         position_room = t * t * acc + peak * (acc / jrk + end_braking / jrk + t) + peak * peak / (2.0 * end_braking)
         joints.append((low, high, vel, acc, jrk, jt, braking, end_braking, velocity_room, position_room * (1.0 + 1e-9)))
     return tuple(joints)
-
-
-def _box_python(h3: list[float], h2: list[float], h1: list[float], period: float, joints: tuple[tuple[float, ...], ...],
-                goal: list[float] | None = None, follow: list[float] | None = None) -> tuple[list, list]:
-    """The lowest and highest next goal of each joint (see :func:`cycle_box`), from the
-    last three goals and :func:`_joint_constants`.
-
-    With a ``goal`` (moving ``follow`` rad per cycle), the box is narrowed so that each
-    joint, relative to the moving goal, can still stop at it: no overshoot from rushing
-    at it, and no braking-distance lag behind a goal that keeps moving. Only the side
-    the joint would pass the goal on is narrowed: the goal, clipped to the box, lands
-    there (the other side cannot bind). Never narrower than the hardest braking.
-    (One pass over the joints, usual cases first: this runs every cycle.)
-    """
-    t = period
-    t2 = t * t
-    out_lo, out_hi = [], []
-    goals = [None] * len(joints) if goal is None else zip(goal, follow, strict=True)  # type: ignore[arg-type]
-    for x3, x2, x1, (low, high, vel, acc, jrk, jt, braking, end_braking, velocity_room, position_room), g_f in zip(
-            h3, h2, h1, joints, goals, strict=False):
-        v = (x1 - x2) / t
-        a = (x1 - 2.0 * x2 + x3) / t2
-        lo = a - jt if a - jt > -acc else -acc
-        hi = a + jt if a + jt < acc else acc
-        brake_down, brake_up = lo, hi  # hardest braking of each direction this cycle
-        # Velocity: after releasing the acceleration at the jerk limit, |v| stays within the limit.
-        # (min and max written as comparisons: this runs every cycle for every joint)
-        room_up, room_down = vel - v, vel + v
-        if room_up < velocity_room:
-            cap = -jt + math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_up < 0.0 else room_up))
-            hi = cap if cap < hi else hi
-            cap = room_up / t
-            hi = cap if cap < hi else hi
-        if room_down < velocity_room:
-            cap = jt - math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_down < 0.0 else room_down))
-            lo = cap if cap > lo else lo
-            cap = (-vel - v) / t
-            lo = cap if cap > lo else lo
-        base = x1 + t * v
-        if not (high - base > position_room and base - low > position_room and -vel <= v <= vel):
-            # A joint already nearer its limit than the box's own (see END_SHARE) may stay there.
-            high = x1 if x1 > high else high
-            low = x1 if x1 < low else low
-            cap = (high - base) / t2
-            hi = cap if cap < hi else hi
-            cap = (low - base) / t2
-            lo = cap if cap > lo else lo
-            # Position: the state after this cycle can still stop before either limit. The
-            # travel at the box's edge usually shows the limit is far enough without a call.
-            release = hi if hi > 0.0 else 0.0
-            peak = v + t * hi + release * release / (2.0 * jrk)
-            reach = base + t2 * hi
-            if peak > 0.0:
-                reach = reach + peak * (release / jrk + end_braking / jrk + t) + peak * peak / (2.0 * end_braking)
-            if reach > high:
-                hi = _limit_side(base, v, brake_down, hi, high, t, jrk, end_braking)
-            nbase, nv, nlo = -base, -v, -lo  # the lower limit is the upper one of the mirrored joint
-            release = nlo if nlo > 0.0 else 0.0
-            peak = nv + t * nlo + release * release / (2.0 * jrk)
-            reach = nbase + t2 * nlo
-            if peak > 0.0:
-                reach = reach + peak * (release / jrk + end_braking / jrk + t) + peak * peak / (2.0 * end_braking)
-            if reach > -low:
-                lo = -_limit_side(nbase, nv, -brake_up, nlo, -low, t, jrk, end_braking)
-            if lo > hi:  # cannot happen from a history this box produced; stay jerk-feasible
-                lo = hi = min(max(0.5 * (lo + hi), brake_down), brake_up)
-        if g_f is not None:
-            g, f = g_f
-            # In the frame moving with the goal (which is at g when this cycle ends) the joint
-            # keeps its position and moves at v - f / period: it may not pass g from there.
-            # A joint landing on g would pass it on the side its velocity points to, once its
-            # acceleration is released: only that side needs narrowing.
-            rel_v = v - f / t
-            s = (g - base) / t2
-            w = rel_v + t * s
-            gained = s * s / (2.0 * jrk)  # the velocity still gained while the acceleration is released
-            if w + (gained if s > 0.0 else 0.0) > 0.0 and g >= base + t2 * lo:
-                hi = _limit_side(base, rel_v, lo, hi, g, t, jrk, braking)
-            if w - (gained if s < 0.0 else 0.0) < 0.0 and g <= base + t2 * hi:
-                lo = -_limit_side(-base, -rel_v, -hi, -lo, -g, t, jrk, braking)
-        out_lo.append(base + t2 * lo)
-        out_hi.append(base + t2 * hi)
-    return out_lo, out_hi
-
-
-try:  # the box and the damped steps compiled (core/setup.py builds them where there is a C compiler)
-    from ._kernels import box as _box
-    from ._kernels import steps as _compiled_steps
-
-    COMPILED = True
-except ImportError:  # pragma: no cover (installed without a compiler)
-    _box = _box_python
-    _compiled_steps = None
-    COMPILED = False
 
 
 def _limit_lists(limits: JointLimits) -> tuple[list[float], ...]:
@@ -355,7 +180,7 @@ def cycle_box(limits: JointLimits, period: float, history: ArrayLike) -> tuple[A
     if history.shape != (3, limits.dof):
         raise InvalidArgument(f"history must have shape (3, {limits.dof}), got {history.shape}")
     period = _check_period(period)
-    lo, hi = _box(*history.tolist(), period, _joint_constants(_limit_lists(limits), period))
+    lo, hi = _kernels.box(*history.tolist(), period, _joint_constants(_limit_lists(limits), period))
     return np.array(lo), np.array(hi)
 
 
@@ -389,12 +214,8 @@ class DifferentialIk:
         rw = options.rotation_weight
         # A model that only positions a point (a planar arm) is steered by x and y alone.
         self._weights = [1.0, 1.0, 0.0, 0.0, 0.0, 0.0] if model.position_only else [1.0, 1.0, 1.0, rw, rw, rw]
-        self._weight_column = np.array(self._weights)[:, None]
         damping = min(max(options.damping, DAMPING_RANGE[0]), DAMPING_RANGE[1])
         self._damping2 = damping**2
-        self._eyes = np.stack([np.eye(6) * self._damping2, np.eye(6) * NULLSPACE_DAMPING ** 2])
-        self._systems = np.zeros((2, 6, 6))
-        self._gains: tuple | None = None  # the last Jacobian's gains (numpy path)
         self._step_caps = (model.limits.velocity * SAFETY * self.period).tolist()
         self._last_goal: list | None = None
         self._cache: tuple | None = None  # (q, frame, Jacobian) where the last cycle ended
@@ -440,26 +261,8 @@ class DifferentialIk:
         damping^2 I)^-1 e~, and the joint ``offset`` less what the task sees of it, the part
         in the task's nullspace (through a barely damped projector: a damped one would leak the
         pull into the task). ``motion`` and ``offset`` may be None (then so is their result)."""
-        if _compiled_steps is not None:
-            return _compiled_steps(jac, self._weights, self._damping2, NULLSPACE_DAMPING**2, error, motion, offset)
-        cached = self._gains
-        if cached is None or cached[0] is not jac:  # one factorisation per Jacobian
-            jw = np.array(jac)
-            jw *= self._weight_column
-            # The damped pseudo-inverse (dof, 6) and the barely damped one (for the nullspace)
-            # in one product; both systems damped, so never singular.
-            gain, null_gain = jw.T @ _inverses(np.add(jw @ jw.T, self._eyes, out=self._systems))
-            self._gains = cached = (jac, jw, gain, null_gain)
-        _, jw, gain, null_gain = cached
-        if motion is None:
-            delta, follow = (gain @ np.array(error)).tolist(), None  # (lists convert faster by np.array than inside @)
-        else:
-            delta, follow = (np.array([error, motion]) @ gain.T).tolist()
-        null = None
-        if offset is not None:
-            offset_array = np.array(offset)
-            null = (offset_array - null_gain @ (jw @ offset_array)).tolist()
-        return delta, follow, null
+        return _kernels.steps(jac, self._weights, self._damping2, NULLSPACE_DAMPING * NULLSPACE_DAMPING, error, motion,
+                              offset)
 
     def _frame_and_jacobian(self, q: list[float], with_jacobian: bool = True) -> tuple[tuple, list]:
         return self.model.frame_and_jacobian_lists(q, with_jacobian)
@@ -499,8 +302,8 @@ class DifferentialIk:
             v = (h1[j] - h2[j]) / t
             base = h1[j] + t * v
             s = (goals[j] - base) / (t * t)
-            furthest_up = _travel_and_slope(base, v, s, t, jrk, braking)[0]
-            furthest_down = -_travel_and_slope(-base, -v, -s, t, jrk, braking)[0]
+            furthest_up = _kernels.travel_and_slope(base, v, s, t, jrk, braking)[0]
+            furthest_down = -_kernels.travel_and_slope(-base, -v, -s, t, jrk, braking)[0]
             if w > 0.0:
                 low, high = low + w * furthest_down, high + w * furthest_up
             else:
@@ -550,7 +353,6 @@ class DifferentialIk:
             raise InvalidArgument("call reset(q) with the current joints before step()")
         goal = pose_rows(target, "target pose")
         options = self.options
-        self._gains = None  # the numpy path's factorisation serves this cycle only
         h3, h2, h1 = self._history
         q = h1
         # Toward the posture: its full offset now, the rate-limited share after projection.
@@ -598,7 +400,7 @@ class DifferentialIk:
                 moved, follow = list(q), [0.0] * self.dof
             if iteration == 0:
                 # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
-                lo, hi = _box(h3, h2, h1, self.period, self._joints, moved, follow)
+                lo, hi = _kernels.box(h3, h2, h1, self.period, self._joints, moved, follow)
             clipped = []
             free = False  # whether any joint reached its own goal inside the box
             for x, low, high in zip(moved, lo, hi, strict=True):  # min(max(x, low), high), as comparisons

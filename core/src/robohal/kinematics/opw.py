@@ -28,13 +28,8 @@ from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics, Solutions, pose_rows
 from .constraints import Constraints
+from .kernels import module as _kernels
 from .limits import JointLimits
-
-try:  # the single-pose solver compiled (core/setup.py builds it where there is a C compiler)
-    from ._kernels import opw as _compiled_solve
-    from ._kernels import opw_forward as _compiled_forward
-except ImportError:  # pragma: no cover (installed without a compiler)
-    _compiled_solve = _compiled_forward = None
 
 PI = math.pi
 TWO_PI = 2.0 * math.pi
@@ -50,20 +45,11 @@ RIM_SLACK = 1e-10
 # Every solution must reproduce the pose within these (m, and rotation-matrix entries).
 VERIFY_POSITION = 1e-6
 VERIFY_ROTATION = 1e-6
-# Poses per chunk in the batch paths (keeps temporaries in cache).
-CHUNK = 2048
 
 
 def _wrap(x: float) -> float:
     """Angle into (-pi, pi]."""
     return PI - (PI - x) % TWO_PI
-
-
-def _wrap_array(x: Array) -> Array:
-    """Angles into (-pi, pi] (round to the nearest turn; cheaper than a remainder)."""
-    x = x - TWO_PI * np.rint(x * (1.0 / TWO_PI))
-    np.add(x, TWO_PI, out=x, where=x <= -PI)
-    return x
 
 
 class OPW(Kinematics):
@@ -124,9 +110,9 @@ class OPW(Kinematics):
         self._offsets = np.array(self.offsets)
         self._constants = (self.a1, self.a2, self.b, self.c1, self.c2, self.c3, self.c4, self._k, self._psi)
         self._signs = np.array(self.signs)
-        # The same constants for the compiled solver (layout: see _kernels.c).
+        # The same constants for the kernels (layout: see _kernels.py).
         self._packed = array("d", [*self._constants, *self.signs, *self.offsets, NEAR_DEGENERATE, RIM_SLACK,
-                                   VERIFY_POSITION, VERIFY_ROTATION, WRIST_DEGENERATE]).tobytes()
+                                   VERIFY_POSITION, VERIFY_ROTATION, WRIST_DEGENERATE])
 
     def __repr__(self) -> str:
         return (f"OPW(a1={self.a1}, a2={self.a2}, b={self.b}, c1={self.c1}, c2={self.c2}, c3={self.c3},"
@@ -139,62 +125,9 @@ class OPW(Kinematics):
 
     # Forward kinematics -----------------------------------------------------------------
 
-    def _fk_scalar(self, q: list[float]) -> list[float]:
+    def _fk_scalar(self, q: list[float]) -> tuple:
         """Flange pose for one configuration: R row-major then p, 12 floats."""
-        if _compiled_forward is not None:
-            return _compiled_forward(self._packed, q)
-        return self._fk_scalar_python(q)
-
-    def _fk_scalar_python(self, q: list[float]) -> list[float]:
-        """:meth:`_fk_scalar` in Python: the reference of the compiled one."""
-        s, o = self.signs, self.offsets
-        t1 = s[0] * q[0] - o[0]
-        t2 = s[1] * q[1] - o[1]
-        t23 = t2 + s[2] * q[2] - o[2]
-        t4 = s[3] * q[3] - o[3]
-        t5 = s[4] * q[4] - o[4]
-        t6 = s[5] * q[5] - o[5]
-        sn1, cs1 = math.sin(t1), math.cos(t1)
-        sn2, cs2 = math.sin(t2), math.cos(t2)
-        s23, c23 = math.sin(t23), math.cos(t23)
-        sn4, cs4 = math.sin(t4), math.cos(t4)
-        sn5, cs5 = math.sin(t5), math.cos(t5)
-        sn6, cs6 = math.sin(t6), math.cos(t6)
-        return self._pose_entries(sn1, cs1, sn2, cs2, s23, c23, sn4, cs4, sn5, cs5, sn6, cs6)
-
-    def _pose_entries(self, sn1, cs1, sn2, cs2, s23, c23, sn4, cs4, sn5, cs5, sn6, cs6) -> list:
-        """Flange pose entries (R row-major, then p) from the joints' sines and cosines:
-        floats for one configuration, arrays for a batch (the same arithmetic)."""
-        # R3_6 = Rz(t4) Ry(t5) Rz(t6)
-        c4c5 = cs4 * cs5
-        s4c5 = sn4 * cs5
-        e00 = c4c5 * cs6 - sn4 * sn6
-        e01 = -c4c5 * sn6 - sn4 * cs6
-        e02 = cs4 * sn5
-        e10 = s4c5 * cs6 + cs4 * sn6
-        e11 = -s4c5 * sn6 + cs4 * cs6
-        e12 = sn4 * sn5
-        e20 = -sn5 * cs6
-        e21 = sn5 * sn6
-        e22 = cs5
-        # R0_3 = Rz(t1) Ry(t23); rows 0/1 share u = c23 e0j + s23 e2j.
-        u0 = c23 * e00 + s23 * e20
-        u1 = c23 * e01 + s23 * e21
-        u2 = c23 * e02 + s23 * e22
-        r02 = cs1 * u2 - sn1 * e12
-        r12 = sn1 * u2 + cs1 * e12
-        r22 = c23 * e22 - s23 * e02
-        xw = self.a1 + self.c2 * sn2 + self.a2 * c23 + self.c3 * s23
-        zw = self.c1 + self.c2 * cs2 - self.a2 * s23 + self.c3 * c23
-        c4 = self.c4
-        return [
-            cs1 * u0 - sn1 * e10, cs1 * u1 - sn1 * e11, r02,
-            sn1 * u0 + cs1 * e10, sn1 * u1 + cs1 * e11, r12,
-            c23 * e20 - s23 * e00, c23 * e21 - s23 * e01, r22,
-            cs1 * xw - sn1 * self.b + c4 * r02,
-            sn1 * xw + cs1 * self.b + c4 * r12,
-            zw + c4 * r22,
-        ]
+        return _kernels.opw_flange(self._packed, q)
 
     def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
         """Flange frame ``(x, y, z, p)`` columns and the 6 x 6 Jacobian rows (no validation)."""
@@ -233,44 +166,21 @@ class OPW(Kinematics):
             jac[5][i] = sign * wz
         return (x, y, z, p), jac
 
-    def _fk_arrays(self, theta: Array) -> list[Array]:
-        """Flange pose entries for model angles ``theta`` (6, n): 12 arrays (R row-major, p)."""
-        t1, t2, t3, t4, t5, t6 = theta
-        sn1, cs1 = np.sin(t1), np.cos(t1)
-        sn2, cs2 = np.sin(t2), np.cos(t2)
-        t23 = t2 + t3
-        s23, c23 = np.sin(t23), np.cos(t23)
-        sn4, cs4 = np.sin(t4), np.cos(t4)
-        sn5, cs5 = np.sin(t5), np.cos(t5)
-        sn6, cs6 = np.sin(t6), np.cos(t6)
-        return self._pose_entries(sn1, cs1, sn2, cs2, s23, c23, sn4, cs4, sn5, cs5, sn6, cs6)
-
     def forward(self, q: ArrayLike) -> Array:
         """Flange pose (4, 4) for joints (6,); (..., 4, 4) for (..., 6)."""
         if (type(q) is np.ndarray and q.shape == (6,) and q.dtype == np.float64) or (
                 type(q) in (list, tuple) and len(q) == 6 and all(type(x) is float for x in q)):
-            values = q.tolist() if type(q) is np.ndarray else list(q)
+            values = q.tolist() if type(q) is np.ndarray else q
             if all(map(math.isfinite, values)):
-                m = self._fk_scalar(values)
-                # (a flat list converts faster than nested ones)
-                return np.array([m[0], m[1], m[2], m[9], m[3], m[4], m[5], m[10], m[6], m[7], m[8], m[11],
-                                 0.0, 0.0, 0.0, 1.0]).reshape(4, 4)
+                pose = np.empty((4, 4))
+                _kernels.opw_forward(self._packed, values, pose)
+                return pose
         q = self._joints(q)
         if q.ndim == 1:
             return self.forward(q.tolist())
-        flat = q.reshape(-1, 6)
-        n = flat.shape[0]
-        out = np.empty((n, 16))
-        # Entries are computed as rows of a (16, chunk) buffer, then written in one transposed copy.
-        buffer = np.zeros((16, min(CHUNK, n)))
-        buffer[15] = 1.0
-        for start in range(0, n, CHUNK):
-            stop = min(start + CHUNK, n)
-            theta = (flat[start:stop] * self._signs - self._offsets).T
-            block = buffer[:, : stop - start]
-            for index, value in zip((0, 1, 2, 4, 5, 6, 8, 9, 10, 3, 7, 11), self._fk_arrays(theta), strict=True):
-                block[index] = value
-            out[start:stop] = block.T
+        flat = np.ascontiguousarray(q.reshape(-1, 6))
+        out = np.empty((flat.shape[0], 4, 4))
+        _kernels.opw_forward_batch(self._packed, flat, out.reshape(-1, 16))
         return out.reshape(*q.shape[:-1], 4, 4)
 
     def joint_poses(self, q: ArrayLike) -> Array:
@@ -333,10 +243,17 @@ class OPW(Kinematics):
         """All verified solutions (joint lists, normalised) for one pose given as
         rows, the reason when there is none, and whether two may coincide (near a
         singularity; the finisher looks for repeats only then)."""
-        if _compiled_solve is None:
-            return self._solve_python(m, previous, j6)
-        rows, failure, may_repeat = _compiled_solve(self._packed, m, self._bounds()[2] if previous is None else previous, j6)
+        rows, failure, may_repeat = _kernels.opw(self._packed, m, self._bounds()[2] if previous is None else previous, j6)
         return (rows, None, may_repeat) if failure is None else ([], self._failure(*failure), False)
+
+    def _bound_arrays(self) -> tuple[Array, Array, Array]:
+        """Lower and upper limits and their centre as arrays (as :meth:`_bounds` has them)."""
+        bounds = self._bounds()
+        cache = self.__dict__.get("_bound_arrays_cache")
+        if cache is None or cache[0] is not bounds:
+            cache = bounds, tuple(np.array(values, dtype=float) for values in bounds[:3])
+            self.__dict__["_bound_arrays_cache"] = cache
+        return cache[1]
 
     def _failure(self, kind: str, *values: float) -> str:
         """Why a pose has no solution: the wrist centre (x, y) inside the offset b, the
@@ -349,116 +266,6 @@ class OPW(Kinematics):
                     f" {abs(self.c2 - self._k):.4f} to {self.c2 + self._k:.4f} m")
         return "no configuration reproduces the pose (numerically degenerate target)"
 
-    def _solve_python(self, m: list[list[float]], previous: list[float] | None,
-                      j6: float | None = None) -> tuple[list, str | None, bool]:
-        """:meth:`_solve` in Python: the reference of the compiled solver."""
-        r00, r01, r02, px = m[0]
-        r10, r11, r12, py = m[1]
-        r20, r21, r22, pz = m[2]
-        a1, a2, b, c1, c2, c3, c4, k, psi = self._constants
-        s0, s1, s2, s3, s4, s5 = self.signs
-        o0, o1, o2, o3, o4, o5 = self.offsets
-        # Wrist centre.
-        cx = px - c4 * r02
-        cy = py - c4 * r12
-        cz = pz - c4 * r22
-        rho2 = cx * cx + cy * cy - b * b
-        if rho2 < -1e-12:
-            return [], self._failure("offset", cx, cy), False
-        r = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
-        near_degenerate = r < NEAR_DEGENERATE
-        # On the J1 axis J1 is free: it stays at the reference (previous, else the limits' centre).
-        phi = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else self._reference(previous, 0)
-        v = cz - c1
-        kk = c2 * c2 + k * k
-        two_c2k = 2.0 * c2 * k
-        rows: list[list[float]] = []
-        out_of_reach = None  # (u, v) of the first shoulder branch out of reach: the reason if none is found
-        for xp in (r, -r):
-            u = xp - a1
-            d = (u * u + v * v - kk) / two_c2k
-            if abs(d) > 1.0 + RIM_SLACK:
-                out_of_reach = out_of_reach or (u, v)
-                continue
-            d = d if d > -1.0 else -1.0
-            d = d if d < 1.0 else 1.0
-            t1 = phi - math.atan2(b, xp)
-            sn1, cs1 = math.sin(t1), math.cos(t1)
-            h_x = cs1 * r00 + sn1 * r10
-            h_y = cs1 * r01 + sn1 * r11
-            h_z = cs1 * r02 + sn1 * r12
-            m12 = cs1 * r12 - sn1 * r02
-            along = math.atan2(u, v)
-            root = math.sqrt(1.0 - d * d)
-            if root < NEAR_DEGENERATE:
-                near_degenerate = True
-            q1 = PI - (PI - s0 * (t1 + o0)) % TWO_PI
-            for sin_elbow in ((root, -root) if root > 0 else (0.0,)):
-                t3 = math.atan2(sin_elbow, d) - psi
-                t2 = along - math.atan2(k * sin_elbow, c2 + k * d)
-                t23 = t2 + t3
-                s23, c23 = math.sin(t23), math.cos(t23)
-                # Wrist centre check (the arm part of the forward kinematics).
-                xw = a1 + c2 * math.sin(t2) + a2 * c23 + c3 * s23
-                zw = c1 + c2 * math.cos(t2) - a2 * s23 + c3 * c23
-                if (abs(cs1 * xw - sn1 * b - cx) > VERIFY_POSITION or abs(sn1 * xw + cs1 * b - cy) > VERIFY_POSITION
-                        or abs(zw - cz) > VERIFY_POSITION):
-                    continue
-                # M = R0_3^T R: its third column and third row give the wrist angles.
-                m02 = c23 * h_z - s23 * r22
-                m22 = s23 * h_z + c23 * r22
-                sin5 = math.sqrt(m02 * m02 + m12 * m12)
-                t5 = math.atan2(sin5, m22)
-                if sin5 < NEAR_DEGENERATE:
-                    near_degenerate = True
-                flip = sin5 >= WRIST_DEGENERATE
-                if flip:
-                    t4 = math.atan2(m12, m02)
-                    t6 = j6 if j6 is not None else math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
-                else:
-                    t4 = self._reference(previous, 3)
-                    if j6 is not None:
-                        t6 = j6
-                    else:
-                        m00 = c23 * h_x - s23 * r20
-                        m10 = cs1 * r10 - sn1 * r00
-                        if m22 > 0:  # J5 = 0: only t4 + t6 is fixed
-                            t6 = math.atan2(m10, m00) - t4
-                        else:  # J5 = pi: only t4 - t6 is fixed
-                            t6 = t4 - math.atan2(-m10, -m00)
-                # Verify the rotation: R0_3 R3_6 against the target's z (and, unless 5-DOF, x) axis.
-                # The flipped wrist (t4 + pi, -t5, t6 + pi) is the same rotation with the signs of
-                # sin/cos t4, sin t5 and sin/cos t6 negated: every product below is the same
-                # number, so this one check verifies both wrists.
-                sn4, cs4 = math.sin(t4), math.cos(t4)
-                sn5, cs5 = math.sin(t5), math.cos(t5)
-                e02, e12 = cs4 * sn5, sn4 * sn5
-                u2 = c23 * e02 + s23 * cs5
-                if (abs(cs1 * u2 - sn1 * e12 - r02) > VERIFY_ROTATION or abs(sn1 * u2 + cs1 * e12 - r12) > VERIFY_ROTATION
-                        or abs(c23 * cs5 - s23 * e02 - r22) > VERIFY_ROTATION):
-                    continue
-                if j6 is None:
-                    sn6, cs6 = math.sin(t6), math.cos(t6)
-                    e00 = cs4 * cs5 * cs6 - sn4 * sn6
-                    e10 = sn4 * cs5 * cs6 + cs4 * sn6
-                    e20 = -sn5 * cs6
-                    u0 = c23 * e00 + s23 * e20
-                    if (abs(cs1 * u0 - sn1 * e10 - r00) > VERIFY_ROTATION or abs(sn1 * u0 + cs1 * e10 - r10) > VERIFY_ROTATION
-                            or abs(c23 * e20 - s23 * e00 - r20) > VERIFY_ROTATION):
-                        continue
-                # Joints from model angles, each into (-pi, pi] (inline: this is the hot path).
-                q2 = PI - (PI - s1 * (t2 + o1)) % TWO_PI
-                q3 = PI - (PI - s2 * (t3 + o2)) % TWO_PI
-                rows.append([q1, q2, q3, PI - (PI - s3 * (t4 + o3)) % TWO_PI, PI - (PI - s4 * (t5 + o4)) % TWO_PI,
-                             PI - (PI - s5 * (t6 + o5)) % TWO_PI])
-                if flip:
-                    t6f = t6 if j6 is not None else t6 + PI
-                    rows.append([q1, q2, q3, PI - (PI - s3 * (t4 + PI + o3)) % TWO_PI, PI - (PI - s4 * (o4 - t5)) % TWO_PI,
-                                 PI - (PI - s5 * (t6f + o5)) % TWO_PI])
-        if not rows:
-            return [], self._failure("degenerate" if out_of_reach is None else "reach", *(out_of_reach or ())), False
-        return rows, None, near_degenerate
-
     def _reference(self, previous: list[float] | None, i: int) -> float:
         """Model angle ``i`` of ``previous`` (else of the limits' centre): the choice a singular pose leaves open."""
         joint = previous[i] if previous is not None else self._bounds()[2][i]
@@ -468,6 +275,14 @@ class OPW(Kinematics):
         return self._solve(pose.tolist(), None if previous is None else list(previous))[:2]
 
     def inverse(self, pose: ArrayLike) -> Solutions:
+        if (type(pose) is np.ndarray and pose.dtype == np.float64 and pose.shape == (4, 4)
+                and self.constraints is None and type(self)._admissible is Kinematics._admissible):
+            # The usual case in one kernel call; anything unusual takes the general path below.
+            lower, upper, centre = self._bound_arrays()
+            out = np.empty((8, 6))
+            count = _kernels.opw_sorted(self._packed, np.ascontiguousarray(pose), lower, upper, centre, out)
+            if count:
+                return Solutions(out[:count])
         rows, reason, may_repeat = self._solve(pose_rows(pose), None)
         return self._finish(rows, None, reason, may_repeat, normalised=True)
 
@@ -512,113 +327,25 @@ class OPW(Kinematics):
         """(n, 8, 6) solutions in fixed slots (4 * back + 2 * elbow branch + flip),
         FK-verified, normalised to (-pi, pi] (moved by a turn into ``limits`` and
         filtered by them when given); NaN where a branch does not exist."""
-        n = poses.shape[0]
-        out = np.empty((n, 8, 6))
-        for start in range(0, n, CHUNK):
-            stop = min(start + CHUNK, n)
-            out[start:stop] = self._solve_chunk(poses[start:stop], limits)
+        poses = np.ascontiguousarray(poses.reshape(-1, 16))
+        lower, upper = (limits.lower, limits.upper) if limits is not None else (np.full(6, -np.inf), np.full(6, np.inf))
+        out = np.empty((poses.shape[0], 8, 6))
+        _kernels.opw_inverse_batch(self._packed, poses, np.ascontiguousarray(lower, dtype=float),
+                                   np.ascontiguousarray(upper, dtype=float), np.asarray(self._bounds()[2], dtype=float), out)
         return out
-
-    def _solve_chunk(self, poses: Array, limits: JointLimits | None = None) -> Array:
-        n = poses.shape[0]
-        a1, b, c2, k, psi = self.a1, self.b, self.c2, self._k, self._psi
-        flat = poses.reshape(n, 16).T  # rows: matrix entries, columns: poses
-        r00, r01, r02, px, r10, r11, r12, py, r20, r21, r22, pz = (np.ascontiguousarray(flat[i]) for i in range(12))
-        cx = px - self.c4 * r02
-        cy = py - self.c4 * r12
-        cz = pz - self.c4 * r22
-        rho2 = cx * cx + cy * cy - b * b
-        bad_base = rho2 < -1e-12
-        r = np.sqrt(np.maximum(rho2, 0.0))
-        centre = self._bounds()[2]
-        ref = [self.signs[i] * centre[i] - self.offsets[i] for i in range(6)]
-        phi = np.arctan2(cy, cx)
-        on_axis = cx * cx + cy * cy <= 1e-24
-        if on_axis.any():
-            phi[on_axis] = ref[0]
-        xp = np.stack([r, -r])  # (2, n): front, back
-        t1 = phi - np.arctan2(b, xp)
-        u = xp - a1
-        v = cz - self.c1
-        d = (u * u + v * v - (c2 * c2 + k * k)) / (2.0 * c2 * k)
-        unreachable = (np.abs(d) > 1.0 + RIM_SLACK) | bad_base
-        d = np.clip(d, -1.0, 1.0)
-        root = np.sqrt(1.0 - d * d)
-        sin_elbow = np.stack([root, -root], axis=1)  # (2, 2, n): shoulder, elbow
-        t3 = np.arctan2(sin_elbow, d[:, None]) - psi
-        t2 = np.arctan2(u, v)[:, None] - np.arctan2(k * sin_elbow, c2 + k * d[:, None])
-        sn1, cs1 = np.sin(t1)[:, None], np.cos(t1)[:, None]
-        t23 = t2 + t3
-        s23, c23 = np.sin(t23), np.cos(t23)
-        h_x = cs1 * r00 + sn1 * r10
-        h_y = cs1 * r01 + sn1 * r11
-        h_z = cs1 * r02 + sn1 * r12
-        m02 = c23 * h_z - s23 * r22
-        m12 = cs1 * r12 - sn1 * r02
-        m22 = s23 * h_z + c23 * r22
-        sin5 = np.sqrt(m02 * m02 + m12 * m12)
-        t5 = np.arctan2(sin5, m22)
-        t4 = np.arctan2(m12, m02)
-        t6 = np.arctan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
-        degenerate = sin5 < WRIST_DEGENERATE
-        if degenerate.any():
-            m00 = c23 * h_x - s23 * r20
-            m10 = cs1 * r10 - sn1 * r00
-            t4 = np.where(degenerate, ref[3], t4)
-            sum46 = np.arctan2(m10, m00)
-            diff46 = np.arctan2(-m10, -m00)
-            t6 = np.where(degenerate, np.where(m22 > 0, sum46 - ref[3], ref[3] - diff46), t6)
-        # Branch angles (6, 2, 2, 2, n): joint, shoulder, elbow, flip.
-        theta = np.empty((6, 2, 2, 2, n))
-        theta[0] = t1[:, None, None, :]
-        theta[1] = t2[:, :, None, :]
-        theta[2] = t3[:, :, None, :]
-        theta[3, :, :, 0] = t4
-        theta[3, :, :, 1] = t4 + PI
-        theta[4, :, :, 0] = t5
-        theta[4, :, :, 1] = -t5
-        theta[5, :, :, 0] = t6
-        theta[5, :, :, 1] = t6 + PI
-        q = _wrap_array((theta + self._offsets[:, None, None, None, None]) * self._signs[:, None, None, None, None])
-        bad = np.zeros((2, 2, 2, n), dtype=bool)
-        if limits is not None:
-            # Into the limits by a turn where that helps, then inside or out.
-            for j, (low, high) in enumerate(zip(limits.lower.tolist(), limits.upper.tolist(), strict=True)):
-                row = q[j]
-                if low > -PI:
-                    under = row < low
-                    if under.any():
-                        row[under] += TWO_PI
-                if high < PI:
-                    over = row > high
-                    if over.any():
-                        row[over] -= TWO_PI
-                bad |= (row < low - 1e-9) | (row > high + 1e-9)
-        # Verify every branch with the forward kinematics of its final joints. The flip
-        # branches share J1-J3 exactly (same values), so those angles are taken once.
-        th = q * self._signs[:, None, None, None, None] - self._offsets[:, None, None, None, None]
-        pose = self._fk_arrays((th[0][:, :1, :1], th[1][:, :, :1], th[2][:, :, :1], th[3], th[4], th[5]))
-        target = (r00, r01, r02, r10, r11, r12, r20, r21, r22, px, py, pz)
-        error = np.zeros((2, 2, 2, n))
-        for value, wanted in zip(pose, target, strict=True):
-            np.maximum(error, np.abs(value - wanted), out=error)
-        bad |= ~(error <= VERIFY_POSITION)  # also catches NaN
-        bad |= unreachable[:, None, None, :]
-        bad[:, :, 1] |= degenerate  # at J5 = 0 the flipped wrist repeats the other
-        q = q.reshape(6, 8 * n)
-        q[:, bad.reshape(-1)] = np.nan
-        return q.reshape(6, 8, n).transpose(2, 1, 0)
 
     def inverse_batch(self, poses: ArrayLike) -> Array:
         """All 8 branches for N poses: (N, 8, 6), NaN where a branch does not exist
         or leaves the limits. Slot ``4 * back + 2 * elbow + flip`` is stable, so a
         column follows one branch; :func:`~robohal.kinematics.pick_best` picks one per pose."""
-        from .. import spatial
-
-        poses = spatial.as_pose(poses, "poses")
-        if poses.ndim == 2:
-            poses = poses[None]
-        return self._candidates_batch(poses.reshape(-1, 4, 4), self.limits)
+        flat = None
+        if type(poses) is np.ndarray and poses.dtype == np.float64 and poses.ndim in (2, 3) and poses.shape[-2:] == (4, 4):
+            flat = np.ascontiguousarray(poses.reshape(-1, 16))
+            if _kernels.first_odd_pose(flat) >= 0:  # spatial.as_pose names the problem (or lets it pass)
+                flat = None
+        if flat is None:
+            flat = np.ascontiguousarray(spatial.as_pose(poses, "poses").reshape(-1, 16))
+        return self._candidates_batch(flat, self.limits)
 
 
 def fit_limits_batch(q: Array, limits: JointLimits, periodic: Sequence[bool]) -> Array:

@@ -1,0 +1,1275 @@
+"""The kinematics' hot paths, written once: the differential-IK cycle's joint box and
+damped steps, a DH chain's frame and Jacobian, and the OPW solver and forward
+kinematics for one pose and for many.
+
+This file is Cython's pure-Python mode: the build (core/setup.py) compiles it where a C
+compiler is present, with the C types written in the annotations and the libm functions
+behind ``math`` (_kernels.pxd); elsewhere the interpreter runs this same file. Both forms
+do the same operations in the same order on IEEE doubles (the build turns off
+fused multiply-adds), so they give the same bits; tests/core/kinematics/test_kernels.py
+runs both. ``ROBOHAL_PURE_PYTHON=1`` runs this source even where it was compiled
+(see :mod:`robohal.kinematics.kernels`).
+
+Inputs are trusted in value (the callers validate them) but not in shape: a wrong length
+raises ValueError or IndexError, never reads past an end. Powers are written as
+products (``x ** 2`` and a product round differently in C). Divisions in the
+GIL-free parts have divisors the geometry keeps away from zero.
+"""
+
+from __future__ import annotations
+
+import math
+
+try:
+    import cython
+except ModuleNotFoundError:  # Cython is not installed: run as plain Python
+    from ._cython_stub import cython
+
+#: whether this module runs compiled
+COMPILED = cython.compiled
+
+PI = cython.declare(cython.double, 3.141592653589793)
+TWO_PI = cython.declare(cython.double, 6.283185307179586)
+# Constants shared with diffik.py (NEWTON_TOLERANCE there).
+NEWTON_TOLERANCE = 1e-4
+NEWTON_STEPS = 8
+JOINT_CONSTANTS = 10
+# The most joints a chain or a Jacobian may have here (the steps' work arrays are this big).
+MAX_DOF = 32
+# Batches this long release the GIL while they run.
+NOGIL_FROM = 256
+
+
+# The cycle's joint box (diffik) ------------------------------------------------------------
+
+
+@cython.ccall
+def travel_and_slope(base: cython.double, v: cython.double, s: cython.double, t: cython.double,
+                     jerk: cython.double, braking: cython.double) -> tuple[cython.double, cython.double]:
+    """The travel bound at acceleration ``s`` (see diffik) and its derivative in ``s``."""
+    release: cython.double = s if s > 0.0 else 0.0
+    peak: cython.double = v + t * s + release * release / (2.0 * jerk)
+    if peak <= 0.0:
+        return base + t * t * s, t * t
+    lever: cython.double = release / jerk + braking / jerk + t
+    peak_slope: cython.double = t + release / jerk
+    travel: cython.double = base + t * t * s + peak * lever + peak * peak / (2.0 * braking)
+    slope: cython.double = t * t + peak_slope * lever + (peak / jerk if s > 0.0 else 0.0) + peak * peak_slope / braking
+    return travel, slope
+
+
+@cython.ccall
+def limit_side(base: cython.double, v: cython.double, a_from: cython.double, a_to: cython.double,
+               bound: cython.double, t: cython.double, jerk: cython.double, braking: cython.double) -> cython.double:
+    """Largest acceleration in [a_from, a_to] whose state still brakes before ``bound``
+    (``a_from`` itself when even that one cannot).
+
+    The travel bound is linear in the acceleration ``s`` until the joint would move
+    toward the bound at all (the kink ``s_k``), convex and increasing after it. There
+    Newton steps approach the root from the unsafe side; the last one is stepped back
+    by its travel excess over the smallest slope, which lands on the safe side.
+    """
+    if a_to <= a_from:
+        return a_to
+    t2: cython.double = t * t
+    # The travel at a_to: this is the usual exit (the bound is far away). It
+    # holds on the linear part too, where the travel is at least base + t2 * a_to.
+    release: cython.double = a_to if a_to > 0.0 else 0.0
+    peak: cython.double = v + t * a_to + release * release / (2.0 * jerk)
+    f1: cython.double = base + t2 * a_to
+    if peak > 0.0:
+        f1 = f1 + peak * (release / jerk + braking / jerk + t) + peak * peak / (2.0 * braking)
+    if f1 <= bound:
+        return a_to
+    # The kink: where the fastest velocity reached turns positive.
+    kink: cython.double = -v / t if v > 0.0 else jerk * (-t + math.sqrt(t * t - 2.0 * v / jerk))
+    s: cython.double
+    if a_to <= kink or base + t2 * kink >= bound:  # the linear part decides
+        s = (bound - base) / t2
+        s = s if s > a_from else a_from
+        return s if s < a_to else a_to
+    low: cython.double = kink if kink > a_from else a_from
+    # Newton from the unsafe side, starting at the root of the travel without its release
+    # terms: exact when that root is not positive (then this first evaluation is the last),
+    # beyond the true root otherwise, as releasing only adds travel. Convexity keeps every
+    # step on the unsafe side, and the root lies at most (travel - bound) / slope_low below
+    # any of them.
+    high: cython.double = a_to
+    lever: cython.double = braking / jerk + t
+    disc: cython.double = (t + lever) * (t + lever) - 2.0 * (base - t * v - bound) / braking
+    if disc >= 0.0:
+        s = (braking * (math.sqrt(disc) - t - lever) - v) / t
+        if low < s < high:
+            high = s
+    f_high: cython.double
+    slope: cython.double
+    f_low: cython.double
+    slope_low: cython.double
+    f_high, slope = travel_and_slope(base, v, high, t, jerk, braking)
+    if f_high <= bound:
+        return high
+    f_low, slope_low = travel_and_slope(base, v, low, t, jerk, braking)
+    if f_low >= bound:  # even the start of the convex part cannot brake in time
+        return a_from
+    back: cython.double = 0.0
+    converged: cython.bint = False
+    step: cython.int
+    for step in range(NEWTON_STEPS):  # noqa: B007 (a C loop counter when compiled)
+        back = (f_high - bound) / slope_low
+        if back <= NEWTON_TOLERANCE * (1.0 + abs(high)):  # close enough: step back to the safe side
+            converged = True
+            break
+        high -= (f_high - bound) / slope
+        f_high, slope = travel_and_slope(base, v, high, t, jerk, braking)
+        if f_high <= bound:
+            return high
+    if not converged:  # (never seen): the step back from where the steps ended
+        back = (f_high - bound) / slope_low
+    s = high - back
+    return s if s > low else low
+
+
+def box(h3, h2, h1, period: cython.double, joints, goal=None, follow=None) -> tuple[list, list]:
+    """The lowest and highest next goal of each joint (diffik.cycle_box), from the last
+    three goals and diffik._joint_constants: two lists.
+
+    With a ``goal`` (moving ``follow`` rad per cycle), the box is narrowed so that each
+    joint, relative to the moving goal, can still stop at it: no overshoot from rushing
+    at it, and no braking-distance lag behind a goal that keeps moving. Only the side
+    the joint would pass the goal on is narrowed: the goal, clipped to the box, lands
+    there (the other side cannot bind). Never narrower than the hardest braking.
+    """
+    t: cython.double = period
+    t2: cython.double = t * t
+    n: cython.Py_ssize_t = min(len(h3), len(h2), len(h1), len(joints))
+    has_goal: cython.bint = goal is not None
+    if has_goal and (len(goal) != len(joints) or len(follow) != len(joints)):
+        raise ValueError("goal and follow need one value per joint")
+    out_lo: list = [0.0] * n
+    out_hi: list = [0.0] * n
+    i: cython.Py_ssize_t
+    x3: cython.double
+    x2: cython.double
+    x1: cython.double
+    low: cython.double
+    high: cython.double
+    vel: cython.double
+    acc: cython.double
+    jrk: cython.double
+    jt: cython.double
+    braking: cython.double
+    end_braking: cython.double
+    velocity_room: cython.double
+    position_room: cython.double
+    v: cython.double
+    a: cython.double
+    lo: cython.double
+    hi: cython.double
+    brake_down: cython.double
+    brake_up: cython.double
+    cap: cython.double
+    room_up: cython.double
+    room_down: cython.double
+    base: cython.double
+    release: cython.double
+    peak: cython.double
+    reach: cython.double
+    nbase: cython.double
+    nv: cython.double
+    nlo: cython.double
+    middle: cython.double
+    g: cython.double
+    f: cython.double
+    rel_v: cython.double
+    s: cython.double
+    w: cython.double
+    gained: cython.double
+    for i in range(n):
+        x3 = float(h3[i])
+        x2 = float(h2[i])
+        x1 = float(h1[i])
+        constants = joints[i]
+        if len(constants) != JOINT_CONSTANTS:
+            raise ValueError("each joint needs its 10 box constants")
+        low, high, vel, acc, jrk, jt, braking, end_braking, velocity_room, position_room = constants
+        v = (x1 - x2) / t
+        a = (x1 - 2.0 * x2 + x3) / t2
+        lo = a - jt if a - jt > -acc else -acc
+        hi = a + jt if a + jt < acc else acc
+        brake_down, brake_up = lo, hi  # hardest braking of each direction this cycle
+        # Velocity: after releasing the acceleration at the jerk limit, |v| stays within the limit.
+        room_up, room_down = vel - v, vel + v
+        if room_up < velocity_room:
+            cap = -jt + math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_up < 0.0 else room_up))
+            hi = cap if cap < hi else hi
+            cap = room_up / t
+            hi = cap if cap < hi else hi
+        if room_down < velocity_room:
+            cap = jt - math.sqrt(jt * jt + 2.0 * jrk * (0.0 if room_down < 0.0 else room_down))
+            lo = cap if cap > lo else lo
+            cap = (-vel - v) / t
+            lo = cap if cap > lo else lo
+        base = x1 + t * v
+        if not (high - base > position_room and base - low > position_room and -vel <= v <= vel):
+            # A joint already nearer its limit than the box's own (see diffik.END_SHARE) may stay there.
+            high = x1 if x1 > high else high
+            low = x1 if x1 < low else low
+            cap = (high - base) / t2
+            hi = cap if cap < hi else hi
+            cap = (low - base) / t2
+            lo = cap if cap > lo else lo
+            # Position: the state after this cycle can still stop before either limit. The
+            # travel at the box's edge usually shows the limit is far enough without a call.
+            release = hi if hi > 0.0 else 0.0
+            peak = v + t * hi + release * release / (2.0 * jrk)
+            reach = base + t2 * hi
+            if peak > 0.0:
+                reach = reach + peak * (release / jrk + end_braking / jrk + t) + peak * peak / (2.0 * end_braking)
+            if reach > high:
+                hi = limit_side(base, v, brake_down, hi, high, t, jrk, end_braking)
+            nbase, nv, nlo = -base, -v, -lo  # the lower limit is the upper one of the mirrored joint
+            release = nlo if nlo > 0.0 else 0.0
+            peak = nv + t * nlo + release * release / (2.0 * jrk)
+            reach = nbase + t2 * nlo
+            if peak > 0.0:
+                reach = reach + peak * (release / jrk + end_braking / jrk + t) + peak * peak / (2.0 * end_braking)
+            if reach > -low:
+                lo = -limit_side(nbase, nv, -brake_up, nlo, -low, t, jrk, end_braking)
+            if lo > hi:  # cannot happen from a history this box produced; stay jerk-feasible
+                middle = 0.5 * (lo + hi)
+                middle = brake_down if brake_down > middle else middle
+                lo = hi = brake_up if brake_up < middle else middle
+        if has_goal:
+            g = float(goal[i])
+            f = float(follow[i])
+            # In the frame moving with the goal (which is at g when this cycle ends) the joint
+            # keeps its position and moves at v - f / period: it may not pass g from there.
+            # A joint landing on g would pass it on the side its velocity points to, once its
+            # acceleration is released: only that side needs narrowing.
+            rel_v = v - f / t
+            s = (g - base) / t2
+            w = rel_v + t * s
+            gained = s * s / (2.0 * jrk)  # the velocity still gained while the acceleration is released
+            if w + (gained if s > 0.0 else 0.0) > 0.0 and g >= base + t2 * lo:
+                hi = limit_side(base, rel_v, lo, hi, g, t, jrk, braking)
+            if w - (gained if s < 0.0 else 0.0) < 0.0 and g <= base + t2 * hi:
+                lo = -limit_side(-base, -rel_v, -hi, -lo, -g, t, jrk, braking)
+        out_lo[i] = base + t2 * lo
+        out_hi[i] = base + t2 * hi
+    return out_lo, out_hi
+
+
+# The damped least-squares steps (diffik) ----------------------------------------------------
+
+
+@cython.cfunc
+def _solve6(a: cython.p_double, b: cython.p_double, k: cython.int) -> cython.void:
+    """Solve the 6 x 6 system a x = b (a row-major) for k right-hand sides (rows of b,
+    6 apart, overwritten by x) by Gaussian elimination with partial pivoting, as LAPACK's
+    dgesv does. a is overwritten."""
+    col: cython.int
+    row: cython.int
+    pivot: cython.int
+    j: cython.int
+    r: cython.int
+    swap: cython.double
+    factor: cython.double
+    value: cython.double
+    for col in range(6):
+        pivot = col
+        for row in range(col + 1, 6):
+            if abs(a[6 * row + col]) > abs(a[6 * pivot + col]):
+                pivot = row
+        if pivot != col:
+            for j in range(6):
+                swap = a[6 * col + j]
+                a[6 * col + j] = a[6 * pivot + j]
+                a[6 * pivot + j] = swap
+            for r in range(k):
+                swap = b[6 * r + col]
+                b[6 * r + col] = b[6 * r + pivot]
+                b[6 * r + pivot] = swap
+        for row in range(col + 1, 6):
+            factor = a[6 * row + col] / a[6 * col + col]
+            if factor == 0.0:
+                continue
+            for j in range(col + 1, 6):
+                a[6 * row + j] -= factor * a[6 * col + j]
+            for r in range(k):
+                b[6 * r + row] -= factor * b[6 * r + col]
+    for r in range(k):
+        for row in range(5, -1, -1):
+            value = b[6 * r + row]
+            for j in range(row + 1, 6):
+                value -= a[6 * row + j] * b[6 * r + j]
+            b[6 * r + row] = value / a[6 * row + row]
+
+
+def steps(jac, weights, damping2: cython.double, null_damping2: cython.double, error, motion, offset) -> tuple:
+    """The damped least-squares steps for one Jacobian (diffik.DifferentialIk._damped_steps):
+    (delta, follow, null) as lists, follow and null None when ``motion`` and ``offset`` are.
+    JW = weights * jac; delta = JW^T (JW JW^T + damping2 I)^-1 error (and motion); null is
+    offset - JW^T (JW JW^T + null_damping2 I)^-1 JW offset."""
+    if len(jac) != 6:
+        raise ValueError("the Jacobian must have 6 rows")
+    dof: cython.Py_ssize_t = len(jac[0])
+    if dof > MAX_DOF:
+        raise ValueError(f"at most {MAX_DOF} joints")
+    if len(weights) != 6 or len(error) != 6 or (motion is not None and len(motion) != 6):
+        raise ValueError("weights, error and motion need 6 values")
+    has_motion: cython.bint = motion is not None
+    has_offset: cython.bint = offset is not None
+    if has_offset and len(offset) != dof:
+        raise ValueError("offset needs one value per joint")
+    jw = cython.declare(cython.double[192])  # 6 x MAX_DOF, row-major with dof columns
+    a = cython.declare(cython.double[36])
+    system = cython.declare(cython.double[36])
+    rhs = cython.declare(cython.double[12])
+    task = cython.declare(cython.double[6])
+    r: cython.int
+    c: cython.int
+    i: cython.Py_ssize_t
+    k: cython.int
+    weight: cython.double
+    total: cython.double
+    for r in range(6):
+        row = jac[r]
+        if len(row) != dof:
+            raise ValueError("every Jacobian row needs one value per joint")
+        weight = float(weights[r])
+        for i in range(dof):
+            jw[r * dof + i] = weight * float(row[i])
+    # JW JW^T, once for both dampings
+    for r in range(6):
+        for c in range(r + 1):
+            total = 0.0
+            for i in range(dof):
+                total += jw[r * dof + i] * jw[c * dof + i]
+            a[6 * r + c] = total
+            a[6 * c + r] = total
+    for r in range(6):
+        rhs[r] = float(error[r])
+        rhs[6 + r] = float(motion[r]) if has_motion else 0.0
+    for r in range(36):
+        system[r] = a[r]
+    for r in range(6):
+        system[7 * r] += damping2
+    k = 2 if has_motion else 1
+    _solve6(system, rhs, k)
+    # joint steps: JW^T (JW JW^T + damping^2 I)^-1 (error, motion)
+    results = [None, None, None]
+    for c in range(k):
+        values = [0.0] * dof
+        for i in range(dof):
+            total = 0.0
+            for r in range(6):
+                total += jw[r * dof + i] * rhs[6 * c + r]
+            values[i] = total
+        results[c] = values
+    if has_offset:
+        # the offset less its part the task sees: offset - JW^T (JW JW^T + null_damping^2 I)^-1 JW offset
+        null = [0.0] * dof
+        for i in range(dof):
+            null[i] = float(offset[i])
+        for r in range(6):
+            total = 0.0
+            for i in range(dof):
+                total += jw[r * dof + i] * null[i]
+            task[r] = total
+            a[7 * r] += null_damping2
+        _solve6(a, task, 1)
+        for i in range(dof):
+            total = 0.0
+            for r in range(6):
+                total += jw[r * dof + i] * task[r]
+            null[i] = null[i] - total
+        results[2] = null
+    return results[0], results[1], results[2]
+
+
+# A DH chain's frame and Jacobian (chain.DHChain) -----------------------------------------------
+
+# Layout of DHChain._packed: modified, flange turns, base rows 0-2 (12), flange rows 0-2 (12),
+# then per joint offset, kind, a, d, cos(alpha), sin(alpha).
+CHAIN_HEADER = 26
+CHAIN_PER_JOINT = 6
+
+
+def chain(c: cython.const[cython.double][::1], q, jacobian: cython.bint) -> tuple:
+    """A DH chain's flange frame as (x, y, z, p) column tuples, and its geometric Jacobian
+    as 6 row lists when ``jacobian`` (else None). ``c`` is DHChain._packed; joints beyond
+    ``q`` stay at zero (their Jacobian columns too)."""
+    count: cython.Py_ssize_t = len(c)
+    if count < CHAIN_HEADER or (count - CHAIN_HEADER) % CHAIN_PER_JOINT:
+        raise ValueError("chain constants have the wrong length")
+    dof: cython.Py_ssize_t = (count - CHAIN_HEADER) // CHAIN_PER_JOINT
+    n: cython.Py_ssize_t = min(len(q), dof)
+    modified: cython.bint = c[0] != 0.0
+    flange_turns: cython.bint = c[1] != 0.0
+    x0: cython.double = c[2]
+    y0: cython.double = c[3]
+    z0: cython.double = c[4]
+    px: cython.double = c[5]
+    x1: cython.double = c[6]
+    y1: cython.double = c[7]
+    z1: cython.double = c[8]
+    py: cython.double = c[9]
+    x2: cython.double = c[10]
+    y2: cython.double = c[11]
+    z2: cython.double = c[12]
+    pz: cython.double = c[13]
+    # The Jacobian rows: each joint's axis goes to rows 3-5 and, until the flange is known,
+    # a point on it to rows 0-2.
+    rows = [[0.0] * dof for _ in range(6)] if jacobian else None
+    i: cython.Py_ssize_t
+    j: cython.Py_ssize_t
+    at: cython.Py_ssize_t
+    theta: cython.double
+    ct: cython.double
+    st: cython.double
+    kind: cython.double
+    a: cython.double
+    d: cython.double
+    ca: cython.double
+    sa: cython.double
+    u0: cython.double
+    u1: cython.double
+    u2: cython.double
+    n0: cython.double
+    n1: cython.double
+    n2: cython.double
+    m0: cython.double
+    m1: cython.double
+    m2: cython.double
+    w0: cython.double
+    w1: cython.double
+    w2: cython.double
+    for i in range(n):
+        at = CHAIN_HEADER + CHAIN_PER_JOINT * i
+        theta = float(q[i]) + c[at]
+        kind, a, d, ca, sa = c[at + 1], c[at + 2], c[at + 3], c[at + 4], c[at + 5]
+        ct, st = math.cos(theta), math.sin(theta)
+        if modified:
+            # R = R Rx(alpha): u = ca y + sa z, z = ca z - sa y (alpha 0 or +-90 deg: no products).
+            if kind == 0.0:
+                u0, u1, u2 = y0, y1, y2
+            elif kind == 1.0:
+                u0, u1, u2 = z0, z1, z2
+                z0, z1, z2 = -y0, -y1, -y2
+            elif kind == -1.0:
+                u0, u1, u2 = -z0, -z1, -z2
+                z0, z1, z2 = y0, y1, y2
+            else:
+                u0, u1, u2 = ca * y0 + sa * z0, ca * y1 + sa * z1, ca * y2 + sa * z2
+                w0, w1, w2 = ca * z0 - sa * y0, ca * z1 - sa * y1, ca * z2 - sa * y2
+                z0, z1, z2 = w0, w1, w2
+            # p += a x + d z (x is unchanged by Rx), then R = R Rz(theta); the joint axis is z.
+            if a != 0.0:
+                px += a * x0
+                py += a * x1
+                pz += a * x2
+            if d != 0.0:
+                px += d * z0
+                py += d * z1
+                pz += d * z2
+            n0, n1, n2 = ct * x0 + st * u0, ct * x1 + st * u1, ct * x2 + st * u2
+            y0, y1, y2 = ct * u0 - st * x0, ct * u1 - st * x1, ct * u2 - st * x2
+            x0, x1, x2 = n0, n1, n2
+            if jacobian:
+                _store_axis(rows, i, z0, z1, z2, px, py, pz)
+        else:
+            # The joint turns about the current z; p += R (a ct, a st, d); R = R Rz(theta) Rx(alpha).
+            if jacobian:
+                _store_axis(rows, i, z0, z1, z2, px, py, pz)
+            n0, n1, n2 = ct * x0 + st * y0, ct * x1 + st * y1, ct * x2 + st * y2
+            m0, m1, m2 = ct * y0 - st * x0, ct * y1 - st * x1, ct * y2 - st * x2
+            px += a * n0 + d * z0
+            py += a * n1 + d * z1
+            pz += a * n2 + d * z2
+            x0, x1, x2 = n0, n1, n2
+            y0, y1, y2 = ca * m0 + sa * z0, ca * m1 + sa * z1, ca * m2 + sa * z2
+            w0, w1, w2 = ca * z0 - sa * m0, ca * z1 - sa * m1, ca * z2 - sa * m2
+            z0, z1, z2 = w0, w1, w2
+    fx: cython.double = c[17]
+    fy: cython.double = c[21]
+    fz: cython.double = c[25]
+    px += fx * x0 + fy * y0 + fz * z0
+    py += fx * x1 + fy * y1 + fz * z1
+    pz += fx * x2 + fy * y2 + fz * z2
+    if flange_turns:  # (a flange that only shifts, the usual case, leaves the axes as they are)
+        columns = []
+        for j in range(3):
+            columns.append((c[14 + j] * x0 + c[18 + j] * y0 + c[22 + j] * z0,
+                            c[14 + j] * x1 + c[18 + j] * y1 + c[22 + j] * z1,
+                            c[14 + j] * x2 + c[18 + j] * y2 + c[22 + j] * z2))
+        frame = (columns[0], columns[1], columns[2], (px, py, pz))
+    else:
+        frame = ((x0, x1, x2), (y0, y1, y2), (z0, z1, z2), (px, py, pz))
+    if jacobian:
+        j0, j1, j2, j3, j4, j5 = rows
+        for i in range(n):
+            wx: cython.double = j3[i]
+            wy: cython.double = j4[i]
+            wz: cython.double = j5[i]
+            rx: cython.double = px - j0[i]
+            ry: cython.double = py - j1[i]
+            rz: cython.double = pz - j2[i]
+            j0[i] = wy * rz - wz * ry
+            j1[i] = wz * rx - wx * rz
+            j2[i] = wx * ry - wy * rx
+    return frame, rows
+
+
+@cython.cfunc
+@cython.inline
+def _store_axis(rows: list, i: cython.Py_ssize_t, wx: cython.double, wy: cython.double, wz: cython.double,
+                ox: cython.double, oy: cython.double, oz: cython.double) -> cython.int:
+    rows[0][i] = ox
+    rows[1][i] = oy
+    rows[2][i] = oz
+    rows[3][i] = wx
+    rows[4][i] = wy
+    rows[5][i] = wz
+    return 0
+
+
+# OPW (opw.OPW) --------------------------------------------------------------------------------
+
+# Layout of OPW._packed: a1, a2, b, c1, c2, c3, c4, k, psi, signs (6), offsets (6), then the
+# thresholds NEAR_DEGENERATE, RIM_SLACK, VERIFY_POSITION, VERIFY_ROTATION, WRIST_DEGENERATE.
+OPW_CONSTANTS = 26
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _wrap(x: cython.double) -> cython.double:
+    """An angle into (-pi, pi]. Within a turn of that range by one subtraction (exact for
+    |x| <= 4 pi, Sterbenz), else pi - (pi - x) % 2 pi with Python's remainder (fmod moved
+    to the divisor's sign), which needs no GIL."""
+    if x > PI:
+        if x - TWO_PI <= PI:
+            return x - TWO_PI
+    elif x > -PI:
+        return x
+    elif x + TWO_PI > -PI:
+        return x + TWO_PI
+    rest: cython.double = math.fmod(PI - x, TWO_PI)
+    if rest < 0.0:
+        rest += TWO_PI
+    return PI - rest
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _flange(c: cython.const[cython.double][::1], q0: cython.double, q1: cython.double, q2: cython.double, q3: cython.double,
+            q4: cython.double, q5: cython.double) -> tuple[cython.double, cython.double, cython.double, cython.double,
+                                                           cython.double, cython.double, cython.double, cython.double,
+                                                           cython.double, cython.double, cython.double, cython.double]:
+    """The flange pose of joints q: R row-major, then p (12 values).
+    Frames: Rz(t1) Trans(a1, b, c1) Ry(t2) Trans(0, 0, c2) Ry(t3) Trans(a2, 0, c3) Rz(t4) Ry(t5) Rz(t6) Trans(0, 0, c4)."""
+    t1: cython.double = c[9] * q0 - c[15]
+    t2: cython.double = c[10] * q1 - c[16]
+    t23: cython.double = t2 + c[11] * q2 - c[17]
+    t4: cython.double = c[12] * q3 - c[18]
+    t5: cython.double = c[13] * q4 - c[19]
+    t6: cython.double = c[14] * q5 - c[20]
+    return _pose(c, math.sin(t1), math.cos(t1), math.sin(t2), math.cos(t2), math.sin(t23), math.cos(t23),
+                 math.sin(t4), math.cos(t4), math.sin(t5), math.cos(t5), math.sin(t6), math.cos(t6))
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _pose(c: cython.const[cython.double][::1], sn1: cython.double, cs1: cython.double, sn2: cython.double,
+          cs2: cython.double, s23: cython.double, c23: cython.double, sn4: cython.double, cs4: cython.double,
+          sn5: cython.double, cs5: cython.double, sn6: cython.double, cs6: cython.double) -> tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]:
+    """The flange pose (R row-major, then p) from the sines and cosines of the model angles
+    t1, t2, t2 + t3, t4, t5 and t6."""
+    # R3_6 = Rz(t4) Ry(t5) Rz(t6)
+    c4c5: cython.double = cs4 * cs5
+    s4c5: cython.double = sn4 * cs5
+    e00: cython.double = c4c5 * cs6 - sn4 * sn6
+    e01: cython.double = -c4c5 * sn6 - sn4 * cs6
+    e02: cython.double = cs4 * sn5
+    e10: cython.double = s4c5 * cs6 + cs4 * sn6
+    e11: cython.double = -s4c5 * sn6 + cs4 * cs6
+    e12: cython.double = sn4 * sn5
+    e20: cython.double = -sn5 * cs6
+    e21: cython.double = sn5 * sn6
+    e22: cython.double = cs5
+    # R0_3 = Rz(t1) Ry(t23); rows 0/1 share u = c23 e0j + s23 e2j.
+    u0: cython.double = c23 * e00 + s23 * e20
+    u1: cython.double = c23 * e01 + s23 * e21
+    u2: cython.double = c23 * e02 + s23 * e22
+    r02: cython.double = cs1 * u2 - sn1 * e12
+    r12: cython.double = sn1 * u2 + cs1 * e12
+    r22: cython.double = c23 * e22 - s23 * e02
+    xw: cython.double = c[0] + c[4] * sn2 + c[1] * c23 + c[5] * s23
+    zw: cython.double = c[3] + c[4] * cs2 - c[1] * s23 + c[5] * c23
+    return (cs1 * u0 - sn1 * e10, cs1 * u1 - sn1 * e11, r02,
+            sn1 * u0 + cs1 * e10, sn1 * u1 + cs1 * e11, r12,
+            c23 * e20 - s23 * e00, c23 * e21 - s23 * e01, r22,
+            cs1 * xw - sn1 * c[2] + c[6] * r02, sn1 * xw + cs1 * c[2] + c[6] * r12, zw + c[6] * r22)
+
+
+@cython.cfunc
+def _check_opw_constants(c: cython.const[cython.double][::1]) -> cython.int:
+    if len(c) != OPW_CONSTANTS:
+        raise ValueError("OPW constants have the wrong length")
+    return 0
+
+
+def opw_flange(c: cython.const[cython.double][::1], q) -> tuple:
+    """The flange pose of joints ``q`` (6 numbers): 12 floats, R row-major, then p."""
+    _check_opw_constants(c)
+    if len(q) != 6:
+        raise ValueError("opw_flange needs 6 joints")
+    return _flange(c, float(q[0]), float(q[1]), float(q[2]), float(q[3]), float(q[4]), float(q[5]))
+
+
+def opw_forward(c: cython.const[cython.double][::1], q, out: cython.double[:, ::1]) -> None:
+    """The flange pose of joints ``q`` (6 numbers) into ``out`` (4, 4)."""
+    _check_opw_constants(c)
+    if len(q) != 6 or out.shape[0] != 4 or out.shape[1] != 4:
+        raise ValueError("opw_forward needs 6 joints and a (4, 4) pose to fill")
+    m: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
+    m = _flange(c, float(q[0]), float(q[1]), float(q[2]), float(q[3]), float(q[4]), float(q[5]))
+    out[0, 0], out[0, 1], out[0, 2], out[0, 3] = m[0], m[1], m[2], m[9]
+    out[1, 0], out[1, 1], out[1, 2], out[1, 3] = m[3], m[4], m[5], m[10]
+    out[2, 0], out[2, 1], out[2, 2], out[2, 3] = m[6], m[7], m[8], m[11]
+    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
+
+
+def opw_forward_batch(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1], out: cython.double[:, ::1]) -> None:
+    """The flange poses of joints ``q`` (n, 6) into ``out`` (n, 16), the GIL released."""
+    _check_opw_constants(c)
+    n: cython.Py_ssize_t = q.shape[0]
+    if q.shape[1] != 6 or out.shape[0] != n or out.shape[1] != 16:
+        raise ValueError("opw_forward_batch needs joints (n, 6) and room for (n, 16)")
+    if n >= NOGIL_FROM:
+        with cython.nogil:
+            _forward_rows(c, q, out)
+    else:
+        _forward_rows(c, q, out)
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _forward_rows(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1], out: cython.double[:, ::1]) -> cython.int:
+    i: cython.Py_ssize_t
+    for i in range(q.shape[0]):
+        _forward_row(c, q, out, i)
+    return 0
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _forward_row(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1], out: cython.double[:, ::1],
+                 i: cython.Py_ssize_t) -> cython.int:
+    m: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
+    m = _flange(c, q[i, 0], q[i, 1], q[i, 2], q[i, 3], q[i, 4], q[i, 5])
+    out[i, 0] = m[0]
+    out[i, 1] = m[1]
+    out[i, 2] = m[2]
+    out[i, 3] = m[9]
+    out[i, 4] = m[3]
+    out[i, 5] = m[4]
+    out[i, 6] = m[5]
+    out[i, 7] = m[10]
+    out[i, 8] = m[6]
+    out[i, 9] = m[7]
+    out[i, 10] = m[8]
+    out[i, 11] = m[11]
+    out[i, 12] = 0.0
+    out[i, 13] = 0.0
+    out[i, 14] = 0.0
+    out[i, 15] = 1.0
+    return 0
+
+
+def opw(c: cython.const[cython.double][::1], m, reference, j6) -> tuple:
+    """The verified solutions of one pose (3 rows of 4) as joint lists in (-pi, pi]:
+    (rows, failure, near_degenerate). ``failure`` is None, or why there is none:
+    ("offset", cx, cy), ("reach", u, v) or ("degenerate",). ``reference`` (6 joints) fixes
+    what a singular pose leaves open; ``j6`` (a model angle, or None) makes it 5-DOF."""
+    _check_opw_constants(c)
+    if len(m) < 3 or len(reference) != 6:
+        raise ValueError("the pose needs 3 rows of 4 and the reference 6 joints")
+    row0, row1, row2 = m[0], m[1], m[2]
+    if len(row0) != 4 or len(row1) != 4 or len(row2) != 4:
+        raise ValueError("the pose needs 3 rows of 4")
+    r00: cython.double = float(row0[0])
+    r01: cython.double = float(row0[1])
+    r02: cython.double = float(row0[2])
+    px: cython.double = float(row0[3])
+    r10: cython.double = float(row1[0])
+    r11: cython.double = float(row1[1])
+    r12: cython.double = float(row1[2])
+    py: cython.double = float(row1[3])
+    r20: cython.double = float(row2[0])
+    r21: cython.double = float(row2[1])
+    r22: cython.double = float(row2[2])
+    pz: cython.double = float(row2[3])
+    reference0: cython.double = float(reference[0])
+    reference3: cython.double = float(reference[3])
+    has_j6: cython.bint = j6 is not None
+    t6_given: cython.double = float(j6) if has_j6 else 0.0
+    rows = cython.declare(cython.double[48])
+    info = cython.declare(cython.double[4])
+    info[0], info[1], info[2], info[3] = 0.0, 0.0, 0.0, 0.0
+    count: cython.int = _solve_pose(c, r00, r01, r02, px, r10, r11, r12, py, r20, r21, r22, pz, reference0, reference3,
+                                    has_j6, t6_given, rows, info)
+    if count:
+        return [[rows[6 * i + j] for j in range(6)] for i in range(count)], None, info[0] != 0.0
+    if info[1] == 1.0:
+        return [], ("offset", info[2], info[3]), False
+    if info[1] == 2.0:
+        return [], ("reach", info[2], info[3]), False
+    return [], ("degenerate",), False
+
+
+@cython.cfunc
+@cython.cdivision(True)
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _solve_pose(c: cython.const[cython.double][::1], r00: cython.double, r01: cython.double, r02: cython.double,
+                px: cython.double, r10: cython.double, r11: cython.double, r12: cython.double, py: cython.double,
+                r20: cython.double, r21: cython.double, r22: cython.double, pz: cython.double,
+                reference0: cython.double, reference3: cython.double, has_j6: cython.bint, t6_given: cython.double,
+                rows: cython.p_double, info: cython.p_double) -> cython.int:
+    """The verified solutions of one pose into ``rows`` (up to 8 of 6), their count returned.
+    ``info``: whether two may coincide (1.0) or not, then why there is none: 1.0 with the
+    wrist centre (x, y) inside the offset b, 2.0 with the shoulder-to-wrist (u, v) out of
+    reach, 3.0 for a degenerate pose."""
+    a1: cython.double = c[0]
+    a2: cython.double = c[1]
+    b: cython.double = c[2]
+    c1: cython.double = c[3]
+    c2: cython.double = c[4]
+    c3: cython.double = c[5]
+    c4: cython.double = c[6]
+    k: cython.double = c[7]
+    psi: cython.double = c[8]
+    near_limit: cython.double = c[21]
+    rim_slack: cython.double = c[22]
+    verify_position: cython.double = c[23]
+    verify_rotation: cython.double = c[24]
+    wrist_degenerate: cython.double = c[25]
+    # Wrist centre.
+    cx: cython.double = px - c4 * r02
+    cy: cython.double = py - c4 * r12
+    cz: cython.double = pz - c4 * r22
+    rho2: cython.double = cx * cx + cy * cy - b * b
+    info[0] = 0.0
+    if rho2 < -1e-12:
+        info[1], info[2], info[3] = 1.0, cx, cy
+        return 0
+    r: cython.double = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
+    near_degenerate: cython.bint = r < near_limit
+    # On the J1 axis J1 is free: it stays at the reference.
+    phi: cython.double = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else c[9] * reference0 - c[15]
+    v: cython.double = cz - c1
+    kk: cython.double = c2 * c2 + k * k
+    two_c2k: cython.double = 2.0 * c2 * k
+    count: cython.int = 0
+    out_of_reach: cython.bint = False  # (u, v) of the first shoulder branch out of reach: the reason if none is found
+    side: cython.int
+    elbow: cython.int
+    elbows: cython.int
+    flip: cython.bint
+    xp: cython.double
+    u: cython.double
+    d: cython.double
+    t1: cython.double
+    sn1: cython.double
+    cs1: cython.double
+    h_x: cython.double
+    h_y: cython.double
+    h_z: cython.double
+    m12: cython.double
+    along: cython.double
+    root: cython.double
+    q1: cython.double
+    q2: cython.double
+    q3: cython.double
+    sin_elbow: cython.double
+    t2: cython.double
+    t3: cython.double
+    t23: cython.double
+    s23: cython.double
+    c23: cython.double
+    xw: cython.double
+    zw: cython.double
+    m02: cython.double
+    m22: cython.double
+    sin5: cython.double
+    t4: cython.double
+    t5: cython.double
+    t6: cython.double
+    m00: cython.double
+    m10: cython.double
+    sn4: cython.double
+    cs4: cython.double
+    sn5: cython.double
+    cs5: cython.double
+    sn6: cython.double
+    cs6: cython.double
+    e02: cython.double
+    e12: cython.double
+    e00: cython.double
+    e10: cython.double
+    e20: cython.double
+    u0: cython.double
+    u2: cython.double
+    at: cython.int
+    for side in range(2):
+        xp = r if side == 0 else -r
+        u = xp - a1
+        d = (u * u + v * v - kk) / two_c2k
+        if abs(d) > 1.0 + rim_slack:
+            if not out_of_reach:
+                out_of_reach = True
+                info[2], info[3] = u, v
+            continue
+        d = d if d > -1.0 else -1.0
+        d = d if d < 1.0 else 1.0
+        t1 = phi - math.atan2(b, xp)
+        sn1, cs1 = math.sin(t1), math.cos(t1)
+        h_x = cs1 * r00 + sn1 * r10
+        h_y = cs1 * r01 + sn1 * r11
+        h_z = cs1 * r02 + sn1 * r12
+        m12 = cs1 * r12 - sn1 * r02
+        along = math.atan2(u, v)
+        root = math.sqrt(1.0 - d * d)
+        if root < near_limit:
+            near_degenerate = True
+        q1 = _wrap(c[9] * (t1 + c[15]))
+        elbows = 2 if root > 0.0 else 1
+        for elbow in range(elbows):
+            sin_elbow = 0.0 if elbows == 1 else (root if elbow == 0 else -root)
+            t3 = math.atan2(sin_elbow, d) - psi
+            t2 = along - math.atan2(k * sin_elbow, c2 + k * d)
+            t23 = t2 + t3
+            s23, c23 = math.sin(t23), math.cos(t23)
+            # Wrist centre check (the arm part of the forward kinematics).
+            xw = a1 + c2 * math.sin(t2) + a2 * c23 + c3 * s23
+            zw = c1 + c2 * math.cos(t2) - a2 * s23 + c3 * c23
+            if (abs(cs1 * xw - sn1 * b - cx) > verify_position or abs(sn1 * xw + cs1 * b - cy) > verify_position
+                    or abs(zw - cz) > verify_position):
+                continue
+            # M = R0_3^T R: its third column and third row give the wrist angles.
+            m02 = c23 * h_z - s23 * r22
+            m22 = s23 * h_z + c23 * r22
+            sin5 = math.sqrt(m02 * m02 + m12 * m12)
+            t5 = math.atan2(sin5, m22)
+            if sin5 < near_limit:
+                near_degenerate = True
+            flip = sin5 >= wrist_degenerate
+            if flip:
+                t4 = math.atan2(m12, m02)
+                t6 = t6_given if has_j6 else math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
+            else:
+                t4 = c[12] * reference3 - c[18]
+                if has_j6:
+                    t6 = t6_given
+                else:
+                    m00 = c23 * h_x - s23 * r20
+                    m10 = cs1 * r10 - sn1 * r00
+                    if m22 > 0.0:  # J5 = 0: only t4 + t6 is fixed
+                        t6 = math.atan2(m10, m00) - t4
+                    else:  # J5 = pi: only t4 - t6 is fixed
+                        t6 = t4 - math.atan2(-m10, -m00)
+            # Verify the rotation: R0_3 R3_6 against the target's z (and, unless 5-DOF, x) axis.
+            # The flipped wrist (t4 + pi, -t5, t6 + pi) is the same rotation with the signs of
+            # sin/cos t4, sin t5 and sin/cos t6 negated: every product below is the same
+            # number, so this one check verifies both wrists.
+            sn4, cs4 = math.sin(t4), math.cos(t4)
+            sn5, cs5 = math.sin(t5), math.cos(t5)
+            e02, e12 = cs4 * sn5, sn4 * sn5
+            u2 = c23 * e02 + s23 * cs5
+            if (abs(cs1 * u2 - sn1 * e12 - r02) > verify_rotation or abs(sn1 * u2 + cs1 * e12 - r12) > verify_rotation
+                    or abs(c23 * cs5 - s23 * e02 - r22) > verify_rotation):
+                continue
+            if not has_j6:
+                sn6, cs6 = math.sin(t6), math.cos(t6)
+                e00 = cs4 * cs5 * cs6 - sn4 * sn6
+                e10 = sn4 * cs5 * cs6 + cs4 * sn6
+                e20 = -sn5 * cs6
+                u0 = c23 * e00 + s23 * e20
+                if (abs(cs1 * u0 - sn1 * e10 - r00) > verify_rotation or abs(sn1 * u0 + cs1 * e10 - r10) > verify_rotation
+                        or abs(c23 * e20 - s23 * e00 - r20) > verify_rotation):
+                    continue
+            # Joints from model angles, each into (-pi, pi].
+            q2 = _wrap(c[10] * (t2 + c[16]))
+            q3 = _wrap(c[11] * (t3 + c[17]))
+            at = 6 * count
+            rows[at], rows[at + 1], rows[at + 2] = q1, q2, q3
+            rows[at + 3], rows[at + 4] = _wrap(c[12] * (t4 + c[18])), _wrap(c[13] * (t5 + c[19]))
+            rows[at + 5] = _wrap(c[14] * (t6 + c[20]))
+            count += 1
+            if flip:
+                at = 6 * count
+                rows[at], rows[at + 1], rows[at + 2] = q1, q2, q3
+                rows[at + 3], rows[at + 4] = _wrap(c[12] * (t4 + PI + c[18])), _wrap(c[13] * (c[19] - t5))
+                rows[at + 5] = _wrap(c[14] * ((t6 if has_j6 else t6 + PI) + c[20]))
+                count += 1
+    info[0] = 1.0 if near_degenerate else 0.0
+    if count == 0:
+        info[1] = 2.0 if out_of_reach else 3.0
+    return count
+
+
+def opw_sorted(c: cython.const[cython.double][::1], pose: cython.const[cython.double][:, ::1],
+               lower: cython.const[cython.double][::1], upper: cython.const[cython.double][::1],
+               centre: cython.const[cython.double][::1], out: cython.double[:, ::1]) -> cython.int:
+    """The usual single-pose inverse in one call: the solutions of a (4, 4) ``pose``, all
+    inside [lower, upper], none near a singularity, sorted (stably) by summed distance to
+    ``centre``, into ``out`` (8, 6); their count. 0 when the pose needs the general path:
+    it fails base.pose_rows's checks, has no solution, lies near a singularity (solutions
+    may coincide) or has one outside the limits."""
+    _check_opw_constants(c)
+    if (pose.shape[0] != 4 or pose.shape[1] != 4 or len(lower) != 6 or len(upper) != 6 or len(centre) != 6
+            or out.shape[0] != 8 or out.shape[1] != 6):
+        raise ValueError("opw_sorted needs a (4, 4) pose, 6 limits and a centre, and room for (8, 6)")
+    i: cython.int
+    j: cython.int
+    at: cython.int
+    x0: cython.double = pose[0, 0]
+    x1: cython.double = pose[1, 0]
+    x2: cython.double = pose[2, 0]
+    z0: cython.double = pose[0, 2]
+    z1: cython.double = pose[1, 2]
+    z2: cython.double = pose[2, 2]
+    for i in range(3):  # the checks of base.pose_rows, in the same arithmetic (NaN fails every one)
+        for j in range(4):
+            if not (abs(pose[i, j]) < math.inf):
+                return 0
+    if not (abs(pose[3, 0]) <= 1e-9 and abs(pose[3, 1]) <= 1e-9 and abs(pose[3, 2]) <= 1e-9
+            and abs(pose[3, 3] - 1.0) <= 1e-9):
+        return 0
+    if (abs(x0 * x0 + x1 * x1 + x2 * x2 - 1.0) > 1e-6 or abs(z0 * z0 + z1 * z1 + z2 * z2 - 1.0) > 1e-6
+            or abs(x0 * z0 + x1 * z1 + x2 * z2) > 1e-6 or abs(z1 * x2 - z2 * x1 - pose[0, 1]) > 1e-6
+            or abs(z2 * x0 - z0 * x2 - pose[1, 1]) > 1e-6 or abs(z0 * x1 - z1 * x0 - pose[2, 1]) > 1e-6):
+        return 0
+    rows = cython.declare(cython.double[48])
+    info = cython.declare(cython.double[4])
+    keys = cython.declare(cython.double[8])
+    order = cython.declare(cython.int[8])
+    count: cython.int = _solve_pose(c, pose[0, 0], pose[0, 1], pose[0, 2], pose[0, 3], pose[1, 0], pose[1, 1],
+                                    pose[1, 2], pose[1, 3], pose[2, 0], pose[2, 1], pose[2, 2], pose[2, 3],
+                                    centre[0], centre[3], False, 0.0, rows, info)
+    if count == 0 or info[0] != 0.0:
+        return 0
+    key: cython.double
+    value: cython.double
+    for i in range(count):
+        key = 0.0
+        for j in range(6):
+            value = rows[6 * i + j]
+            if value < lower[j] or value > upper[j]:
+                return 0
+            key += abs(value - centre[j])
+        # insertion sort, stable: a row goes after every row with an equal key
+        at = i
+        while at > 0 and keys[at - 1] > key:
+            keys[at] = keys[at - 1]
+            order[at] = order[at - 1]
+            at -= 1
+        keys[at] = key
+        order[at] = i
+    for i in range(count):
+        for j in range(6):
+            out[i, j] = rows[6 * order[i] + j]
+    return count
+
+
+def opw_inverse_batch(c: cython.const[cython.double][::1], poses: cython.const[cython.double][:, ::1], lower: cython.const[cython.double][::1],
+                      upper: cython.const[cython.double][::1], reference: cython.const[cython.double][::1], out: cython.double[:, :, ::1]) -> None:
+    """All 8 branches of each pose (n, 16: 4 x 4 row-major) into ``out`` (n, 8, 6): slot
+    4 * back + 2 * elbow + flip, joints in (-pi, pi] moved by a turn into [lower, upper]
+    where that helps, NaN where the branch does not exist, leaves the limits or does not
+    reproduce the pose (every branch is checked by the forward kinematics of its final
+    joints). ``reference`` (6 joints) fixes what a singular pose leaves open. The GIL is
+    released on long batches."""
+    _check_opw_constants(c)
+    n: cython.Py_ssize_t = poses.shape[0]
+    if (poses.shape[1] != 16 or len(lower) != 6 or len(upper) != 6 or len(reference) != 6
+            or out.shape[0] != n or out.shape[1] != 8 or out.shape[2] != 6):
+        raise ValueError("opw_inverse_batch needs poses (n, 16), 6 limits and a reference, and room for (n, 8, 6)")
+    missing: cython.double = float("nan")
+    if n >= NOGIL_FROM:
+        with cython.nogil:
+            _inverse_rows(c, poses, lower, upper, reference, out, missing)
+    else:
+        _inverse_rows(c, poses, lower, upper, reference, out, missing)
+
+
+@cython.cfunc
+@cython.nogil
+@cython.exceptval(check=False)
+def _inverse_rows(c: cython.const[cython.double][::1], poses: cython.const[cython.double][:, ::1], lower: cython.const[cython.double][::1],
+                  upper: cython.const[cython.double][::1], reference: cython.const[cython.double][::1], out: cython.double[:, :, ::1],
+                  missing: cython.double) -> cython.int:
+    i: cython.Py_ssize_t
+    for i in range(poses.shape[0]):
+        _inverse_row(c, poses, lower, upper, reference, out, i, missing)
+    return 0
+
+
+@cython.cfunc
+@cython.nogil
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython.double][:, ::1], lower: cython.const[cython.double][::1],
+                 upper: cython.const[cython.double][::1], reference: cython.const[cython.double][::1], out: cython.double[:, :, ::1],
+                 i: cython.Py_ssize_t, missing: cython.double) -> cython.int:
+    a1: cython.double = c[0]
+    b: cython.double = c[2]
+    c1: cython.double = c[3]
+    c2: cython.double = c[4]
+    c4: cython.double = c[6]
+    k: cython.double = c[7]
+    psi: cython.double = c[8]
+    rim_slack: cython.double = c[22]
+    verify: cython.double = c[23]
+    wrist_degenerate: cython.double = c[25]
+    r00: cython.double = poses[i, 0]
+    r01: cython.double = poses[i, 1]
+    r02: cython.double = poses[i, 2]
+    px: cython.double = poses[i, 3]
+    r10: cython.double = poses[i, 4]
+    r11: cython.double = poses[i, 5]
+    r12: cython.double = poses[i, 6]
+    py: cython.double = poses[i, 7]
+    r20: cython.double = poses[i, 8]
+    r21: cython.double = poses[i, 9]
+    r22: cython.double = poses[i, 10]
+    pz: cython.double = poses[i, 11]
+    ref0: cython.double = c[9] * reference[0] - c[15]
+    ref3: cython.double = c[12] * reference[3] - c[18]
+    cx: cython.double = px - c4 * r02
+    cy: cython.double = py - c4 * r12
+    cz: cython.double = pz - c4 * r22
+    rho2: cython.double = cx * cx + cy * cy - b * b
+    bad_base: cython.bint = rho2 < -1e-12
+    r: cython.double = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
+    phi: cython.double = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else ref0
+    v: cython.double = cz - c1
+    side: cython.int
+    elbow: cython.int
+    wrist: cython.int
+    j: cython.int
+    slot: cython.int
+    bad: cython.bint
+    xp: cython.double
+    u: cython.double
+    d: cython.double
+    t1: cython.double
+    sn1: cython.double
+    cs1: cython.double
+    h_x: cython.double
+    h_y: cython.double
+    h_z: cython.double
+    m12: cython.double
+    along: cython.double
+    root: cython.double
+    elbow_angle: cython.double
+    elbow_share: cython.double
+    t2: cython.double
+    t3: cython.double
+    t23: cython.double
+    s23: cython.double
+    c23: cython.double
+    m02: cython.double
+    m22: cython.double
+    sin5: cython.double
+    t4: cython.double
+    t5: cython.double
+    t6: cython.double
+    m00: cython.double
+    m10: cython.double
+    value: cython.double
+    error: cython.double
+    degenerate: cython.bint
+    unreachable: cython.bint
+    arm_ready: cython.bint
+    arm1: cython.double
+    arm2: cython.double
+    arm23: cython.double
+    fs1: cython.double = 0.0
+    fc1: cython.double = 0.0
+    fs2: cython.double = 0.0
+    fc2: cython.double = 0.0
+    fs23: cython.double = 0.0
+    fc23: cython.double = 0.0
+    w4: cython.double
+    w5: cython.double
+    w6: cython.double
+    q = cython.declare(cython.double[6])
+    theta = cython.declare(cython.double[6])
+    for side in range(2):
+        xp = r if side == 0 else -r
+        u = xp - a1
+        d = (u * u + v * v - (c2 * c2 + k * k)) / (2.0 * c2 * k)
+        unreachable = abs(d) > 1.0 + rim_slack or bad_base
+        d = d if d > -1.0 else -1.0
+        d = d if d < 1.0 else 1.0
+        t1 = phi - math.atan2(b, xp)
+        sn1, cs1 = math.sin(t1), math.cos(t1)
+        h_x = cs1 * r00 + sn1 * r10
+        h_y = cs1 * r01 + sn1 * r11
+        h_z = cs1 * r02 + sn1 * r12
+        m12 = cs1 * r12 - sn1 * r02
+        along = math.atan2(u, v)
+        root = math.sqrt(1.0 - d * d)
+        # The elbow angle and its share of J2 for sin(elbow) = +root; -root negates both (atan2 is odd in y).
+        elbow_angle = math.atan2(root, d)
+        elbow_share = math.atan2(k * root, c2 + k * d)
+        for elbow in range(2):
+            t3 = (elbow_angle if elbow == 0 else -elbow_angle) - psi
+            t2 = along - (elbow_share if elbow == 0 else -elbow_share)
+            t23 = t2 + t3
+            s23, c23 = math.sin(t23), math.cos(t23)
+            m02 = c23 * h_z - s23 * r22
+            m22 = s23 * h_z + c23 * r22
+            sin5 = math.sqrt(m02 * m02 + m12 * m12)
+            t5 = math.atan2(sin5, m22)
+            degenerate = sin5 < wrist_degenerate
+            if degenerate:  # J5 = 0 (pi): J4 stays at the reference, J6 keeps t4 + t6 (t4 - t6)
+                m00 = c23 * h_x - s23 * r20
+                m10 = cs1 * r10 - sn1 * r00
+                t4 = ref3
+                t6 = math.atan2(m10, m00) - ref3 if m22 > 0.0 else ref3 - math.atan2(-m10, -m00)
+            else:
+                t4 = math.atan2(m12, m02)
+                t6 = math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
+            arm_ready = False
+            for wrist in range(2):
+                slot = 4 * side + 2 * elbow + wrist
+                theta[0] = t1
+                theta[1] = t2
+                theta[2] = t3
+                theta[3] = t4 if wrist == 0 else t4 + PI
+                theta[4] = t5 if wrist == 0 else -t5
+                theta[5] = t6 if wrist == 0 else t6 + PI
+                # at J5 = 0 the flipped wrist repeats the other
+                bad = unreachable or (degenerate and wrist == 1)
+                for j in range(6):
+                    value = _wrap((theta[j] + c[15 + j]) * c[9 + j])
+                    # into the limits by a turn where that helps, then inside or out
+                    if value < lower[j] and lower[j] > -PI:
+                        value += TWO_PI
+                    elif value > upper[j] and upper[j] < PI:
+                        value -= TWO_PI
+                    if value < lower[j] - 1e-9 or value > upper[j] + 1e-9:
+                        bad = True
+                    q[j] = value
+                if not bad:
+                    # The forward kinematics of the final joints must give the pose back (both
+                    # wrists share the final J1-J3, so their sines and cosines are taken once).
+                    if not arm_ready:
+                        arm1 = c[9] * q[0] - c[15]
+                        arm2 = c[10] * q[1] - c[16]
+                        arm23 = arm2 + c[11] * q[2] - c[17]
+                        fs1, fc1 = math.sin(arm1), math.cos(arm1)
+                        fs2, fc2 = math.sin(arm2), math.cos(arm2)
+                        fs23, fc23 = math.sin(arm23), math.cos(arm23)
+                        arm_ready = True
+                    w4 = c[12] * q[3] - c[18]
+                    w5 = c[13] * q[4] - c[19]
+                    w6 = c[14] * q[5] - c[20]
+                    m: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
+                    m = _pose(c, fs1, fc1, fs2, fc2, fs23, fc23, math.sin(w4), math.cos(w4), math.sin(w5), math.cos(w5),
+                              math.sin(w6), math.cos(w6))
+                    error = 0.0
+                    error = _larger_error(error, m[0], r00)
+                    error = _larger_error(error, m[1], r01)
+                    error = _larger_error(error, m[2], r02)
+                    error = _larger_error(error, m[3], r10)
+                    error = _larger_error(error, m[4], r11)
+                    error = _larger_error(error, m[5], r12)
+                    error = _larger_error(error, m[6], r20)
+                    error = _larger_error(error, m[7], r21)
+                    error = _larger_error(error, m[8], r22)
+                    error = _larger_error(error, m[9], px)
+                    error = _larger_error(error, m[10], py)
+                    error = _larger_error(error, m[11], pz)
+                    bad = not (error <= verify)  # (NaN fails too)
+                for j in range(6):
+                    out[i, slot, j] = missing if bad else q[j]
+    return 0
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _larger_error(error: cython.double, value: cython.double, wanted: cython.double) -> cython.double:
+    """max(error, |value - wanted|), NaN kept (a NaN difference fails the check)."""
+    difference: cython.double = abs(value - wanted)
+    return difference if not (difference <= error) else error
+
+
+# Checks of many poses ------------------------------------------------------------------------
+
+
+def first_odd_pose(poses: cython.const[cython.double][:, ::1]) -> cython.Py_ssize_t:
+    """The index of the first pose (n, 16: 4 x 4 row-major) that is not plainly a rigid
+    transform, else -1: a NaN or inf, a last row off 0 0 0 1 by 0.5e-9, an entry of R^T R
+    off the identity's by 0.5e-6, or a mirror. Half the tolerances of spatial.as_pose, so
+    every pose it refuses is odd here (the caller lets it decide on those)."""
+    if poses.shape[1] != 16:
+        raise ValueError("first_odd_pose needs poses (n, 16)")
+    found: cython.Py_ssize_t = -1
+    if poses.shape[0] >= NOGIL_FROM:
+        with cython.nogil:
+            found = _first_odd_pose(poses)
+    else:
+        found = _first_odd_pose(poses)
+    return found
+
+
+@cython.cfunc
+@cython.nogil
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _first_odd_pose(poses: cython.const[cython.double][:, ::1]) -> cython.Py_ssize_t:
+    i: cython.Py_ssize_t
+    a: cython.int
+    b: cython.int
+    gram: cython.double
+    for i in range(poses.shape[0]):
+        if not (abs(poses[i, 12]) <= 0.5e-9 and abs(poses[i, 13]) <= 0.5e-9 and abs(poses[i, 14]) <= 0.5e-9
+                and abs(poses[i, 15] - 1.0) <= 0.5e-9):
+            return i
+        if not (abs(poses[i, 3]) < 1e300 and abs(poses[i, 7]) < 1e300 and abs(poses[i, 11]) < 1e300):
+            return i
+        for a in range(3):  # columns a and b of R: their dot product is R^T R's entry (a, b)
+            for b in range(a, 3):
+                gram = poses[i, a] * poses[i, b] + poses[i, 4 + a] * poses[i, 4 + b] + poses[i, 8 + a] * poses[i, 8 + b]
+                if not (abs(gram - (1.0 if a == b else 0.0)) <= 0.5e-6):  # (NaN and inf fail too)
+                    return i
+        # det R as (x cross y) . z: near +1 for a rotation, near -1 for a mirror
+        if not ((poses[i, 4] * poses[i, 9] - poses[i, 8] * poses[i, 5]) * poses[i, 2]
+                + (poses[i, 8] * poses[i, 1] - poses[i, 0] * poses[i, 9]) * poses[i, 6]
+                + (poses[i, 0] * poses[i, 5] - poses[i, 4] * poses[i, 1]) * poses[i, 10] > 0.5):
+            return i
+    return -1
