@@ -265,3 +265,33 @@ def test_the_constructor_refuses_what_is_no_chain():
         from robohal.kinematics import JointLimits
 
         UrdfChain(np.eye(4)[None], [[0, 0, 1]], ["revolute"], limits=JointLimits([-1, -1], [1, 1], 1, 1, 1))
+
+
+def random_chain(rng: np.random.Generator, n: int, same_axis_at: int | None = None) -> UrdfChain:
+    rotations = spatial.rotvec_to_matrix(rng.normal(size=(n, 3)))
+    origins = np.tile(np.eye(4), (n, 1, 1))
+    origins[:, :3, :3] = rotations
+    origins[:, :3, 3] = rng.uniform(-0.3, 0.3, (n, 3))
+    axes = rng.normal(size=(n, 3))
+    if same_axis_at is not None:  # two joints turning about one line
+        origins[same_axis_at] = np.eye(4)
+        axes[same_axis_at] = axes[same_axis_at - 1]
+    tip = spatial.pose_from_xyz_rpy(rng.uniform(-0.1, 0.1, 3), rng.uniform(-1, 1, 3))
+    return UrdfChain(origins, axes, ["revolute"] * n, tip)
+
+
+@pytest.mark.parametrize("same_axis_at", [None, 2])
+def test_turning_chains_run_one_configuration_on_the_dh_path(same_axis_at):
+    """Any chain of turning joints is a DH chain: the scalar path agrees with the batched one."""
+    rng = np.random.default_rng(8)
+    chains = [random_chain(rng, 6, same_axis_at) for _ in range(5)]
+    chains += [UrdfChain.from_urdf(HERE / "six_axis.urdf", "base_link", "tool0"),
+               UrdfChain.from_urdf(FRANKA / "fr3.urdf", "link0", "link8")]
+    for chain in chains:
+        assert chain.uses_dh_path
+        for row in random_joints(chain, 20, seed=9):
+            _, jac = chain.frame_and_jacobian_lists(row.tolist())
+            assert np.abs(chain.forward(row) - chain.forward(row[None])[0]).max() < 1e-12
+            assert np.abs(np.array(jac) - chain.jacobian(row[None])[0]).max() < 1e-12
+    slider = UrdfChain.from_urdf(HERE / "slider_gripper.urdf", "world", "tool0")
+    assert not slider.uses_dh_path  # a prismatic joint: its own scalar path

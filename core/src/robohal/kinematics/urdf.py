@@ -12,6 +12,12 @@ chain the DH chain's recipe with general fixed transforms:
 ``pose = pose @ fixed_i @ Rz(q_i)`` (or ``Tz(q_i)`` for a slide). The Jacobian
 comes from the joint axes; the inverse is numeric and the differential IK runs
 through the scalar path (:meth:`UrdfChain.frame_and_jacobian_lists`).
+
+A chain of turning joints only is also a modified-DH chain (consecutive joint axes
+are two lines: their common normal gives a, alpha, d and the angle offset), so one
+configuration at a time it runs on :class:`~robohal.kinematics.DHChain`'s scalar
+path, compiled where the kernels were built. The conversion is checked against
+the chain's own frames when it is made and used only where it agrees.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import math
 import os
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +35,7 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics
+from .chain import DHChain
 from .limits import JointLimits
 
 #: the joint types a chain moves with; ``continuous`` is a revolute joint without a range
@@ -36,6 +44,8 @@ MOVING = ("revolute", "continuous", "prismatic")
 # 0.05 s, as JointLimits.from_degrees derives them from a datasheet's speeds.
 ACCELERATION_TIME = 0.2
 JERK_TIME = 0.05
+# How closely (m, rad) the DH form must reproduce the chain's own frames to stand in for it.
+DH_AGREEMENT = 1e-12
 
 
 def _frozen(array: Array) -> Array:
@@ -133,6 +143,7 @@ class UrdfChain(Kinematics):
                         for f, slide in zip(self._fixed, self._slides, strict=True)]
         self._flange_rotation = None if (self._flange[:3, :3] == np.eye(3)).all() else self._flange[:3, :3].tolist()
         self._flange_shift = self._flange[:3, 3].tolist()
+        self._dh = _as_dh(self) if not any(self._slides) else None
 
     @classmethod
     def from_urdf(cls, path: str | os.PathLike, base_link: str, tip_link: str,
@@ -283,7 +294,7 @@ class UrdfChain(Kinematics):
         """Tip pose (4, 4) for joints (dof,); (..., 4, 4) for (..., dof)."""
         q = self._joints(q)
         if q.ndim == 1:
-            return _pose_array(self._fk(q.tolist(), None))
+            return _pose_array(self.frame_and_jacobian_lists(q.tolist(), False)[0])
         flat, shape = self._batch(q)
         rotation, position, _ = self._walk(flat, False)
         return self._tip(rotation, position, shape)
@@ -376,8 +387,69 @@ class UrdfChain(Kinematics):
 
     def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
         """The scalar path's raw result (no validation): ((x, y, z, p) columns, 6 Jacobian rows)."""
+        if self._dh is not None:
+            return self._dh.frame_and_jacobian_lists(q, jacobian)
         jac = [[0.0] * self.dof for _ in range(6)] if jacobian else None
         return self._fk(q, jac), jac
+
+    @property
+    def uses_dh_path(self) -> bool:
+        """Whether one configuration runs on the DH chain's scalar path (see the module docstring)."""
+        return self._dh is not None
+
+
+def _as_dh(chain: UrdfChain) -> DHChain | None:
+    """The chain of turning joints as a modified-DH chain (Craig), or None where the two
+    disagree beyond DH_AGREEMENT. Frame i sits on joint i's axis with x along the common
+    normal toward axis i + 1; the base is frame 1 at q = 0, the flange what is left."""
+    n = chain.dof
+    frames = chain.joint_poses(np.zeros((1, n)))[0]  # child links at q = 0
+    turned = frames[:n] @ np.linalg.inv(chain._to_link)  # joint frames, z along the axes
+    origins, axes = turned[:, :3, 3], turned[:, :3, 2]
+    dh = []
+    for i in range(n):
+        z, o = axes[i], origins[i]
+        if i + 1 < n:
+            normal = np.cross(z, axes[i + 1])
+            if np.linalg.norm(normal) > 1e-9:  # skew or meeting axes: the common normal is unique
+                x = normal / np.linalg.norm(normal)
+                # the point of axis i nearest axis i + 1
+                gap = origins[i + 1] - o
+                w = axes[i + 1]
+                s = (gap @ z - (gap @ w) * (z @ w)) / (1.0 - (z @ w) ** 2)
+                o = o + s * z
+            else:  # parallel axes: toward axis i + 1 from this joint's origin
+                gap = origins[i + 1] - o
+                x = gap - (gap @ z) * z
+                x = x / np.linalg.norm(x) if np.linalg.norm(x) > 1e-9 else turned[i, :3, 0]
+        else:
+            x = turned[i, :3, 0]
+        frame = np.eye(4)
+        frame[:3, :3] = np.column_stack([x, np.cross(z, x), z])
+        frame[:3, 3] = o
+        dh.append(frame)
+    a, d, alpha, offsets = [0.0], [0.0], [0.0], [0.0]
+    for before, after in pairwise(dh):
+        t = np.linalg.solve(before, after)  # Rx(alpha) Tx(a) Rz(theta) Tz(d)
+        angle = math.atan2(-t[1, 2], t[2, 2])
+        ca, sa = math.cos(angle), math.sin(angle)
+        alpha.append(angle)
+        a.append(float(t[0, 3]))
+        d.append(float(-t[1, 3] * sa + t[2, 3] * ca))
+        offsets.append(math.atan2(t[1, 0] * ca + t[2, 0] * sa, t[0, 0]))
+    tip = chain.forward(np.zeros((1, n)))[0]
+    try:
+        converted = DHChain(a, d, alpha, offsets, modified=True, base=dh[0], flange=np.linalg.solve(dh[-1], tip),
+                            limits=chain.limits)
+    except InvalidArgument:  # a round-off too far from a rigid transform
+        return None
+    q = np.random.default_rng(0).uniform(-np.pi, np.pi, (8, n))
+    for row in q:
+        frame, jac = converted.frame_and_jacobian_lists(row.tolist())
+        if not (np.abs(_pose_array(frame) - chain.forward(row[None])[0]).max() < DH_AGREEMENT
+                and np.abs(np.array(jac) - chain.jacobian(row[None])[0]).max() < DH_AGREEMENT):
+            return None
+    return converted
 
 
 def _pose_array(frame: tuple) -> Array:
