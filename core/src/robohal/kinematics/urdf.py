@@ -292,6 +292,10 @@ class UrdfChain(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Tip pose (4, 4) for joints (dof,); (..., 4, 4) for (..., dof)."""
+        if type(q) is np.ndarray and q.shape == (self.dof,) and q.dtype == np.float64:
+            values = q.tolist()  # one configuration, checked in plain floats (a controller's call)
+            if all(map(math.isfinite, values)):
+                return _pose_array(self.frame_and_jacobian_lists(values, False)[0])
         q = self._joints(q)
         if q.ndim == 1:
             return _pose_array(self.frame_and_jacobian_lists(q.tolist(), False)[0])
