@@ -37,6 +37,7 @@ from typing import Any
 from .. import spatial
 from ..errors import InvalidArgument, PluginError
 from ..kinematics import Kinematics, Tool, UrdfChain
+from ..kinematics.urdf import MOVING
 from .records import ModelSpec
 
 try:
@@ -49,7 +50,6 @@ log = logging.getLogger(__name__)
 MODEL_PATH_ENV = "ROBOHAL_MODEL_PATH"
 REQUIRED = ("name", "urdf", "base_link", "tip_link")
 OPTIONAL = ("acceleration", "jerk", "description", "tool")
-MOVING = ("revolute", "continuous", "prismatic")
 
 
 def model_dirs(environ: dict[str, str] | None = None) -> list[Path]:
