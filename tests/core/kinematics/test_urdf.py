@@ -247,6 +247,9 @@ def test_file_errors_are_one_line_naming_the_file_and_the_problem(tmp_path):
     with pytest.raises(InvalidArgument, match=r"robot\.urdf: joint limits: .* has 2 values, the other limits 3"):
         UrdfChain.from_urdf(write(tmp_path, joint("j1", "a", "b") + joint("j2", "b", "c")), "a", "c",
                             acceleration=[1, 2, 3])
+    with pytest.raises(InvalidArgument, match=r"robot\.urdf: acceleration must be an array of real numbers"):
+        UrdfChain.from_urdf(write(tmp_path, joint("j1", "a", "b") + joint("j2", "b", "c")), "a", "c",
+                            acceleration="fast")
 
 
 def test_a_mimic_joint_off_the_path_is_ignored(tmp_path):

@@ -204,10 +204,11 @@ class UrdfChain(Kinematics):
         if not origins:
             raise InvalidArgument(f"{path}: no moving joint between {base_link!r} and {tip_link!r}")
         velocity_array = np.array(velocity)
-        acc = velocity_array / ACCELERATION_TIME if acceleration is None else acceleration
         try:
-            limits = JointLimits(np.array(lower), np.array(upper), velocity_array, acc,
-                                 np.asarray(acc, dtype=np.float64) / JERK_TIME if jerk is None else jerk)
+            acc = velocity_array / ACCELERATION_TIME if acceleration is None else acceleration
+            if jerk is None:
+                jerk = spatial.as_real(acc, "acceleration") / JERK_TIME
+            limits = JointLimits(np.array(lower), np.array(upper), velocity_array, acc, jerk)
             return cls(np.array(origins), np.array(axes), kinds, pending, limits, joint_names=names,
                        link_names=[*links, tip_link], source=str(path))
         except InvalidArgument as exc:
