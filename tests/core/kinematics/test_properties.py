@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,10 +15,11 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from robohal import spatial
 from robohal.errors import InvalidArgument
-from robohal.kinematics import OPW, Base, JointLimits, Parallelogram, PlanarTwoLink, Tool
+from robohal.kinematics import OPW, Base, JointLimits, Parallelogram, PlanarTwoLink, Tool, UrdfChain
 from robohal.kinematics.chain import DHChain
 
 HALF_PI = math.pi / 2
+URDF_FILES = Path(__file__).resolve().parent / "urdf_files"
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -35,6 +37,8 @@ def models():
         "fr3": robohal.get_model("franka.fr3"),
         "chain": DHChain([0.1, 0.3, 0.05], [0.2, 0.0, 0.1], [HALF_PI, 0.0, -HALF_PI]),
         "planar": PlanarTwoLink(0.3, 0.25),
+        "urdf": UrdfChain.from_urdf(URDF_FILES / "six_axis.urdf", "base_link", "tool0"),
+        "urdf_prismatic": UrdfChain.from_urdf(URDF_FILES / "slider_gripper.urdf", "world", "tool0"),
     }
 
 

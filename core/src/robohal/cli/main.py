@@ -125,16 +125,31 @@ def plugins(as_json: bool) -> None:
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def models(as_json: bool) -> None:
-    """Registered robot models."""
+    """Registered robot models (a model file's model: the file it came from)."""
     specs = default_registry().models()
     if as_json:
         click.echo(json.dumps([{"name": s.name, "dof": s.dof, "plugin": s.plugin, "description": s.description,
-                                "tags": list(s.tags)} for s in specs], indent=2))
+                                "tags": list(s.tags), "source": s.source} for s in specs], indent=2))
         return
-    table = _table("robohal models", ["model", "dof", "plugin", "description"], wrap=["description"])
+    table = _table("robohal models", ["model", "dof", "plugin or file", "description"],
+                   wrap=["plugin or file", "description"])
     for spec in specs:
-        table.add_row(spec.name, str(spec.dof), spec.plugin or "-", spec.description)
+        table.add_row(spec.name, str(spec.dof), spec.source or spec.plugin or "-", spec.description)
     _console().print(table)
+
+
+@main.command()
+@click.argument("model")
+def urdf(model: str) -> None:
+    """Write a kinematic URDF of MODEL to stdout (robohal urdf MODEL > robot.urdf)."""
+    from ..kinematics import urdf_text
+
+    registry = default_registry()
+    spec = registry.model_spec(model)
+    kin = registry.get_model(model)
+    if kin.coupled_limits:  # the file holds the geometric chain: say so where the user sees it
+        click.echo(f"robohal: note: {spec.name} couples joints; the URDF's comment says how its joints map", err=True)
+    click.echo(urdf_text(kin, spec.name, spec.description), nl=False)
 
 
 # Kinematics -------------------------------------------------------------------------------

@@ -7,9 +7,12 @@ from .diffik import MAX_POSTURE_RATE, DifferentialIk, IkOptions, cycle_box
 from .limits import JointLimits
 from .opw import OPW
 from .planar import PlanarTwoLink
+from .urdf import UrdfChain
+from .urdf_export import urdf_text
 from .wrappers import Base, Parallelogram, Tool
 
 __all__ = [
     "MAX_POSTURE_RATE", "OPW", "Base", "Constraints", "DHChain", "DifferentialIk", "IkOptions", "JointLimits",
-    "Kinematics", "Parallelogram", "PlanarTwoLink", "Solutions", "Tool", "cycle_box", "no_solution", "pick_best",
+    "Kinematics", "Parallelogram", "PlanarTwoLink", "Solutions", "Tool", "UrdfChain", "cycle_box", "no_solution",
+    "pick_best", "urdf_text",
 ]

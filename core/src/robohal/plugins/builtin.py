@@ -1,4 +1,5 @@
-"""The core's own plugin: the ``sim`` backend and a generic planar model.
+"""The core's own plugin: the ``sim`` backend, a generic planar model and the
+models of the user's model files (:mod:`.model_files`).
 
 It implements the same hooks as every other plugin, but needs no entry point:
 :func:`~robohal.plugins.registry.plugin_manager` registers it in code, as
@@ -12,6 +13,7 @@ import numpy as np
 from ..kinematics import JointLimits, PlanarTwoLink
 from ..sim.backend import SimBackend
 from .hookspecs import hookimpl
+from .model_files import model_file_specs
 from .records import BackendSpec, ModelSpec
 
 
@@ -35,7 +37,8 @@ def robohal_models():
             dof=2,
             description="Planar two-link arm, 0.30 m + 0.25 m links (a model for trying things out)",
             tags=("planar", "example"),
-        )
+        ),
+        *model_file_specs(),
     ]
 
 

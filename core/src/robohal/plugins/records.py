@@ -104,6 +104,8 @@ class ModelSpec:
 
     ``name`` is dotted and lower-case (``abb.irb1410``); ``factory`` builds the
     :class:`~robohal.kinematics.Kinematics` (keyword options are passed through).
+    ``source`` is the file a model came from, for models registered by a model file
+    (:mod:`robohal.plugins.model_files`).
     """
 
     name: str
@@ -112,6 +114,7 @@ class ModelSpec:
     description: str = ""
     tags: tuple[str, ...] = ()
     plugin: str | None = None  # stamped by the registry: the plugin that gave it
+    source: str | None = None
 
     def __post_init__(self) -> None:
         name = self.name.strip().lower()

@@ -205,6 +205,10 @@ class Registry:
         dist = self._origins.get(plugin or "", (None, None))[0]
         return f"plugin {plugin!r}" + (f" (distribution {dist})" if dist else "")
 
+    def _describe_record(self, record: Any) -> str:
+        source = getattr(record, "source", None)  # a model file's model: the file says more than the plugin
+        return f"the model file {source}" if source else self._describe(record.plugin)
+
     def _collect(self) -> None:
         self._gather("robohal_models", ModelSpec, self._models, "name", "model")
         self._gather("robohal_backends", BackendSpec, self._backends, "scheme", "URI scheme")
@@ -218,8 +222,8 @@ class Registry:
             name = getattr(record, key)
             if name in into:
                 raise PluginConflictError(
-                    f"{what} {name!r} is claimed by both {self._describe(into[name].plugin)}"
-                    f" and {self._describe(plugin)}"
+                    f"{what} {name!r} is claimed by both {self._describe_record(into[name])}"
+                    f" and {self._describe_record(record)}"
                 )
             into[name] = record
 

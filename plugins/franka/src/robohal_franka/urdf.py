@@ -20,7 +20,8 @@ URDF_DIR = "urdf"
 
 
 def _num(value: float) -> str:
-    return f"{value:.6g}" if value != 0 else "0"
+    # Every digit a float needs (repr): rpy="1.5708" would turn the arm's frames by 4e-6 rad.
+    return repr(float(value)).removesuffix(".0") if value != 0 else "0"
 
 
 def _origin(a: float, d: float, alpha: float) -> str:
