@@ -10,6 +10,7 @@ identities are merged into one report (:mod:`robohal.cli.report`).
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -27,6 +28,8 @@ from ..testing.cells import Cell, Lab
 from ..testing.lock import LockError, PlaceLock
 from .hil import packaged, pytest_command, pytest_missing
 
+#: the environment variable that tells a cell's pytest process (and its suites) the cell's name
+CELL_VARIABLE = "ROBOHAL_HIL_CELL"
 #: s a cell's pytest process has to end by itself after a Ctrl-C (the terminal sent it one too)
 #: before it is sent one, then to brake, stop its simulator and end before it is killed
 OWN_STOP = 10.0
@@ -110,7 +113,8 @@ class LabRun:
             started = time.monotonic()
             with open(run.log, "w", encoding="utf-8") if run.log else nullcontext() as out:
                 child = subprocess.Popen(self.command(run.cell, run.folder), stdout=out, stderr=subprocess.STDOUT
-                                         if out else None, stdin=subprocess.DEVNULL)
+                                         if out else None, stdin=subprocess.DEVNULL,
+                                         env={**os.environ, CELL_VARIABLE: run.cell.name})
                 run.code = _wait_or_stop(child, self.stopping)
             run.seconds = time.monotonic() - started
         except LockError as exc:
