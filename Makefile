@@ -69,9 +69,12 @@ lint: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/robohal demo
 
-## hil: HIL suites against TARGET (a robot URI; default: every bundled simulator)
+## hil: HIL suites against TARGET (a robot URI), else the cells of CELLS (default: hil/cells.example.toml's
+## bundled simulators; CELL=name, JOBS at once, default 3: one per simulator) into REPORT (default hil-report/)
 hil: $(STAMP)
-	$(VENV)/bin/robohal hil $(if $(TARGET),--target '$(TARGET)') $(if $(REPORT),--report $(REPORT)) $(if $(YES),--yes)
+	$(VENV)/bin/robohal hil $(if $(TARGET),--target '$(TARGET)' $(if $(REPORT),--report $(REPORT)),\
+		--cells $(or $(CELLS),hil/cells.example.toml) --cell $(or $(CELL),all) --jobs $(or $(JOBS),3) \
+		--report $(or $(REPORT),hil-report)) $(if $(YES),--yes)
 
 ## bench: speed figures as ratios against peers (printed, never asserted)
 bench: $(STAMP)

@@ -95,3 +95,28 @@ def test_the_guard_brakes_to_rest_within_the_limits():
         q, resting = guard.brake()
     assert resting and steps > 10 and guard.at_rest()
     assert np.array_equal(guard.brake()[0], guard.last)
+
+
+def test_fences_refuse_after_the_limits_and_the_brake_passes_them_by():
+    guard = SetpointGuard(LIMITS, 0.01)
+    guard.reset([0.0, 0.0])
+    seen = []
+
+    def no_positive_first_joint(q, guard):
+        seen.append((q.copy(), guard.last))
+        if q[0] > 0.005:
+            raise LimitViolation("past the fence", joint=0, quantity="workspace")
+
+    guard.fences.append(no_positive_first_joint)
+    guard.commit(guard.check([0.004, 0.0]))
+    assert np.allclose(seen[-1][1], [0.0, 0.0]), "a fence sees the last setpoint sent"
+    with pytest.raises(LimitViolation) as refused:
+        guard.check([0.008, 0.0])
+    assert refused.value.quantity == "workspace"
+    assert np.allclose(guard.last, [0.004, 0.0]), "a refused setpoint is not recorded"
+    with pytest.raises(LimitViolation) as position:  # the limits come first
+        guard.check([1.5, 0.0])
+    assert position.value.quantity == "position"
+    calls = len(seen)
+    assert np.allclose(guard.check([0.008, 0.0], fenced=False), [0.008, 0.0])
+    assert len(seen) == calls

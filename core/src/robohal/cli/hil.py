@@ -89,36 +89,51 @@ def confirm_real_hardware(targets: Sequence[str], *, assume_yes: bool = False, s
     return bool(stdin.readline())  # end of input: nobody confirmed
 
 
+def pytest_command(suites: Sequence[str], targets: Sequence[str], *, report: str | None = None,
+                   pytest_args: Sequence[str] = ()) -> list[str]:
+    """The pytest command line that runs ``suites`` (folders, or with ``:package`` after the
+    folder: an installed package's) against ``targets``, writing JUnit and plots to ``report``."""
+    folders, roots = [], []
+    for suite in suites:
+        folder, _, package = suite.partition(":")
+        folders.append(os.path.abspath(folder))
+        # tests are named from the folder holding the suites' packages (robohal_abb.hil.test_egm_hil::...)
+        roots.append(str(Path(folders[-1]).parents[package.count(".")]) if package else os.path.dirname(folders[-1]))
+    # The suites' own settings only: no pytest configuration found around them (a user's
+    # project holding the venv) applies; labgrid's pytest plugin (robohal[lab]) stays out.
+    args = [sys.executable, "-m", "pytest", *folders, "-c", os.devnull, f"--rootdir={os.path.commonpath(roots)}",
+            "-p", "no:cacheprovider", "-p", "no:labgrid", "--import-mode=importlib", "-ra"]
+    for target in targets:
+        args += ["--hil-target", target]
+    if report:
+        os.makedirs(report, exist_ok=True)
+        args += [f"--junitxml={os.path.join(report, 'junit.xml')}", "--hil-report", report]
+    return args + list(pytest_args)
+
+
+def packaged(packages: Sequence[str]) -> list[str]:
+    """Suites as :func:`pytest_command` takes them, from package names."""
+    return [f"{suite_folder(package)}:{package}" for package in packages]
+
+
+def pytest_missing() -> bool:
+    if importlib.util.find_spec("pytest") is None:
+        print("robohal hil: pytest is not installed (pip install pytest)", file=sys.stderr)
+        return True
+    return False
+
+
 def run_hil(targets: Sequence[str], *, report: str | None = None, suites: Sequence[str] = (),
             pytest_args: Sequence[str] = ()) -> int:
     """Run ``suites`` (folders; default: :func:`default_suites`) against ``targets`` (default:
     every bundled simulator); the pytest exit code."""
     import subprocess
 
-    if importlib.util.find_spec("pytest") is None:
-        print("robohal hil: pytest is not installed (pip install pytest)", file=sys.stderr)
+    if pytest_missing():
         return 2
-    if suites:
-        folders = [os.path.abspath(folder) for folder in suites]
-        roots = [os.path.dirname(folder) for folder in folders]
-    else:
-        packages = default_suites()
-        folders = [suite_folder(package) for package in packages]
-        roots = [str(Path(folder).parents[package.count(".")]) for folder, package in zip(folders, packages, strict=True)]
-    # The suites' own settings only: no pytest configuration found around them (a user's
-    # project holding the venv) applies, and tests are named from the folder holding the
-    # suites' packages (robohal_abb.hil.test_egm_hil::...), wherever robohal is installed.
-    args = [sys.executable, "-m", "pytest", *folders, "-c", os.devnull, f"--rootdir={os.path.commonpath(roots)}",
-            "-p", "no:cacheprovider", "--import-mode=importlib", "-ra"]
-    for target in targets:
-        args += ["--hil-target", target]
-    junit = None
-    if report:
-        os.makedirs(report, exist_ok=True)
-        junit = os.path.join(report, "junit.xml")
-        args += [f"--junitxml={junit}", "--hil-report", report]
-    args += list(pytest_args)
+    args = pytest_command(list(suites) or packaged(default_suites()), targets, report=report, pytest_args=pytest_args)
     code = subprocess.call(args)  # a fresh interpreter: pytest can rewrite robohal's asserts
+    junit = os.path.join(report, "junit.xml") if report else None
     if report and junit and os.path.exists(junit):
         from .report import write_markdown_report
 

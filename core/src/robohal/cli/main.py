@@ -289,10 +289,22 @@ def sim(scheme: str | None, args: Sequence[str]) -> None:
               help="HIL test folder (repeatable; default: the contract suite and every installed backend's own).")
 @click.option("--list-suites", is_flag=True, help="Print the default suites' folders and exit.")
 @click.option("--yes", "assume_yes", is_flag=True, help="Do not wait for Enter before moving real hardware (scripts, CI on a cell).")
+@click.option("--cells", "cells_file", type=click.Path(dir_okay=False), help="A lab's cell file (see hil/cells.example.toml).")
+@click.option("--cell", "cell_names", multiple=True, metavar="NAME",
+              help="Run this cell of --cells (repeatable; 'all': every cell).")
+@click.option("--labgrid", "coordinator", metavar="HOST:PORT",
+              help="labgrid coordinator: hold each cell's place while it runs (default: the cell file's [lab] coordinator).")
+@click.option("--lock-timeout", type=click.FloatRange(min=0.0), metavar="SECONDS",
+              help="How long to wait for a cell another run holds (default: the cell file's, else 600 s).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Cells run at once, one pytest process each.")
+@click.option("--shard", "shard_text", metavar="K/N", help="Run only this job's share of the cells (job K of N).")
+@click.option("--history", type=click.Path(dir_okay=False), help="Append a JSON line per cell to this file.")
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
 def hil(targets: Sequence[str], report: str | None, suites: Sequence[str], list_suites: bool, assume_yes: bool,
-        pytest_args: Sequence[str]) -> None:
-    """Run the HIL suites against robot URIs (extra arguments go to pytest).
+        cells_file: str | None, cell_names: Sequence[str], coordinator: str | None, lock_timeout: float | None,
+        jobs: int, shard_text: str | None, history: str | None, pytest_args: Sequence[str]) -> None:
+    """Run the HIL suites against robot URIs, or a lab's named cells (extra arguments go to pytest).
 
     Real robots move: robohal asks for Enter first (--yes skips the question)."""
     from .hil import confirm_real_hardware, default_suites, run_hil, suite_folder, targets_in_pytest_args
@@ -301,6 +313,16 @@ def hil(targets: Sequence[str], report: str | None, suites: Sequence[str], list_
         for package in default_suites():
             click.echo(f"{package}\t{suite_folder(package)}")
         return
+    if cells_file or cell_names:
+        from .lab import run_lab
+
+        sys.exit(run_lab(cells_file, cell_names, targets=targets, suites=suites, report=report,
+                           coordinator=coordinator, lock_timeout=lock_timeout, jobs=jobs, shard_text=shard_text,
+                           history=history, assume_yes=assume_yes, pytest_args=pytest_args))
+    for option, value in (("--labgrid", coordinator), ("--shard", shard_text), ("--history", history),
+                          ("--lock-timeout", lock_timeout)):
+        if value is not None:
+            raise click.UsageError(f"{option} needs --cells FILE --cell NAME")
     if not confirm_real_hardware([*targets, *targets_in_pytest_args(pytest_args)], assume_yes=assume_yes):
         sys.exit(2)
     sys.exit(run_hil(targets, report=report, suites=suites, pytest_args=pytest_args))

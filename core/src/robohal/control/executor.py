@@ -200,7 +200,7 @@ class MotionExecutor:
         """Check a setpoint prepared ahead again, against a history that changed since (the robot
         filled a cycle). None if it no longer passes: then the executor brakes from here."""
         try:
-            return self.check(q)
+            return self.check(q, fenced=not self._braking)
         except BaseException as error:
             self.fail(error)
             return None
@@ -246,9 +246,9 @@ class MotionExecutor:
     def over(self) -> bool:
         return self._over
 
-    def check(self, q: Array) -> Array:
+    def check(self, q: Array, *, fenced: bool = True) -> Array:
         """``q`` through the guard and the model's coupled limits (raises, never sends)."""
-        checked = self.guard.check(q)
+        checked = self.guard.check(q, fenced=fenced)
         if self.model.coupled_limits:
             self.model.check_joints(checked, "setpoint")
         return checked
@@ -297,7 +297,7 @@ class MotionExecutor:
             self._brake_left -= 1
             if self._brake_left < 0:
                 raise RuntimeError(f"the brake did not come to rest within {MAX_BRAKE_TIME:g} s")
-            return self.check(q)
+            return self.check(q, fenced=False)  # a brake slows the arm where it goes: no fence refuses it
         except BaseException as error:
             self._braking_failed(error)
             return None

@@ -10,7 +10,7 @@ period, velocity, acceleration and jerk. A setpoint that fails raises
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -26,6 +26,11 @@ RELATIVE_SLACK = 1e-6
 # Below these the sent setpoints are at rest (rad/s, rad/s^2): round-off of a finished stop.
 REST_VELOCITY = 1e-9
 REST_ACCELERATION = 1e-6
+
+#: A check of a user's own on each new setpoint ``q``, given the guard (its :attr:`last`
+#: setpoint, :meth:`derivatives`, limits and period): raises
+#: :class:`~robohal.errors.LimitViolation` to refuse it (a cell's workspace box, say).
+Fence = Callable[[np.ndarray, "SetpointGuard"], None]
 
 
 class SetpointGuard:
@@ -64,6 +69,9 @@ class SetpointGuard:
             self._ends = list(zip((2.0 * limits.end_deceleration).tolist(), limits.end_offset.tolist(),
                                   limits.lower.tolist(), limits.upper.tolist(), strict=True))
         self._recent: list[list[float]] = []  # the last three setpoints as floats, oldest first
+        #: checks of the user's own after the limits (:data:`Fence`); the guard's brake passes them
+        #: by (a fence judges a setpoint by where a brake from it would end)
+        self.fences: list[Fence] = []
 
     @property
     def active(self) -> bool:
@@ -135,8 +143,17 @@ class SetpointGuard:
         dt = self.period
         return (h[-1] - h[-2]) / dt, (h[-1] - 2 * h[-2] + h[-3]) / dt**2
 
-    def check(self, setpoint: ArrayLike) -> Array:
-        """Validate ``setpoint``; return it as a float array or raise.
+    def check(self, setpoint: ArrayLike, *, fenced: bool = True) -> Array:
+        """Validate ``setpoint`` against the limits, then (``fenced``) the :attr:`fences`;
+        return it as a float array or raise."""
+        q = self.check_limits(setpoint)
+        if fenced and self.fences:
+            for fence in self.fences:
+                fence(q, self)
+        return q
+
+    def check_limits(self, setpoint: ArrayLike) -> Array:
+        """Validate ``setpoint`` against the limits; return it as a float array or raise.
 
         Hot path: a joint-by-joint test in plain floats against bounds a hair
         tighter than the real ones answers a clear yes in a few microseconds (this

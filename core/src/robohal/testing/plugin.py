@@ -8,7 +8,10 @@
 * Markers: ``hil_backend(scheme, ...)`` runs a test only on targets of those
   schemes; ``needs_feature(name, ...)`` skips unless the backend lists the
   features; ``hardware_only`` skips on simulators.
-* Every HIL test case records its target as a JUnit property ``hil_target``.
+* ``--hil-speed FACTOR`` and ``--hil-workspace BOX`` hold every robot the suites connect
+  to a cell's safety settings (:mod:`robohal.testing.safety`), checked before anything moves.
+* Every HIL test case records its target as a JUnit property ``hil_target``; with
+  ``--hil-report`` the targets' identities go to ``targets.json`` there.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ..motion import MotionResult
 from ..plugins.registry import default_registry
 from ..robot import Robot
 from ..uri import parse_uri
+from .safety import CellSafety, Workspace
 from .target import HilTarget
 
 
@@ -43,6 +47,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="write plots of the motions HIL tests record (hil_motion_log) into DIR",
     )
+    group.addoption(
+        "--hil-speed",
+        type=float,
+        default=1.0,
+        metavar="FACTOR",
+        help="speed factor in (0, 1] on every joint's limits for every robot the HIL tests connect to",
+    )
+    group.addoption(
+        "--hil-workspace",
+        default=None,
+        metavar="BOX",
+        help="xmin,ymin,zmin,xmax,ymax,zmax (m, base frame): every setpoint's flange must stay in this box",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,6 +67,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs_feature(name, ...): skip unless the target's backend has these features")
     config.addinivalue_line("markers", "hardware_only: skip on simulated targets")
     hil_targets(config)  # a mistyped --hil-target stops the run here, with the reason
+    hil_safety(config)
+
+
+def hil_safety(config: pytest.Config) -> CellSafety:
+    """The safety settings given on the command line (none: full speed, no box)."""
+    box = config.getoption("hil_workspace")
+    try:
+        return CellSafety(float(config.getoption("hil_speed")), Workspace.parse(box) if box else None)
+    except RobohalError as exc:
+        raise pytest.UsageError(f"--hil-speed/--hil-workspace: {exc}") from None
 
 
 def hil_targets(config: pytest.Config) -> list[str]:
@@ -101,10 +128,15 @@ def hil_target(request: pytest.FixtureRequest) -> Iterator[HilTarget]:
     requested = getattr(request, "param", None)
     if requested is None:
         pytest.skip("no HIL target")
-    target = HilTarget.start(requested)
+    target = HilTarget.start(requested, safety=hil_safety(request.config))
     try:
+        target.preflight()
         yield target
     finally:
+        request.config.stash.setdefault(_TARGETS, {})[target.requested] = {
+            "identity": target.identity, "simulated": target.simulated,
+            "speed": target.safety.speed,
+            "workspace": target.safety.workspace.as_text() if target.safety.workspace else None}
         target.close()
 
 
@@ -152,6 +184,7 @@ class MotionLog:
 
 
 _RECORDED = pytest.StashKey[list]()
+_TARGETS = pytest.StashKey[dict]()
 
 
 @pytest.fixture
@@ -166,6 +199,10 @@ def hil_motion_log(request: pytest.FixtureRequest) -> MotionLog:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     folder = session.config.getoption("hil_report")
     recorded = session.config.stash.get(_RECORDED, [])
+    targets = session.config.stash.get(_TARGETS, {})
+    if folder and targets:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / "targets.json").write_text(json.dumps(targets, indent=2), encoding="utf-8")
     if not folder or not recorded:
         return
     from ..cli.plots import plot_motion

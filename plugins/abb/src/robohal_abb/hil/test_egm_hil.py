@@ -48,7 +48,8 @@ def faulty(hil_target: HilTarget) -> Iterator:
 
     def start(**sim_options: str) -> HilTarget:
         params = "".join(f"&sim_{key}={value}" for key, value in sim_options.items())
-        target = HilTarget.start(f"abb-egm://sim?model={hil_target.model_name}{params}", hil_target.registry)
+        target = HilTarget.start(f"abb-egm://sim?model={hil_target.model_name}{params}", hil_target.registry,
+                                 safety=hil_target.safety)
         started.append(target)
         return target
 
@@ -98,10 +99,7 @@ def test_ten_percent_packet_loss_still_converges(faulty) -> None:
 def test_stalled_robot_raises_connection_lost_within_the_timeout(faulty) -> None:
     target = faulty()
     timeout = 0.5
-    uri = target.uri.with_params(timeout=str(timeout))
-    from robohal.connection import open_robot
-
-    with open_robot(uri, registry=target.registry) as robot:
+    with target.connect(timeout=str(timeout)) as robot:
         robot.backend.cycle()
         target.simulator.send("STALL")
         started = time.monotonic()

@@ -19,7 +19,6 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from robohal import HardwareFault
-from robohal.connection import open_robot
 from robohal.motion import JointTrajectory
 from robohal.robot import Robot
 from robohal.testing.target import HilTarget
@@ -54,7 +53,7 @@ def robot_with(hil_target: HilTarget) -> Iterator:
     robots: list[Robot] = []
 
     def connect(**params: str) -> Robot:
-        robot = open_robot(hil_target.uri.with_params(**params), registry=hil_target.registry)
+        robot = hil_target.connect(**params)  # held to the cell's safety settings, as `robot` is
         robots.append(robot)
         return robot
 

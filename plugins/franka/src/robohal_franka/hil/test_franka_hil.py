@@ -57,7 +57,8 @@ def faulty(hil_target: HilTarget) -> Iterator:
 
     def start(**sim_options: str) -> HilTarget:
         params = "".join(f"&sim_{key}={value}" for key, value in sim_options.items())
-        target = HilTarget.start(f"franka://sim?model={hil_target.model_name}{params}", hil_target.registry)
+        target = HilTarget.start(f"franka://sim?model={hil_target.model_name}{params}", hil_target.registry,
+                                 safety=hil_target.safety)
         started.append(target)
         return target
 

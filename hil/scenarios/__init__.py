@@ -1,0 +1,1 @@
+"""robohal's cross-backend scenarios: the same test program on every HIL cell."""

@@ -1,0 +1,101 @@
+"""The same program on every cell: the flange draws a square in the workspace.
+
+The arm first moves to a ready pose of its own (every joint 30 deg from where it starts, towards
+the middle of its range: away from the stretched and wrist-straight poses the simulators start
+in), then draws a horizontal square through the model's IK, keeping the flange's orientation.
+The square lies on the base side of the ready point, so an arm near its reach stays inside it.
+Each side goes to the report with its tracking figures; the commanded flange must stay on the
+square and the measured one must end on each corner.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from robohal import spatial
+from robohal.robot import Robot
+from robohal.testing.target import HilTarget
+
+READY_OFFSET = math.radians(30.0)  # rad, per joint
+SIDE = 0.04  # m, at most
+SIDE_SHARE = 0.15  # of the flange's distance from the base axis, for small arms
+SPEED = 0.05  # m/s along each side
+#: m: the commanded flange may leave the square by this much (the IK's round-off and blending)
+PATH_TOLERANCE = 0.5e-3
+#: m: the measured flange must settle this close to the last corner
+END_TOLERANCE = 2e-3
+
+
+def ready_pose(robot: Robot) -> np.ndarray:
+    limits = robot.model.limits
+    start = robot.backend.commanded
+    return limits.clip(start + np.where(start <= limits.centre, 1.0, -1.0) * READY_OFFSET)
+
+
+def square_corners(point: np.ndarray) -> np.ndarray:
+    """A closed square (5, 3) in the horizontal plane through ``point``: one side through it,
+    centred on it, across the line to the base axis; the rest towards the base."""
+    radial = np.array([point[0], point[1], 0.0])
+    distance = float(np.linalg.norm(radial))
+    inward = -radial / distance if distance > 1e-6 else np.array([-1.0, 0.0, 0.0])
+    across = np.cross([0.0, 0.0, 1.0], inward)
+    side = min(SIDE, SIDE_SHARE * distance)
+    a = point - across * side / 2
+    b = point + across * side / 2
+    return np.array([a, b, b + inward * side, a + inward * side, a])
+
+
+def distance_to_path(points: np.ndarray, corners: np.ndarray) -> np.ndarray:
+    """Distance of each point (N, 3) to the nearest side of the closed path ``corners``."""
+    a, b = corners[:-1], corners[1:]
+    ab = b - a
+    t = np.clip(((points[:, None, :] - a) * ab).sum(-1) / (ab * ab).sum(-1), 0.0, 1.0)
+    return np.linalg.norm(points[:, None, :] - (a + t[..., None] * ab), axis=-1).min(axis=1)
+
+
+def test_a_square_in_the_workspace(robot: Robot, hil_target: HilTarget, hil_motion_log) -> None:
+    model = robot.model
+    ready = ready_pose(robot)
+    ready_flange = model.forward(ready)
+    corners = square_corners(ready_flange[:3, 3])
+    box = hil_target.safety.workspace
+    if box is not None:  # said plainly here; the guard's fence would refuse it anyway
+        points = np.vstack([model.forward(robot.backend.commanded)[:3, 3], ready_flange[:3, 3], corners])
+        outside = points[~box.contains(points)]
+        assert not len(outside), (f"the square scenario would take the flange to ({', '.join(f'{v:.3f}' for v in outside[0])})"
+                                  f" m, outside the cell's workspace box {box}")
+    assert robot.move_joints(ready, speed=0.3).completed
+
+    def pose_at(point: np.ndarray) -> np.ndarray:
+        pose = spatial.from_translation(point)
+        pose[:3, :3] = ready_flange[:3, :3]
+        return pose
+
+    robot.move_linear(pose_at(corners[0]), speed=SPEED)
+    commanded, tolerance = [], hil_target.spec.position_tolerance
+    for n, corner in enumerate(corners[1:], start=1):
+        result = robot.move_linear(pose_at(corner), speed=SPEED)
+        hil_motion_log.add(f"square side {n}", result)
+        assert result.completed, f"side {n} did not complete"
+        commanded.append(model.forward(result.commanded)[:, :3, 3])
+    off_path = distance_to_path(np.vstack(commanded), corners).max()
+    assert off_path <= PATH_TOLERANCE, f"the commanded flange left the square by {1000 * off_path:.2f} mm"
+    # the measured arm ends on the last corner once it settles
+    deadline = time.monotonic() + hil_target.spec.settle_time + 2.0
+    while np.abs(robot.backend.cycle().q - robot.backend.commanded).max() > tolerance and time.monotonic() < deadline:
+        pass
+    miss = np.linalg.norm(model.forward(robot.state.q)[:3, 3] - corners[-1])
+    assert miss <= END_TOLERANCE, f"the measured flange ended {1000 * miss:.2f} mm from the square's last corner"
+
+
+@pytest.mark.parametrize("point", [[0.5, 0.0, 0.3], [0.0, -0.2, 0.0], [0.0, 0.0, 0.4]])
+def test_the_square_lies_on_the_base_side_of_its_point(point) -> None:
+    point = np.array(point)
+    corners = square_corners(point)
+    assert np.allclose(corners[0], corners[-1]) and np.allclose(corners[:, 2], point[2])
+    sides = np.linalg.norm(np.diff(corners, axis=0), axis=1)
+    assert np.allclose(sides, sides[0])
+    assert np.linalg.norm(corners[:, :2], axis=1).max() <= math.hypot(np.linalg.norm(point[:2]), sides[0] / 2) + 1e-12
