@@ -74,6 +74,7 @@ class Gripper:
         self._running: str | None = None
         self._stopping = False
         self._executor: ThreadPoolExecutor | None = None
+        self._max_width: float | None = None  # from the last state read: checks need no round trip
 
     # What a driver implements -------------------------------------------------------
 
@@ -102,6 +103,11 @@ class Gripper:
 
     def connect(self) -> Gripper:
         self._connect()
+        try:
+            self._max_width = self._read().max_width  # the first state: the link works, and max_width is known
+        except BaseException:
+            self._disconnect()
+            raise
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"robohal-{self.name}")
         return self
@@ -126,7 +132,14 @@ class Gripper:
 
     @property
     def state(self) -> GripperState:
-        return self._read()
+        state = self._read()
+        self._max_width = state.max_width
+        return state
+
+    @property
+    def max_width(self) -> float:
+        """The widest opening (m), as the last state read (or homing) found it."""
+        return self.state.max_width if self._max_width is None else self._max_width
 
     @property
     def busy(self) -> bool:
@@ -137,6 +150,7 @@ class Gripper:
 
     def homing(self, *, wait: bool = True) -> bool | Future:
         """Find the fingers' travel (closing, then opening fully); sets ``state.max_width``."""
+        self._max_width = None  # homing measures it anew
         return self._submit("homing()", self._homing, wait)
 
     def move(self, width: float, speed: float | None = None, *, wait: bool = True) -> bool | Future:
@@ -160,13 +174,13 @@ class Gripper:
 
     def open(self, speed: float | None = None, *, wait: bool = True) -> bool | Future:
         """Open the fingers fully (to ``state.max_width``)."""
-        return self.move(self.state.max_width, speed, wait=wait)
+        return self.move(self.max_width, speed, wait=wait)
 
     def close(self, speed: float | None = None, force: float | None = None, *, wait: bool = True) -> bool | Future:
         """Close on whatever is between the fingers and hold it with ``force`` N: a grasp that
         accepts any width. True when the fingers came to rest under force; ``state.width`` says
         where (on an object, or on each other)."""
-        return self.grasp(0.0, speed, force, epsilon_inner=0.0, epsilon_outer=self.state.max_width, wait=wait)
+        return self.grasp(0.0, speed, force, epsilon_inner=0.0, epsilon_outer=self.max_width, wait=wait)
 
     def stop(self) -> bool:
         """End the running command (it returns False) and release the grip's force."""
@@ -210,7 +224,7 @@ class Gripper:
 
     def _width(self, width: Any) -> float:
         width = _finite(width, "width")
-        max_width = self.state.max_width
+        max_width = self.max_width
         if not 0.0 <= width <= max_width:
             raise InvalidArgument(f"gripper width must be within [0, {max_width:g}] m, got {width:g}")
         return width

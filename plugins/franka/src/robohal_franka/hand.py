@@ -192,7 +192,7 @@ def serve(fd: int, host: str) -> int:
         except pylibfranka.CommandException as exc:
             answer = ("fault", str(exc))
         except pylibfranka.NetworkException as exc:
-            answer = ("lost", str(exc))
+            answer = ("lost", f"the link to the Franka Hand broke: {exc}")
         except Exception as exc:
             answer = ("error", f"{type(exc).__name__}: {exc}")
         try:
