@@ -79,6 +79,24 @@ def test_out_of_range_commands_fail_as_the_hand_answers_them(raw, case):
     assert raw["refused"][case] == FAILED
 
 
+def test_a_library_of_another_version_is_refused_and_garbage_closes_the_connection(simulator):
+    import socket
+
+    from robohal_franka import hand_wire
+
+    with socket.create_connection((simulator.host, hand_wire.TCP_PORT), timeout=5.0) as sock:
+        sock.sendall(hand_wire.message(hand_wire.Command.CONNECT, 7, hand_wire.CONNECT_REQUEST.pack(2, 40000)))
+        answer = sock.recv(64)
+        command, command_id, size = hand_wire.HEADER.unpack_from(answer)
+        status, version = hand_wire.CONNECT_RESPONSE.unpack_from(answer, hand_wire.HEADER.size)
+        assert (command, command_id, size) == (hand_wire.Command.CONNECT, 7, len(answer))
+        assert status == hand_wire.ConnectStatus.INCOMPATIBLE_LIBRARY_VERSION and version == hand_wire.VERSION
+    with socket.create_connection((simulator.host, hand_wire.TCP_PORT), timeout=5.0) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        assert sock.recv(64) == b""  # not the gripper protocol: closed
+    assert simulator.stats()["hand_clients"] == 2
+
+
 # robot.gripper on franka://sim ---------------------------------------------------------------
 
 
