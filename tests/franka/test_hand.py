@@ -175,6 +175,8 @@ def test_a_hung_hand_is_a_lost_link_after_a_deadline_and_never_blocks_the_arm(ro
     with pytest.raises(ConnectionLost):
         gripper.grasp(PART)  # lost until connected again
     assert robot.state.q.shape == (7,)
+    robot.simulator.send("HAND_RESUME")
+    assert gripper.connect() is gripper and gripper.move(0.05, 0.1) is True
 
 
 def test_gripper_0_leaves_the_hand_off_and_the_stubs_have_none():

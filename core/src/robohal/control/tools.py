@@ -102,6 +102,9 @@ class Gripper:
     # Link ----------------------------------------------------------------------------
 
     def connect(self) -> Gripper:
+        """Open the link (again, after a lost one: the old link is closed first)."""
+        if self._executor is not None:
+            self.disconnect()
         self._connect()
         try:
             self._max_width = self._read().max_width  # the first state: the link works, and max_width is known
