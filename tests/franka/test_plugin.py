@@ -51,7 +51,8 @@ def test_a_started_simulator_gets_the_uri_s_options_and_announces_where_it_is():
         assert simulator.argv[1:] == ["-m", "robohal_franka.simulator", "--address", host, "--model", "franka.panda",
                                       "--seed", "3", "--ideal", "1"]
         assert simulator.first_line == f"READY franka://{host}?model=franka.panda"
-        assert simulator.uri == parse_uri(f"franka://{host}?model=franka.panda&realtime=ignore")  # no sim_*
+        # no sim_*; the simulator serves a Franka Hand, so its robots carry one
+        assert simulator.uri == parse_uri(f"franka://{host}?model=franka.panda&realtime=ignore&gripper=1")
         assert simulator.stats()["robot_seed"] == 3
     finally:
         simulator.stop()

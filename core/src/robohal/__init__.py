@@ -16,6 +16,7 @@ from typing import Any
 
 from .control.backend import Backend
 from .control.lifecycle import LifecycleState
+from .control.tools import Gripper, GripperBusy, GripperLimits, GripperState, IoPorts, Signal
 from .errors import (
     ConnectionLost,
     HardwareFault,
@@ -32,7 +33,7 @@ from .errors import (
 from .kinematics import JointLimits, Kinematics, Solutions
 from .motion import Motion, MotionResult
 from .plugins.hookspecs import hookimpl
-from .plugins.records import BackendSpec, DemoSpec, ModelSpec, SimulatorSpec
+from .plugins.records import BackendSpec, DemoSpec, ModelSpec, SimulatorSpec, ToolSpec
 from .plugins.registry import Registry, default_registry, use_registry
 from .robot import Robot
 from .state import RobotMode, RobotState
@@ -75,10 +76,10 @@ def backends(*, registry: Registry | None = None) -> list[BackendSpec]:
 
 
 __all__ = [
-    "Backend", "BackendSpec", "ConnectionLost", "DemoSpec", "HardwareFault", "InvalidArgument", "JointLimits",
-    "Kinematics", "LifecycleState", "LimitViolation", "ModelSpec", "Motion", "MotionResult", "PluginConflictError",
-    "PluginError", "ProtocolError", "Registry", "RobohalError", "Robot", "RobotMode", "RobotState",
-    "RobotUri", "SimulatorSpec", "Solutions", "UnknownNameError", "UnreachableError", "UriError",
-    "__version__", "backends", "connect", "default_registry", "get_model", "hookimpl", "models",
-    "parse_uri", "use_registry",
+    "Backend", "BackendSpec", "ConnectionLost", "DemoSpec", "Gripper", "GripperBusy", "GripperLimits",
+    "GripperState", "HardwareFault", "InvalidArgument", "IoPorts", "JointLimits", "Kinematics", "LifecycleState",
+    "LimitViolation", "ModelSpec", "Motion", "MotionResult", "PluginConflictError", "PluginError", "ProtocolError",
+    "Registry", "RobohalError", "Robot", "RobotMode", "RobotState", "RobotUri", "Signal", "SimulatorSpec",
+    "Solutions", "ToolSpec", "UnknownNameError", "UnreachableError", "UriError", "__version__", "backends",
+    "connect", "default_registry", "get_model", "hookimpl", "models", "parse_uri", "use_registry",
 ]

@@ -63,7 +63,8 @@ def open_robot(uri: str | RobotUri, *, registry: Registry | None = None, connect
         backend = spec.factory(target, model)
         if getattr(backend, "model", None) is not model:
             raise PluginError(f"backend {spec.scheme!r} ({spec.plugin}) did not keep the model it was given")
-        robot = Robot(backend, model, simulator=simulator, name=str(parsed))
+        tools = {tool.kind: tool.factory(target, backend) for tool in spec.tools}
+        robot = Robot(backend, model, simulator=simulator, name=str(parsed), **tools)
         if connect:
             robot.connect()
     except BaseException:

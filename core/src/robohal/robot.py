@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike
 from . import spatial
 from .control.backend import Backend
 from .control.lifecycle import LifecycleState
+from .control.tools import Gripper, IoPorts
 from .errors import InvalidArgument, RobohalError
 from .kinematics import Kinematics
 from .motion import MAX_FOLLOW_TIME, JointTrajectory, Motion, PointToPoint
@@ -31,13 +32,18 @@ class Robot:
     a :class:`ResourceWarning`, as an unclosed file is.
     """
 
-    def __init__(self, backend: Backend, model: Kinematics, *, simulator: Any = None, name: str = "") -> None:
+    def __init__(self, backend: Backend, model: Kinematics, *, simulator: Any = None, name: str = "",
+                 gripper: Gripper | None = None, io: IoPorts | None = None) -> None:
         self.backend = backend
         self.model = model
         self.simulator = simulator
         if simulator is not None:  # it serves the backend, which may outlive this Robot
             backend.simulator = simulator
         self.name = name or str(backend.uri)
+        #: the gripper on the flange (:class:`~robohal.control.tools.Gripper`), or None when it has none
+        self.gripper = gripper
+        #: the I/O signals the backend declares, by name (empty when it declares none)
+        self.io = io if io is not None else IoPorts(owner=self.name)
         self._speed = 1.0
         #: s without a new servo target after which the arm brakes to rest (for new streams)
         self.servo_timeout = SERVO_TIMEOUT
@@ -45,9 +51,22 @@ class Robot:
     # Lifecycle
     def connect(self) -> Robot:
         self.backend.connect()
+        if self.gripper is not None:
+            try:
+                self.gripper.connect()
+            except BaseException:
+                self.backend.close()
+                raise
         return self
 
     def close(self) -> None:
+        try:
+            if self.gripper is not None:
+                self.gripper.disconnect()  # before the arm: a running grasp is stopped while the link is up
+        finally:
+            self._close_arm()
+
+    def _close_arm(self) -> None:
         try:
             self.backend.close()
         finally:

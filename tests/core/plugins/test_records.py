@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from robohal import BackendSpec, DemoSpec, ModelSpec, SimulatorSpec, hookimpl
+from robohal import BackendSpec, DemoSpec, ModelSpec, SimulatorSpec, ToolSpec, hookimpl
 from robohal.errors import InvalidArgument, PluginError
 from robohal.plugins.records import Reference
 from robohal.plugins.registry import registry_with
@@ -155,3 +155,16 @@ def test_listing_plugins_and_models_imports_no_referenced_module():
     assert {"robohal_abb", "robohal_franka", "robohal_arduino_planar"} <= loaded
     roles = {name.rsplit(".", 1)[-1] for name in loaded}
     assert not roles & {"backend", "control", "simulation", "simulator", "emulator", "demo", "wire"}, loaded
+
+
+def test_tool_records_name_a_kind_and_a_lazy_factory():
+    tool = ToolSpec("gripper", factory="robohal_acme.tools:hand_for")
+    assert tool.factory == Reference("robohal_acme.tools:hand_for")  # not imported until a robot connects
+    spec = BackendSpec("acme", factory="robohal_acme.backend:Acme", tools=[tool])
+    assert spec.tools == (tool,)
+    with pytest.raises(PluginError, match="tool kind 'vacuum' is not one of gripper, io"):
+        ToolSpec("vacuum", factory="robohal_acme.tools:hand_for")
+    with pytest.raises(PluginError, match="at most one tool of each kind"):
+        BackendSpec("acme", factory="robohal_acme.backend:Acme", tools=[tool, tool])
+    with pytest.raises(PluginError, match="tools must be ToolSpec records"):
+        BackendSpec("acme", factory="robohal_acme.backend:Acme", tools=["gripper"])

@@ -52,4 +52,7 @@ def robohal_backends() -> Iterable[BackendSpec]:
     :class:`robohal.control.backend.Backend`. Where the plugin bundles a simulator that
     speaks the same wire protocol, ``simulator`` describes it and
     ``hil_targets`` lists the URIs the HIL suites use when no target is given.
+    ``tools`` declares what a robot on it may carry: a gripper (``robot.gripper``) and named
+    I/O signals (``robot.io``), each a :class:`ToolSpec` whose factory builds the tool for a
+    URI, or gives None when the URI names none.
     """

@@ -1,7 +1,7 @@
 """Typed records that plugins return from their hooks.
 
 Every callable a record holds (``ModelSpec.factory``, ``BackendSpec.factory``,
-``SimulatorSpec.start``, ``DemoSpec.where`` and ``DemoSpec.task``) is given either as
+``SimulatorSpec.start``, ``DemoSpec.where``, ``DemoSpec.task`` and ``ToolSpec.factory``) is given either as
 the object itself or as a dotted reference ``"package.module:attribute"`` (the
 attribute may be dotted too: ``"package.module:Class.build"``). A reference is
 checked for its form when the record is made, and its module is imported only
@@ -24,6 +24,7 @@ from ..errors import PluginError
 
 if TYPE_CHECKING:
     from ..control.backend import Backend
+    from ..control.tools import Gripper, IoPorts
     from ..kinematics import Kinematics
     from ..uri import RobotUri
 
@@ -175,6 +176,30 @@ class DemoSpec:
         object.__setattr__(self, "task", _callable_field(self.task, record, "task"))
 
 
+TOOL_KINDS = ("gripper", "io")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool a backend offers: a ``"gripper"`` (``robot.gripper``) or ``"io"`` signals (``robot.io``).
+
+    ``factory(uri, backend)`` builds the unconnected tool for a robot at ``uri`` (the concrete
+    URI, after any bundled simulator started), a :class:`~robohal.control.tools.Gripper` or
+    :class:`~robohal.control.tools.IoPorts`, or returns None when the URI names no such tool
+    (a Franka without ``gripper=1``). ``connect`` connects a gripper after the arm and
+    disconnects it before the arm. A third-party backend declares its tools the same way.
+    """
+
+    kind: str
+    factory: Callable[[RobotUri, Backend], Gripper | IoPorts | None] | str
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in TOOL_KINDS:
+            raise PluginError(f"tool kind {self.kind!r} is not one of {', '.join(TOOL_KINDS)}")
+        object.__setattr__(self, "factory", _callable_field(self.factory, f"tool {self.kind!r}", "factory"))
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """A hardware backend a plugin offers, under one URI scheme."""
@@ -200,6 +225,8 @@ class BackendSpec:
     #: ending in ``*`` covers every parameter with that prefix (``sim_*``). ``connect`` refuses
     #: any other (a misspelt ``timeot=`` must not fall back to a default unseen). None: not declared.
     params: tuple[str, ...] | None = None
+    #: the tools robots on this backend may carry (at most one per kind), see :class:`ToolSpec`
+    tools: tuple[ToolSpec, ...] = ()
 
     def __post_init__(self) -> None:
         scheme = self.scheme.strip().lower()
@@ -209,3 +236,9 @@ class BackendSpec:
         object.__setattr__(self, "scheme", scheme)
         object.__setattr__(self, "hil_targets", tuple(self.hil_targets))
         object.__setattr__(self, "features", frozenset(self.features))
+        object.__setattr__(self, "tools", tuple(self.tools))
+        kinds = [tool.kind for tool in self.tools if isinstance(tool, ToolSpec)]
+        if len(kinds) != len(self.tools):
+            raise PluginError(f"backend {scheme!r}: tools must be ToolSpec records")
+        if len(set(kinds)) != len(kinds):
+            raise PluginError(f"backend {scheme!r}: at most one tool of each kind, got {', '.join(kinds)}")

@@ -27,7 +27,8 @@ import pytest
 
 from ..control.backend import CLOSER_THREAD
 from ..control.lifecycle import LifecycleState
-from ..errors import LimitViolation, RobohalError
+from ..control.tools import Gripper, GripperBusy
+from ..errors import InvalidArgument, LimitViolation, RobohalError, UnknownNameError
 from ..kinematics import Kinematics
 from ..motion import Hold
 from ..motion.reactions import joint
@@ -99,8 +100,19 @@ def drop(robot: Robot):
     return gone
 
 
+def gripper_of(robot: Robot) -> Gripper:
+    """The robot's gripper, or a skip of the test where the target declares none."""
+    if robot.gripper is None:
+        pytest.skip(f"{robot.name} has no gripper (its backend declares none for this URI)")
+    return robot.gripper
+
+
+WIDTH_TOLERANCE = 0.002  # m: how close an open gripper must come to its max_width
+
+
 class BackendContract:
-    """The contract every backend must pass (run it with the robohal pytest plugin)."""
+    """The contract every backend must pass (run it with the robohal pytest plugin).
+    Its tool part runs where the target declares the tool (``robot.gripper``, ``robot.io``)."""
 
     def test_connect_reports_state(self, robot: Robot) -> None:
         state = robot.state
@@ -282,3 +294,46 @@ class BackendContract:
         assert sign * (stopped_at[0] - passed) > -np.radians(0.5), "it went on until the measured joint passed"
         assert np.abs(stopped_at - target).max() > np.radians(1.0), "and stopped well short of the target"
 
+
+    # Tools -------------------------------------------------------------------------------
+
+    def test_gripper_opens_closes_and_opens_again(self, robot: Robot) -> None:
+        gripper = gripper_of(robot)
+        assert gripper.open() is True
+        state = gripper.state
+        assert abs(state.width - state.max_width) <= WIDTH_TOLERANCE and not state.is_grasped
+        assert isinstance(gripper.close(), bool)
+        assert gripper.state.width < state.max_width - WIDTH_TOLERANCE, "close() must close the fingers"
+        assert gripper.open() is True and not gripper.state.is_grasped
+        assert gripper.state.time >= state.time
+
+    def test_gripper_refuses_bad_input_before_the_wire(self, robot: Robot) -> None:
+        gripper = gripper_of(robot)
+        max_width = gripper.state.max_width
+        for bad in (lambda: gripper.move(float("nan")), lambda: gripper.move(max_width + 0.01),
+                    lambda: gripper.move(-0.001), lambda: gripper.move(0.01, speed=0.0),
+                    lambda: gripper.move(0.01, speed=gripper.limits.max_speed * 2),
+                    lambda: gripper.grasp(0.01, force=gripper.limits.max_force + 1),
+                    lambda: gripper.grasp(0.01, epsilon_inner=-0.001)):
+            with pytest.raises(InvalidArgument):
+                bad()
+        assert not gripper.busy
+
+    def test_gripper_call_while_busy_is_refused_and_the_arm_moves_meanwhile(self, robot: Robot) -> None:
+        gripper = gripper_of(robot)
+        gripper.open()
+        closing = gripper.close(speed=gripper.limits.max_speed / 4, wait=False)
+        with pytest.raises(GripperBusy):
+            gripper.move(0.0)
+        assert robot.move_joints(small_target(robot, size=np.radians(1.0)), speed=0.3).completed
+        assert isinstance(closing.result(timeout=60.0), bool)
+        assert not gripper.busy and gripper.open() is True
+
+    def test_io_names_only_its_declared_signals(self, robot: Robot) -> None:
+        if not robot.io:
+            pytest.skip(f"{robot.name} declares no I/O signals")
+        with pytest.raises(UnknownNameError):
+            robot.io["no such signal"]
+        for name, signal in robot.io.signals.items():
+            value = robot.io[name]
+            assert isinstance(value, bool if signal.kind == "digital" else float)

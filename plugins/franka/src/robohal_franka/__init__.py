@@ -6,13 +6,14 @@ nothing else. The parts, one module per role as in every robohal plugin:
 
 - ``models``: the robot models; ``backend``: the libfranka backend (its 1 kHz loop in
   ``control``); ``wire``: the FCI codec
+- ``hand``: the Franka Hand as ``robot.gripper`` (``gripper=1``); ``hand_wire``: its codec
 - ``simulator``: the FCI simulator program (``python -m robohal_franka.simulator``)
 - ``simulation``: its launcher for ``franka://sim?...``; ``demo``: the task of ``robohal demo``
 """
 
 from __future__ import annotations
 
-from robohal import BackendSpec, DemoSpec, SimulatorSpec, hookimpl
+from robohal import BackendSpec, DemoSpec, SimulatorSpec, ToolSpec, hookimpl
 
 DEFAULT_MODEL = "franka.fr3"
 
@@ -49,6 +50,8 @@ def robohal_backends():
             settle_time=0.5,
             demo=DemoSpec("Franka FR3", where="robohal_franka.demo:where", task="robohal_franka.demo:cartesian_circle"),
             params=("realtime", "impl", "collision", "sim_loss", "sim_stall_after", "sim_max_missed", "sim_seed",
-                    "sim_ideal", "sim_contact"),
+                    "sim_ideal", "sim_contact", "gripper", "sim_object"),
+            tools=(ToolSpec("gripper", factory="robohal_franka.hand:hand_for",
+                            description="the Franka Hand through pylibfranka.Gripper (gripper=1)"),),
         )
     ]

@@ -175,3 +175,12 @@ def dh_pose_and_jacobian(q) -> tuple[np.ndarray, np.ndarray]:
     jacobian[2] = axes[:, 0] * r[:, 1] - axes[:, 1] * r[:, 0]
     jacobian[3:] = axes.T
     return flange, jacobian
+
+
+# The Franka Hand. Travel: two fingers of 40 mm each (franka_description's hand: finger joints
+# 0..0.04 m), so the opening runs 0..0.08 m. Force: 70 N continuous, 140 N at most (Franka Hand
+# data sheet); the hand refuses more. Finger speed: 0.1 m/s at most on the opening (the figure
+# libfranka-based tools such as frankx use as the hand's maximum speed).
+HAND_MAX_WIDTH = 0.08
+HAND_MAX_FORCE = 140.0
+HAND_MAX_SPEED = 0.1

@@ -7,7 +7,9 @@ process. The simulator's options ride on the URI with a ``sim_`` prefix, as on e
 simulator: ``sim_loss=P``, ``sim_stall_after=S``, ``sim_max_missed=N``, ``sim_seed=N`` (the seed
 of the simulated arm's tracking error and noise) and ``sim_ideal=1`` (perfect tracking,
 ``q == q_d``: for unit tests that need exact figures, never the default); each is the program's
-option of the same name (``--loss P``, ``--ideal 1``).
+option of the same name (``--loss P``, ``--ideal 1``). The simulator serves a Franka Hand too, so
+the robot it gives comes with ``robot.gripper`` (``gripper=1`` on its URI; ``gripper=0`` leaves it
+off); ``sim_object=0.03`` puts a part 0.03 m wide between the fingers. The stubs have no hand.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from robohal.sim.process import SimulatorError, SimulatorProcess, free_loopback_
 from robohal.uri import RobotUri
 
 from . import DEFAULT_MODEL
-from .facts import ARMS
+from .facts import ARMS, HAND_MAX_WIDTH
 from .wire import TCP_PORT
 
 PROGRAM = "robohal_franka.simulator"
@@ -49,17 +51,25 @@ def simulator_args(uri: RobotUri, host: str) -> list[str]:
     uri.get_int("sim_max_missed", 20, minimum=1)
     uri.get_int("sim_seed", 0, minimum=0)
     uri.get_bool("sim_ideal", False)
+    part = uri.get_float("sim_object", 0.0, minimum=0.0)
+    if part >= HAND_MAX_WIDTH:
+        raise UriError(f"{uri}: sim_object is the width (m) of a part between the hand's fingers, below"
+                       f" {HAND_MAX_WIDTH:g}, got {part:g}")
     return ["--address", host, "--model", model]
 
 
 def start_simulator(uri: RobotUri) -> SimulatorProcess | InProcessStubs:
     """Start the simulator for ``franka://sim?...`` and return it (``.uri`` is where it listens)."""
     if uri.params.get("impl") == "stubs":
-        unsupported = sorted({"sim_loss", "sim_stall_after"} & set(uri.params))
+        unsupported = sorted({"sim_loss", "sim_stall_after", "sim_object"} & set(uri.params))
         if unsupported:  # the in-process stubs inject no link faults: refuse rather than ignore
             raise UriError(f"{uri}: impl=stubs does not simulate {' or '.join(unsupported)}; use the FCI simulator"
                            " (drop impl=stubs)")
+        if uri.get_bool("gripper", False):
+            raise UriError(f"{uri}: impl=stubs has no Franka Hand; use the FCI simulator (drop impl=stubs)")
         simulator_args(uri, "127.0.0.1")  # the same checks as for the simulator (model, sim_max_missed)
         return InProcessStubs(uri.with_address("stubs"))
     host = free_loopback_host(TCP_PORT)  # the robot's port is fixed: simulators side by side differ by address
-    return launch(PROGRAM, uri, simulator_args(uri, host))
+    simulator = launch(PROGRAM, uri, simulator_args(uri, host))
+    simulator.uri = simulator.uri.with_params(gripper=uri.params.get("gripper", "1"))  # it serves a hand
+    return simulator

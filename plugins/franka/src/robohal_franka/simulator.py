@@ -1,15 +1,17 @@
 """The FCI simulator: a Franka arm on a loopback address, speaking the robot's
 side of the FCI protocol (TCP 1337 commands, 1 kHz UDP state stream, protocol
-version 10) so that the real ``pylibfranka.Robot`` connects to it.
+version 10) so that the real ``pylibfranka.Robot`` connects to it, and its Franka Hand
+(TCP 1338 and its UDP state stream, :mod:`.simulated_hand`) for ``pylibfranka.Gripper``.
 
     python -m robohal_franka.simulator --address 127.0.0.5 [--model franka.fr3]
         [--loss P] [--stall-after S] [--max-missed N] [--seed N] [--ideal 0|1] [--no-realtime 0|1]
-        [--contact HEIGHT,STIFFNESS]
+        [--contact HEIGHT,STIFFNESS] [--object WIDTH]
 
 (``robohal sim franka ...`` runs the same program.) The first stdout line is the ready
 line of every robohal simulator, ``READY franka://<address>?model=<model>``. Control
 lines on stdin (for tests): ``STALL`` (stop the state stream), ``RESUME``,
 ``LOSS P``, ``REFLEX NAME`` (the next cycle raises that libfranka error),
+``HAND_SILENT`` (the hand stops answering and streaming, as a hung hand), ``HAND_RESUME``,
 ``STATS`` (prints one ``STATS {json}`` line), ``QUIT``. With stdin a pipe or a
 terminal, the simulator exits at its end-of-file, so it never outlives its parent;
 otherwise (``</dev/null``, a background job) it runs until Ctrl-C or SIGTERM. It
@@ -20,7 +22,8 @@ lags ``q_d``, sits off it by a small static error and carries noise, all drawn
 from ``--seed`` (random when not given; ``STATS`` reports it as ``robot_seed``).
 ``--ideal 1`` makes it track perfectly (``q == q_d``), for tests that need it. ``--contact 0.3,3000``
 puts a plane at z = 0.3 m that pushes back on the flange below it at 3000 N/m (the estimated
-external wrench; a Cartesian reflex past the collision threshold).
+external wrench; a Cartesian reflex past the collision threshold). ``--object 0.03`` puts a part
+0.03 m wide between the hand's fingers (by default none).
 """
 
 from __future__ import annotations
@@ -40,8 +43,9 @@ import numpy as np
 from robohal.sim.process import announce_ready, boolean
 from robohal.uri import RobotUri
 
-from . import wire
+from . import hand_wire, wire
 from .facts import ARMS
+from .simulated_hand import HandServer
 from .simulated_robot import COMMAND_WAIT, DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot, parse_contact
 from .urdf import urdf_text
 from .wire import Command, MoveStatus
@@ -87,7 +91,8 @@ class FciSimulator:
     def __init__(self, address: str, model: str = "franka.fr3", *, loss: float = 0.0,
                  stall_after: float | None = None, max_missed: int = DEFAULT_MAX_MISSED,
                  port: int = wire.TCP_PORT, seed: int | None = None, ideal: bool = False,
-                 contact: tuple[float, float] | None = None) -> None:
+                 contact: tuple[float, float] | None = None, hand_object: float = 0.0,
+                 hand_port: int = hand_wire.TCP_PORT) -> None:
         if not ipaddress.ip_address(address).is_loopback:
             raise SystemExit(f"the simulator binds loopback addresses only (127.0.0.0/8), not {address}")
         if model not in ARMS:
@@ -114,6 +119,10 @@ class FciSimulator:
         self.selector = selectors.SelectSelector()  # microsecond timeouts (epoll rounds up to whole ms)
         self.selector.register(self.listener, selectors.EVENT_READ, "accept")
         self.selector.register(self.udp, selectors.EVENT_READ, "udp")
+        try:
+            self.hand = HandServer(address, self.selector, hand_object, port=hand_port)
+        except ValueError as exc:
+            raise SystemExit(f"--object: {exc}") from None
         self.client: Client | None = None
         self.connected_at: float | None = None
         self.record = wire.new_state()
@@ -150,12 +159,15 @@ class FciSimulator:
     def close(self) -> None:
         if self.client is not None:
             self._drop_client()
+        self.hand.close()
         self.selector.close()
         self.listener.close()
         self.udp.close()
 
     def _dispatch(self, key: selectors.SelectorKey) -> None:
-        if key.data == "accept":
+        if isinstance(key.data, tuple):  # the hand's sockets carry their own handler
+            key.data[1]()
+        elif key.data == "accept":
             self._accept()
         elif key.data == "udp":
             self._read_udp()
@@ -176,6 +188,7 @@ class FciSimulator:
 
     def _tick(self, now: float) -> None:
         self._read_udp()  # every command that has arrived takes part in this cycle, however late we run
+        self.hand.tick(now)
         event = self.robot.tick()
         self._state_delivered = False
         client = self.client
@@ -343,6 +356,8 @@ class FciSimulator:
                 self.robot.inject_reflex(words[1])
             except ValueError as exc:
                 print(f"ERROR {exc}", flush=True)
+        elif verb in ("HAND_SILENT", "HAND_RESUME"):
+            self.hand.silent = verb == "HAND_SILENT"
         elif verb == "STATS":
             print("STATS " + json.dumps(self.report()), flush=True)
         elif verb == "QUIT":
@@ -352,6 +367,7 @@ class FciSimulator:
         periods = np.array(self._periods) if self._periods else np.zeros(1)
         return {
             **self.stats,
+            **self.hand.stats,
             **{f"robot_{k}": v for k, v in self.robot.stats.items()},
             "mode": self.robot.mode.name,
             "errors": list(self.robot.errors),
@@ -388,11 +404,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="perfect tracking: measured q equals q_d (tests only)")
     parser.add_argument("--contact", type=parse_contact, default=None, metavar="HEIGHT,STIFFNESS",
                         help="a plane at HEIGHT m (base z) pushing back with STIFFNESS N/m on the flange below it")
+    parser.add_argument("--object", type=float, default=0.0, metavar="WIDTH",
+                        help="a part WIDTH m wide between the hand's fingers (0: none)")
+    parser.add_argument("--hand-port", type=int, default=hand_wire.TCP_PORT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
         simulator = FciSimulator(args.address, args.model, loss=args.loss, stall_after=args.stall_after,
                                  max_missed=args.max_missed, port=args.port, seed=args.seed, ideal=args.ideal,
-                                 contact=args.contact)
+                                 contact=args.contact, hand_object=args.object, hand_port=args.hand_port)
     except OSError as exc:
         print(f"cannot bind {args.address}:{args.port}: {exc}", file=sys.stderr)
         return 2

@@ -221,3 +221,39 @@ def test_move_until_contact_then_retract_in_the_control_loop(faulty) -> None:
         assert plane - 0.01 < deepest < plane
         stats = target.simulator.stats()
         assert stats["robot_reflexes"] == 0, stats
+
+
+def test_the_hand_grasps_and_releases_while_the_arm_moves(robot, hil_target: HilTarget) -> None:
+    """Through the real pylibfranka.Gripper (its own processes): the arm's move and its 1 kHz loop
+    go on while the fingers close; the grasp holds, stop() releases the force and open() lets go.
+    On a real robot name the hand (``gripper=1``) and keep the fingers clear or hand them a part."""
+    gripper = robot.gripper
+    if gripper is None:
+        pytest.skip("no Franka Hand on this target (gripper=1 names it)")
+    before = simulator_stats(hil_target)
+    assert gripper.open() is True
+    opened = gripper.state
+    closing = gripper.close(speed=0.05, force=20.0, wait=False)
+    target = robot.backend.commanded + np.radians([3, -3, 3, 3, 3, 3, 3])
+    result = robot.backend.run(PointToPoint(target, speed=0.4))
+    assert result.completed and np.median(np.diff(result.times)) == pytest.approx(0.001, abs=1e-4)
+    assert closing.result(timeout=30.0) is True
+    held = gripper.state
+    assert held.is_grasped and held.width < opened.width
+    print(f"hand: open {opened.width * 1000:.1f} mm, held at {held.width * 1000:.1f} mm")
+    assert gripper.stop() is True and not gripper.state.is_grasped
+    assert gripper.open() is True and gripper.state.width == pytest.approx(opened.width, abs=0.002)
+    after = simulator_stats(hil_target)
+    if after is not None:
+        assert after["robot_reflexes"] == before["robot_reflexes"]
+        assert after["hand_commands"] >= before["hand_commands"] + 4
+
+
+def test_the_hand_holds_a_part_of_the_width_it_expects(faulty) -> None:
+    target = faulty(object="0.03")  # a 3 cm part between the fingers
+    with target.connect() as robot:
+        gripper = robot.gripper
+        assert gripper.grasp(0.03, speed=0.1, force=20.0) is True and gripper.state.is_grasped
+        assert gripper.open() is True
+        assert gripper.grasp(0.05, speed=0.1, force=20.0) is False  # not the part it expected
+        assert gripper.open() is True
