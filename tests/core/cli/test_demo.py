@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import robohal
 from robohal import DemoSpec
 from robohal.cli.demo import demos, run_demo
@@ -24,6 +25,9 @@ def test_demo_drives_every_installed_simulator_and_writes_plots(tmp_path):
         plot = out / f"{name.lower().replace(' ', '-')}.png"
         assert plot.exists() and plot.stat().st_size > 10_000
     assert "robohal demo" in result.stdout and "failed" not in result.stdout
+    picks = [name for name in expected if name.endswith("pick-and-place")]
+    assert "Franka FR3 pick-and-place" in picks
+    assert result.stdout.count("held 1/1, released") == len(picks), "every pick-and-place held its part and let go"
 
 
 def test_demo_says_why_there_are_no_plots(monkeypatch, tmp_path, capsys):
@@ -81,3 +85,25 @@ def test_demo_with_a_view_shows_each_task_s_robot_while_it_runs(tmp_path):
         assert run_demo(str(tmp_path), tasks, view=view) == 0
         assert view.robots == []
     assert seen == [True, True]
+
+
+def test_pick_and_place_needs_a_gripper_and_says_so(tmp_path):
+    from robohal.cli.demo import DemoRun
+    from robohal.cli.pick_place import PickPlace, pick_and_place
+
+    plan = PickPlace("sim://?model=generic.planar2", pick=(0.3, 0.1, 0.0), place=(0.3, -0.1, 0.0), width=0.01)
+    run = DemoRun("arm", plan.uri, plan.description)
+    with pytest.raises(robohal.RobohalError, match="has no gripper: pick and place needs one"):
+        pick_and_place(run, plan)
+    assert run.grasps == [] and run.results == []
+
+
+def test_the_summary_reports_grasps():
+    from robohal.cli.demo import DemoRun, grasp_figures
+
+    run = DemoRun("arm", "sim://", "pick")
+    assert grasp_figures(run) == "-"
+    run.grasps, run.released = [True], True
+    assert grasp_figures(run) == "held 1/1, released"
+    run.grasps, run.released = [False], False
+    assert grasp_figures(run) == "held 0/1, still held"

@@ -23,6 +23,7 @@ from ..motion import MotionResult
 from ..plugins.records import DemoSpec
 from ..plugins.registry import Registry, default_registry
 from ..robot import Robot
+from .pick_place import pick_and_place
 from .plots import matplotlib_pyplot
 
 
@@ -38,6 +39,9 @@ class DemoRun:
     seconds: float = 0.0
     error: str | None = None
     on_robot: Any = None  # called with the task's robot once connected (robohal demo --view shows it)
+    grasps: list[bool] = field(default_factory=list)  # each grasp's outcome: whether it held the part
+    released: bool | None = None  # whether the last release let the part go
+    gripper_trace: np.ndarray | None = None  # (N, 2): seconds, gripper width (m)
 
     def attach(self, robot: Robot) -> None:
         """The task has connected ``robot``: record its model, and show it where asked."""
@@ -89,8 +93,25 @@ def polygon_through_ik(robot: Robot, corners: np.ndarray, speed: float, run: Dem
 
 
 def demos(registry: Registry | None = None) -> list[DemoSpec]:
-    """The demo task of every installed backend that has one (its plugin's record says what)."""
-    return [spec.demo for spec in (registry or default_registry()).backends() if spec.demo is not None]
+    """The demo task of every installed backend that has one (its plugin's record says what),
+    each followed by the core's pick-and-place task where the record says where the part lies."""
+    tasks = []
+    for spec in (registry or default_registry()).backends():
+        if spec.demo is not None:
+            tasks.append(spec.demo)
+            if spec.demo.pick_place is not None:
+                tasks.append(pick_and_place_demo(spec.demo))
+    return tasks
+
+
+def pick_and_place_demo(demo: DemoSpec) -> DemoSpec:
+    """The core's pick-and-place task, on the robot and the part ``demo.pick_place()`` names."""
+
+    def where() -> tuple[str, str]:
+        plan = demo.pick_place()
+        return plan.uri, plan.description
+
+    return DemoSpec(f"{demo.name} pick-and-place", where, lambda run: pick_and_place(run, demo.pick_place()))
 
 
 # Reporting ------------------------------------------------------------------------------------
@@ -104,6 +125,16 @@ def path_figures(run: DemoRun) -> tuple[float, float]:
     commanded = run.model.forward(merged.commanded)[:, :3, 3]
     measured = run.model.forward(merged.measured)[:, :3, 3]
     return float(distance_to_polyline(commanded, run.ideal).max()), float(distance_to_polyline(measured, run.ideal).max())
+
+
+def grasp_figures(run: DemoRun) -> str:
+    """``held 1/1, released`` for a task that grasped, ``-`` for one that did not."""
+    if not run.grasps:
+        return "-"
+    text = f"held {sum(run.grasps)}/{len(run.grasps)}"
+    if run.released is not None:
+        text += ", released" if run.released else ", still held"
+    return text
 
 
 def lost_packets(info: dict[str, Any]) -> str:
@@ -121,7 +152,9 @@ def plot_run(run: DemoRun, folder: Path) -> Path | None:
     t = merged.times - merged.times[0]
     commanded = run.model.forward(merged.commanded)[:, :3, 3]
     measured = run.model.forward(merged.measured)[:, :3, 3]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    trace = run.gripper_trace
+    panels = 3 if trace is None else 4
+    fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4.5))
     axes[0].plot(t, np.degrees(merged.commanded), "--", linewidth=1)
     axes[0].set_prop_cycle(None)
     axes[0].plot(t, np.degrees(merged.measured), linewidth=1)
@@ -139,6 +172,9 @@ def plot_run(run: DemoRun, folder: Path) -> Path | None:
     axes[1].legend()
     axes[2].plot(t, np.degrees(merged.tracking_error))
     axes[2].set(title="tracking error (max over joints)", xlabel="time [s]", ylabel="[deg]")
+    if trace is not None:
+        axes[3].plot(trace[:, 0], trace[:, 1] * 1e3)
+        axes[3].set(title="gripper width", xlabel="time since the task began [s]", ylabel="[mm]")
     fig.suptitle(f"{run.name}: {run.task}")
     fig.tight_layout()
     path = folder / f"{run.name.lower().replace(' ', '-')}.png"
@@ -178,20 +214,20 @@ def run_demo(out: str, tasks: list[DemoSpec] | None = None, *, view: Any = None)
 
     table = Table(title="robohal demo", title_justify="left")
     for column in ("robot / URI", "task", "cycles", "lost packets", "max tracking error",
-                   "path error cmd / meas", "closest limit", "time"):
+                   "path error cmd / meas", "closest limit", "grasps", "time"):
         table.add_column(column)
     plots = []
     for run in runs:
         merged = run.merged
         if run.error or merged is None:
-            table.add_row(f"{run.name}\n{run.uri}", run.task, "-", "-", "-", "-", "-", run.error or "no motion")
+            table.add_row(f"{run.name}\n{run.uri}", run.task, "-", "-", "-", "-", "-", "-", run.error or "no motion")
             continue
         cmd_err, meas_err = path_figures(run)
         margin = float(run.model.limits.margin(merged.commanded).min())
         table.add_row(
             f"{run.name}\n{run.uri}", run.task, str(merged.cycles), lost_packets(run.info),
             f"{np.degrees(merged.tracking_error.max()):.3f} deg", f"{cmd_err * 1e3:.3f} / {meas_err * 1e3:.2f} mm",
-            f"{np.degrees(margin):.1f} deg", f"{run.seconds:.1f} s",
+            f"{np.degrees(margin):.1f} deg", grasp_figures(run), f"{run.seconds:.1f} s",
         )
         plot = plot_run(run, folder)
         if plot:

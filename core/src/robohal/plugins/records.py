@@ -164,16 +164,22 @@ class DemoSpec:
     ``("abb-egm://sim?model=abb.irb1410", "a straight line over EGM")``. ``task(run)``
     connects to ``run.uri``, moves, and fills the :class:`~robohal.cli.demo.DemoRun`
     (its motion results, the ideal path, the model, the backend's figures).
+    ``pick_place()``, where given, says where the robot's part lies for the demo's
+    pick-and-place task (a :class:`~robohal.cli.pick_place.PickPlace`); the task itself is
+    the core's, the same on every robot.
     """
 
     name: str
     where: Callable[[], tuple[str, str]] | str
     task: Callable[[Any], None] | str  # takes the DemoRun (the demo application's type: no import here)
+    pick_place: Callable[[], Any] | str | None = None
 
     def __post_init__(self) -> None:
         record = f"demo {self.name!r}"
         object.__setattr__(self, "where", _callable_field(self.where, record, "where"))
         object.__setattr__(self, "task", _callable_field(self.task, record, "task"))
+        if self.pick_place is not None:
+            object.__setattr__(self, "pick_place", _callable_field(self.pick_place, record, "pick_place"))
 
 
 TOOL_KINDS = ("gripper", "io")

@@ -48,7 +48,8 @@ def robohal_backends():
             # friction and model error): franky-sim's MuJoCo FR3 holds joint 7 1.8 mrad off at rest.
             position_tolerance=3e-3,
             settle_time=0.5,
-            demo=DemoSpec("Franka FR3", where="robohal_franka.demo:where", task="robohal_franka.demo:cartesian_circle"),
+            demo=DemoSpec("Franka FR3", where="robohal_franka.demo:where", task="robohal_franka.demo:cartesian_circle",
+                          pick_place="robohal_franka.demo:pick_place"),
             params=("realtime", "impl", "collision", "sim_loss", "sim_stall_after", "sim_max_missed", "sim_seed",
                     "sim_ideal", "sim_contact", "gripper", "sim_object"),
             tools=(ToolSpec("gripper", factory="robohal_franka.hand:hand_for",

@@ -1,14 +1,19 @@
-"""The Franka task of ``robohal demo``: the FR3 follows a Cartesian circle through differential
-IK at 1 kHz, over the real pylibfranka."""
+"""The Franka tasks of ``robohal demo``: the FR3 follows a Cartesian circle through differential
+IK at 1 kHz, over the real pylibfranka; and it picks and places a part with the Franka Hand,
+through the real ``pylibfranka.Gripper``."""
 
 from __future__ import annotations
 
 import numpy as np
-from robohal import connect
+from robohal import connect, get_model
+from robohal.cli.pick_place import PickPlace
 from robohal.motion.cartesian import CartesianPath
 from robohal.motion.trajectory import DoubleS
 
 from . import DEFAULT_MODEL
+from .facts import READY_Q
+
+PART_WIDTH = 0.03  # m: the simulated part between the fingers (sim_object)
 
 
 def where() -> tuple[str, str]:
@@ -32,3 +37,15 @@ def cartesian_circle(run) -> None:
         run.ideal = poses[:, :3, 3]
         run.info.update(robot.state.info)
 
+
+
+def pick_place() -> PickPlace:
+    """A part 3 cm wide, 15 cm below and to the right of the ready pose's flange, put down as
+    far to the left: a reach the FR3 covers with its flange kept pointing down."""
+    ready = get_model(DEFAULT_MODEL).forward(np.asarray(READY_Q))[:3, 3]
+    return PickPlace(
+        uri=f"franka://sim?model={DEFAULT_MODEL}&sim_object={PART_WIDTH}",
+        pick=tuple(ready + np.array([0.05, -0.15, -0.15])), place=tuple(ready + np.array([0.05, 0.15, -0.15])),
+        width=PART_WIDTH, approach=(0.0, 0.0, 0.08), start=READY_Q, speed=0.2,
+        description="pick and place with the Franka Hand, through pylibfranka.Gripper",
+    )
