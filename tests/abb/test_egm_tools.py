@@ -144,14 +144,23 @@ def test_unknown_names_inputs_and_bad_values_are_refused_and_send_nothing(egm_si
 
 def test_a_controller_that_does_not_report_the_signals_is_a_clear_error(egm_sim) -> None:
     sim = egm_sim("--tool", "none")  # a RAPID program without \\DataToSensor
-    with pytest.raises(HardwareFault, match="reports no RAPID data; the URI declares 3 signals") as fault:
+    with pytest.raises(HardwareFault, match="reports no RAPID data; the URI declares 2 di, 0 ai, 1 do, 0 ao") as fault:
         robohal.connect(sim.connect_uri(**TOOL_PARAMS))
-    assert fault.value.names == ("rapid_data_missing",)
+    assert fault.value.names == ("rapid_data_mismatch",)
     with robohal.connect(sim.connect_uri(do="vacuum")) as robot:  # the arm alone still works; the I/O says why not
         with pytest.raises(HardwareFault, match="reports no RAPID data"):
             robot.io["vacuum"] = True
         assert robot.backend.signals.to_robot is None, "nothing is sent for signals the controller does not map"
         assert robot.move_joints(robot.backend.commanded + np.radians([1, 0, 0, 0, 0, 0]), speed=0.3).completed
+
+
+def test_a_mapping_that_differs_from_the_uri_is_a_clear_error_not_zeros(egm_sim) -> None:
+    sim = egm_sim()  # maps 2 di, 1 do
+    with robohal.connect(sim.connect_uri(di="vacuum_on", gripper=None, gripper_closed=None,
+                                         gripper_part=None)) as robot:
+        with pytest.raises(HardwareFault, match="mapping 2 di, 0 ai, 1 do, 0 ao; the URI declares 1 di, 0 ai, 1 do"):
+            robot.io["vacuum_on"]
+        assert robot.backend.signals.to_robot is None
 
 
 # The gripper ---------------------------------------------------------------------------------------

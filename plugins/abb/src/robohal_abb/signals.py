@@ -18,13 +18,15 @@ On the wire, in the order the URI names them:
   template's ``\\DataFromSensor`` array). The leading 1 says "robohal's outputs follow":
   the template clears the array when a session starts and sets no signal before it sees it,
   so nothing is applied from an older sensor or an empty message.
-- every robot message carries ``EgmRobot.RAPIDfromRobot.dnum`` = ``[di..., ai..., do..., ao...]``
-  (``\\DataToSensor``): the inputs, then the outputs as the controller has them.
+- every robot message carries ``EgmRobot.RAPIDfromRobot.dnum`` =
+  ``[#di, #ai, #do, #ao, di..., ai..., do..., ao...]`` (``\\DataToSensor``): how many signals of
+  each kind the RAPID program maps (so a mapping that differs from the URI's is an error, not
+  zeros read as signals), the inputs, then the outputs as the controller has them.
 
 Connecting changes no output: each starts as the controller reports it, and from then on is
 what the user set, sent with every answer (the controller's value is
-:meth:`EgmSignals.controller_outputs`). A controller that reports fewer values than the
-URI declares is a configuration error, named on the first read or write; nothing is sent then.
+:meth:`EgmSignals.controller_outputs`). A controller that maps other signals than the URI
+declares is a configuration error, named on the first read or write; nothing is sent then.
 """
 
 from __future__ import annotations
@@ -45,9 +47,10 @@ if TYPE_CHECKING:
 #: what the URI's signal lists are called, and what each declares
 KINDS = {"do": ("digital", "output"), "ao": ("analog", "output"),
          "di": ("digital", "input"), "ai": ("analog", "input")}
-#: RAPID's dnum arrays in ABB's examples hold 40 values (``PERS dnum ...{40}``), so does the template's:
-#: the report is inputs and outputs (at most 40), the command 1 + outputs
+#: RAPID's dnum arrays in ABB's examples hold 40 values (``PERS dnum ...{40}``), so do the template's:
+#: the report is the four counts, the inputs and the outputs; the command 1 + outputs
 MAX_VALUES = 40
+HEADER = 4  # the report's counts: di, ai, do, ao
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: the gripper's URI parameters besides ``gripper`` itself
 GRIPPER_PARAMS = ("gripper_closed", "gripper_part", "gripper_delay", "gripper_timeout", "gripper_width")
@@ -81,8 +84,8 @@ class SignalLayout:
                 seen.add(name)
             lists[key] = names
         layout = cls(**lists)
-        if len(layout.inputs) + len(layout.outputs) > MAX_VALUES:
-            raise UriError(f"{uri}: at most {MAX_VALUES} signals in all (the RAPID template's arrays hold"
+        if HEADER + len(layout.inputs) + len(layout.outputs) > MAX_VALUES:
+            raise UriError(f"{uri}: at most {MAX_VALUES - HEADER} signals in all (the RAPID template's arrays hold"
                            f" {MAX_VALUES} values), got {len(layout.inputs) + len(layout.outputs)}")
         return layout
 
@@ -93,6 +96,11 @@ class SignalLayout:
     @property
     def inputs(self) -> tuple[str, ...]:
         return self.di + self.ai
+
+    @property
+    def counts(self) -> list[float]:
+        """The report's header this layout expects: how many di, ai, do, ao."""
+        return [float(len(self.di)), float(len(self.ai)), float(len(self.do)), float(len(self.ao))]
 
     @property
     def signals(self) -> dict[str, Signal]:
@@ -128,14 +136,21 @@ class EgmSignals:
         if not self.layout.outputs:
             return
         with self._lock:
-            if self._outputs is None and rapid is not None and len(rapid) >= self._report_size:
-                reported = rapid[len(self.layout.inputs):self._report_size]
-                self._outputs = dict(zip(self.layout.outputs, reported, strict=True))
+            if self._outputs is None and self._fits(rapid):
+                assert rapid is not None
+                self._outputs = dict(zip(self.layout.outputs, rapid[self._outputs_start:self._report_size], strict=True))
                 self._encode()
+
+    def _fits(self, rapid: list[float] | None) -> bool:
+        return rapid is not None and len(rapid) >= self._report_size and rapid[:HEADER] == self.layout.counts
+
+    @property
+    def _outputs_start(self) -> int:
+        return HEADER + len(self.layout.inputs)
 
     @property
     def _report_size(self) -> int:
-        return len(self.layout.inputs) + len(self.layout.outputs)
+        return self._outputs_start + len(self.layout.outputs)
 
     def _encode(self) -> None:
         assert self._outputs is not None
@@ -148,13 +163,18 @@ class EgmSignals:
             raise RobohalError(f"{self.ports.owner} is closed")
         message = backend.fresh_message()
         rapid = message.rapid
-        if rapid is None or len(rapid) < self._report_size:
-            got = "no RAPID data" if rapid is None else f"{len(rapid)} RAPID values"
+        if not self._fits(rapid):
+            if rapid is None or len(rapid) < HEADER:
+                got = "no RAPID data"
+            else:
+                got = "RAPID data mapping " + _counted(rapid[:HEADER])
+                if rapid[:HEADER] == self.layout.counts:
+                    got += f" in {len(rapid)} values, fewer than those take"
             raise HardwareFault(
-                f"abb-egm: the controller reports {got}; the URI declares {self._report_size} signals"
+                f"abb-egm: the controller reports {got}; the URI declares {_counted(self.layout.counts)}"
                 f" ({', '.join(self.layout.inputs + self.layout.outputs)}): check that the RAPID program passes"
-                " \\DataToSensor and \\DataFromSensor to EGMActJoint and maps these signals (rapid/SETUP.md)",
-                names=("rapid_data_missing",))
+                " \\DataToSensor and \\DataFromSensor to EGMActJoint and names these signals, in this order,"
+                " in DO_NAMES .. AI_NAMES (rapid/SETUP.md)", names=("rapid_data_mismatch",))
         self.start(rapid)
         return rapid
 
@@ -162,7 +182,7 @@ class EgmSignals:
         """An input as the newest robot message reports it; an output as last set."""
         rapid = self._report()
         if name in self.layout.inputs:
-            return rapid[self.layout.inputs.index(name)]
+            return rapid[HEADER + self.layout.inputs.index(name)]
         assert self._outputs is not None
         return self._outputs[name]
 
@@ -177,8 +197,11 @@ class EgmSignals:
     def controller_outputs(self) -> dict[str, float]:
         """The outputs as the controller reports them now (what it really set)."""
         rapid = self._report()
-        start = len(self.layout.inputs)
-        return dict(zip(self.layout.outputs, rapid[start:self._report_size], strict=True))
+        return dict(zip(self.layout.outputs, rapid[self._outputs_start:self._report_size], strict=True))
+
+
+def _counted(counts: list[float]) -> str:
+    return ", ".join(f"{count:g} {kind}" for kind, count in zip(("di", "ai", "do", "ao"), counts, strict=True))
 
 
 # The tool factories (ToolSpec) ------------------------------------------------------------------

@@ -369,10 +369,11 @@ class SimulatedController:
             self._event("picked", at=",".join(f"{v:.4f}" for v in self.part))
 
     def _rapid_report(self, now: float) -> list[float] | None:
-        """RAPIDfromRobot: the inputs, then the output as the controller has it (TOOL_LAYOUT's order)."""
+        """RAPIDfromRobot as the template fills it: the counts, the inputs, then the output as
+        the controller has it (TOOL_LAYOUT's order)."""
         if self.options.tool == "none":
             return None
-        return [float(self._vacuum_on(now)), float(self.held is not None), float(self.vacuum)]
+        return [*TOOL_LAYOUT.counts, float(self._vacuum_on(now)), float(self.held is not None), float(self.vacuum)]
 
     # Sensor data ----------------------------------------------------------------------
 
