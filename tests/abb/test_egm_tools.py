@@ -12,6 +12,7 @@ import robohal
 from robohal import ConnectionLost, HardwareFault, InvalidArgument, UnknownNameError, UriError
 from robohal.connection import open_robot
 from robohal.control.tools import GripperBusy, SignalGripper
+from robohal.sim.process import free_port
 from robohal_abb import wire
 from robohal_abb.hil import move_over
 from robohal_abb.simulator import DEFAULT_PART, TOOL_PARAMS
@@ -72,6 +73,7 @@ def test_non_finite_rapid_data_is_refused_both_ways() -> None:
     ("do=vacuum&gripper_delay=0.1", "without gripper=OUTPUT"),
     ("do=vacuum&gripper=vacuum&gripper_delay=-1", "gripper_delay"),
     ("dox=vacuum", "unknown abb-egm parameter 'dox'"),
+    ("do=vacuum&gripper=vacuum&gripper_dealy=0.2", "unknown abb-egm parameter 'gripper_dealy'; did you mean gripper_delay"),
 ])
 def test_a_bad_signal_declaration_is_the_uri_s_error_before_any_link(params, message) -> None:
     with pytest.raises(UriError, match=message):
@@ -234,3 +236,30 @@ def _answers(robot) -> bool:
     except ConnectionLost:
         return False
     return True
+
+
+def test_analog_signals_go_through_as_numbers(bare_robot) -> None:
+    """A controller of our own making (one UDP socket) that maps an analog input and output."""
+    bare, port = bare_robot(), free_port()
+    model = robohal.get_model("abb.irb1410")
+    q, pose = np.zeros(6), model.forward(np.zeros(6))
+    started = time.time()
+
+    def message(seqno: int, pressure: float) -> bytes:  # counts 0 di, 1 ai, 0 do, 1 ao; pressure; flow as it is
+        return wire.encode_robot(seqno=seqno, tm=seqno * 4, time=started + seqno * 0.004, q=q, q_planned=q, pose=pose,
+                                 pose_planned=pose, rapid=[0.0, 1.0, 0.0, 1.0, pressure, 0.7])
+
+    robot = bare.connect(f"abb-egm://127.0.0.1:{port}?model=abb.irb1410&robot=127.0.0.1&ao=flow&ai=pressure",
+                         message(0, 2.5))
+    with robot:
+        assert robot.io["pressure"] == 2.5 and robot.io["flow"] == 0.7, "the output starts as the controller has it"
+        robot.io["flow"] = 1.25
+        with pytest.raises(InvalidArgument):
+            robot.io["flow"] = math.inf
+        bare.answers()  # the answers so far
+        bare.sock.setblocking(True)
+        bare.sock.settimeout(5.0)
+        bare.send(port, message(1, 3.0))
+        answer = wire.decode_sensor(bare.sock.recv(65536), 6)
+        assert answer.rapid == [1.0, 1.25], "the marker, then exactly what was set"
+        assert wait_until(lambda: robot.io["pressure"] == 3.0)

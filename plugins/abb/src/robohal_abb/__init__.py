@@ -53,7 +53,8 @@ def robohal_backends():
             settle_time=1.0,
             demo=DemoSpec("ABB IRB 1410", where="robohal_abb.demo:where", task="robohal_abb.demo:straight_line"),
             params=("robot", "timeout", "connect_timeout", "mode", "sample_rate", "reply", "sim_*",
-                    "do", "di", "ao", "ai", "gripper", "gripper_*"),
+                    "do", "di", "ao", "ai", "gripper", "gripper_closed", "gripper_part", "gripper_delay",
+                    "gripper_timeout", "gripper_width"),  # as robohal_abb.signals reads them
             tools=(ToolSpec("gripper", factory="robohal_abb.signals:gripper_for",
                             description="a two-state gripper on a digital output (gripper=DO; the simulator's vacuum)"),
                    ToolSpec("io", factory="robohal_abb.signals:io_for",
