@@ -165,7 +165,7 @@ class EgmSignals:
         rapid = message.rapid
         if not self._fits(rapid):
             if rapid is None or len(rapid) < HEADER:
-                got = "no RAPID data"
+                got = "no RAPID data" if rapid is None else f"only {len(rapid)} RAPID values"
             else:
                 got = "RAPID data mapping " + _counted(rapid[:HEADER])
                 if rapid[:HEADER] == self.layout.counts:
