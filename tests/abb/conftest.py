@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from robohal.sim.process import SimulatorProcess, free_port, python_module
 from robohal.uri import RobotUri, parse_uri
+from robohal_abb.simulator import TOOL_PARAMS
 
 EGM_MODEL = "abb.irb1410"
 
@@ -68,8 +69,10 @@ def egm_sim() -> Iterator[Callable[..., EgmSim]]:
                              "--mode", mode, *args)
         process = SimulatorProcess(argv, params={"mode": mode})
         started.append(process)
-        # the ready line names the sensor's port and the controller's host
-        assert process.uri == parse_uri(f"abb-egm://127.0.0.1:{port}?model={model}&robot=127.0.0.1&mode={mode}")
+        # the ready line names the sensor's port, the controller's host and its tool's signals
+        tool = {} if "--tool" in args and args[args.index("--tool") + 1] == "none" else TOOL_PARAMS
+        expected = parse_uri(f"abb-egm://127.0.0.1:{port}?model={model}&robot=127.0.0.1&mode={mode}")
+        assert process.uri == expected.with_params(**tool)
         return EgmSim(process, process.uri, port)
 
     yield start

@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 import robohal
 from robohal.sim.process import free_port
+from robohal.uri import parse_uri
 from robohal_abb import wire
+from robohal_abb.simulator import TOOL_PARAMS
 
 MODEL = robohal.get_model("abb.irb1410")
 
@@ -245,7 +247,8 @@ def test_robohal_sim_command_runs_the_same_simulator() -> None:
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0] == f"READY abb-egm://127.0.0.1:{port}?model=abb.irb1410&robot=127.0.0.1"
+    expected = parse_uri(f"abb-egm://127.0.0.1:{port}?model=abb.irb1410&robot=127.0.0.1").with_params(**TOOL_PARAMS)
+    assert lines[0].startswith("READY ") and parse_uri(lines[0][6:]) == expected
     assert lines[-1].startswith("STATS ")
 
 

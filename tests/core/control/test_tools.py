@@ -12,8 +12,8 @@ from concurrent.futures import Future
 import numpy as np
 import pytest
 import robohal
-from robohal.control.tools import Gripper, GripperBusy, GripperLimits, GripperState, IoPorts, Signal
-from robohal.errors import HardwareFault, InvalidArgument, RobohalError, UnknownNameError
+from robohal.control.tools import Gripper, GripperBusy, GripperLimits, GripperState, IoPorts, Signal, SignalGripper
+from robohal.errors import ConnectionLost, HardwareFault, InvalidArgument, RobohalError, UnknownNameError
 
 LIMITS = GripperLimits(max_speed=0.1, max_force=100.0)
 
@@ -213,3 +213,121 @@ def test_io_refuses_unknown_names_inputs_and_bad_values(io, name, value, error, 
 def test_a_signal_of_an_unknown_kind_is_refused():
     with pytest.raises(InvalidArgument, match="kind is 'digital' or 'analog'"):
         Signal("x", kind="pwm")
+
+
+
+# A two-state gripper on signals -------------------------------------------------------------
+
+
+class PneumaticTool:
+    """A gripper's signals: ``closed`` follows the output ``valve`` on the ``lag``-th read after a
+    switch (reads, not time: nothing here depends on the machine's speed); ``part`` is a sensor
+    the test sets; ``stuck`` keeps the feedback where it is, ``lost`` makes every read fail."""
+
+    def __init__(self, lag: int = 3) -> None:
+        self.valve, self.closed, self.part = False, False, False
+        self.lag, self.reads_since_switch = lag, 0
+        self.stuck, self.lost = False, False
+
+    def read(self, name):
+        if self.lost:
+            raise ConnectionLost("the cell's link is lost")
+        if name == "closed":
+            self.reads_since_switch += 1
+            if self.reads_since_switch >= self.lag and not self.stuck:
+                self.closed = self.valve
+        return {"valve": self.valve, "closed": self.closed, "part": self.part}[name]
+
+    def write(self, name, value):
+        if self.lost:
+            raise ConnectionLost("the cell's link is lost")
+        if value != self.valve:
+            self.valve, self.reads_since_switch = value, 0
+
+
+def pneumatic_io(tool: PneumaticTool) -> IoPorts:
+    signals = {"valve": Signal("valve"), "closed": Signal("closed", direction="input"),
+               "part": Signal("part", direction="input"), "level": Signal("level", "analog", "input")}
+    return IoPorts(signals, read=tool.read, write=tool.write, owner="test cell")
+
+
+@pytest.fixture
+def pneumatic():
+    tool = PneumaticTool()
+    gripper = SignalGripper(pneumatic_io(tool), "valve", closed_input="closed", part_input="part", delay=0.0,
+                            timeout=5.0, width=0.04).connect()
+    yield gripper, tool
+    gripper.disconnect()
+
+
+def test_a_signal_gripper_closes_on_its_output_and_waits_for_its_feedback(pneumatic):
+    gripper, tool = pneumatic
+    state = gripper.state
+    assert (state.width, state.max_width, state.is_grasped) == (0.04, 0.04, False), "open: its nominal width"
+    tool.part = True
+    assert gripper.close() is True and tool.valve and tool.closed  # it waited for the feedback
+    assert gripper.state.time >= state.time
+    state = gripper.state
+    assert (state.width, state.max_width, state.is_grasped) == (0.0, 0.04, True)
+    assert gripper.open() is True and not tool.valve and not tool.closed
+    tool.part = False
+    assert gripper.grasp(0.01) is False, "closed on nothing: no part"
+    assert gripper.move(0.04) is True and gripper.homing() is True and not tool.closed
+
+
+def test_a_signal_gripper_has_two_widths_and_checks_the_rest(pneumatic):
+    gripper, tool = pneumatic
+    for width in (0.02, math.nan, -0.01, 0.05):
+        with pytest.raises(InvalidArgument):
+            gripper.move(width)
+    for bad in (lambda: gripper.grasp(0.0, force=-1.0), lambda: gripper.grasp(0.0, speed=math.inf)):
+        with pytest.raises(InvalidArgument):
+            bad()
+    assert not tool.valve and not gripper.busy
+
+
+def test_a_feedback_that_never_comes_is_a_hardware_fault_at_the_deadline():
+    tool = PneumaticTool()
+    tool.stuck = True
+    gripper = SignalGripper(pneumatic_io(tool), "valve", closed_input="closed", delay=0.0, timeout=0.05).connect()
+    try:
+        with pytest.raises(HardwareFault, match=r"closed did not report closed within 0\.05 s") as fault:
+            gripper.close()
+        assert fault.value.names == ("gripper_timeout",) and not gripper.busy
+    finally:
+        gripper.disconnect()
+
+
+def test_stop_ends_the_wait_and_leaves_the_output_as_it_is(pneumatic):
+    gripper, tool = pneumatic
+    tool.stuck = True
+    closing = gripper.close(wait=False)
+    with pytest.raises(GripperBusy):
+        gripper.open()
+    assert gripper.stop() is True
+    assert closing.result(timeout=10.0) is False
+    assert tool.valve, "a stop switches nothing: a vacuum switched off would drop its part"
+
+
+def test_a_lost_link_is_the_command_s_error_and_the_gripper_works_again_after(pneumatic):
+    gripper, tool = pneumatic
+    tool.lost = True
+    with pytest.raises(ConnectionLost):
+        gripper.close()
+    assert not gripper.busy
+    tool.lost = False
+    assert gripper.close() is False  # no part
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"output": "closed"}, "'closed' must be a digital output"),
+    ({"output": "valve", "closed_input": "valve"}, "'valve' must be a digital input"),
+    ({"output": "valve", "part_input": "level"}, "'level' must be a digital input"),
+    ({"output": "nozzle"}, "unknown I/O signal"),
+    ({"output": "valve", "delay": 2.0, "timeout": 1.0}, "delay <= timeout"),
+    ({"output": "valve", "delay": math.nan}, "must be finite"),
+    ({"output": "valve", "width": 0.0}, "width > 0"),
+])
+def test_a_signal_gripper_refuses_a_bad_setup(kwargs, message):
+    with pytest.raises((InvalidArgument, UnknownNameError), match=message):
+        SignalGripper(pneumatic_io(PneumaticTool()), **kwargs)

@@ -8,12 +8,16 @@ command are written here once. Units are SI: metres, m/s, newtons.
 
 :class:`IoPorts` is what ``robot.io`` is: the digital and analog signals a backend declares,
 by name (``robot.io["vacuum"] = True``, ``robot.io["part_present"]``).
+
+:class:`SignalGripper` is a two-state gripper (a pneumatic gripper, a vacuum cup) driven
+through such signals: one output closes it, optional inputs confirm it and sense a part.
 """
 
 from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -186,7 +190,8 @@ class Gripper:
         return self.grasp(0.0, speed, force, epsilon_inner=0.0, epsilon_outer=self.max_width, wait=wait)
 
     def stop(self) -> bool:
-        """End the running command (it returns False) and release the grip's force."""
+        """End the running command (it returns False); the Franka Hand also releases the grip's
+        force, a :class:`SignalGripper` keeps its output as it is (switching a vacuum off drops the part)."""
         self._stopping = self._running is not None
         return self._stop()
 
@@ -314,3 +319,90 @@ class IoPorts(Mapping):
 
     def __repr__(self) -> str:
         return f"<IoPorts of {self.owner}: {', '.join(self.signals) or 'none'}>"
+
+
+
+#: s between two looks at a signal gripper's inputs. Our choice: about one period of the links that
+#: carry them (EGM reports every 4 ms); a shorter poll sees nothing newer
+SIGNAL_POLL = 0.004
+#: what a two-state gripper accepts: it moves at its own speed and holds with its own force (its air
+#: pressure, its vacuum), so speed and force are only checked to be numbers in these ranges
+SIGNAL_LIMITS = GripperLimits(max_speed=1.0, max_force=1000.0, default_speed=1.0, default_force=0.0)
+
+
+class SignalGripper(Gripper):
+    """A two-state gripper on I/O signals: the digital ``output`` on closes it (or turns the
+    suction on), off opens it.
+
+    A command sets the output and waits until the optional ``closed_input`` confirms the new
+    state (a :class:`HardwareFault` if it has not within ``timeout`` s) and at least ``delay``
+    s have passed since the switch (the tool's switching time: without a feedback input, the
+    only way to know it is done). Widths are nominal: ``width`` m when open, 0 when closed; a
+    :meth:`move` goes to one of the two. :meth:`grasp` and :meth:`close` return whether
+    ``part_input`` reports a part (without one: that the gripper closed). A lost link is the
+    I/O's own error (:class:`~robohal.errors.ConnectionLost`), raised by the command waiting.
+    """
+
+    def __init__(self, io: IoPorts, output: str, *, closed_input: str | None = None, part_input: str | None = None,
+                 delay: float = 0.2, timeout: float = 3.0, width: float = 0.05, limits: GripperLimits = SIGNAL_LIMITS,
+                 name: str = "gripper") -> None:
+        super().__init__(limits, name=name)
+        for signal, direction in ((output, "output"), (closed_input, "input"), (part_input, "input")):
+            if signal is not None and (io.signal(signal).direction != direction or io.signal(signal).kind != "digital"):
+                raise InvalidArgument(f"{name}: {signal!r} must be a digital {direction}")
+        delay, timeout, width = (_finite(v, what) for v, what in ((delay, "delay"), (timeout, "timeout"),
+                                                                    (width, "width")))
+        if delay < 0 or timeout <= 0 or width <= 0 or delay > timeout:
+            raise InvalidArgument(f"{name}: needs 0 <= delay <= timeout and width > 0, got delay={delay:g} s,"
+                                  f" timeout={timeout:g} s, width={width:g} m")
+        self.io, self.output = io, output
+        self.closed_input, self.part_input = closed_input, part_input
+        self.delay, self.timeout, self.width = delay, timeout, width
+        self._wake = threading.Event()  # set by stop(): a waiting command looks at once
+
+    def _read(self) -> GripperState:
+        closed = bool(self.io[self.closed_input if self.closed_input is not None else self.output])
+        held = bool(self.io[self.part_input]) if self.part_input is not None else closed
+        return GripperState(width=0.0 if closed else self.width, max_width=self.width, is_grasped=held,
+                            time=time.monotonic())
+
+    def move(self, width: float, speed: float | None = None, *, wait: bool = True) -> bool | Future:
+        """Open (``width`` = ``max_width``) or close (0): a two-state gripper has no other width."""
+        width = self._width(width)
+        if width not in (0.0, self.width):
+            raise InvalidArgument(f"{self.name} is open ({self.width:g} m) or closed (0 m), got width {width:g}")
+        return super().move(width, speed, wait=wait)
+
+    def _homing(self) -> bool:
+        return self._switch(closed=False)
+
+    def _move(self, width: float, speed: float) -> bool:
+        return self._switch(closed=width == 0.0)
+
+    def _grasp(self, width: float, speed: float, force: float, epsilon_inner: float, epsilon_outer: float) -> bool:
+        if not self._switch(closed=True):
+            return False
+        return bool(self.io[self.part_input]) if self.part_input is not None else True
+
+    def _stop(self) -> bool:
+        self._wake.set()
+        return True
+
+    def _switch(self, closed: bool) -> bool:
+        """Set the output and wait for the tool (see the class); False when stop() ended the wait."""
+        self._wake.clear()
+        switched = time.monotonic()
+        self.io[self.output] = closed
+        deadline = switched + self.timeout
+        while not self._stopping:
+            now = time.monotonic()
+            confirmed = self.closed_input is None or bool(self.io[self.closed_input]) == closed
+            if confirmed and now - switched >= self.delay:
+                return True
+            if now >= deadline:
+                raise HardwareFault(f"{self.name}: {self.closed_input} did not report {'closed' if closed else 'open'}"
+                                    f" within {self.timeout:g} s of setting {self.output} to {closed}"
+                                    " (no air, no vacuum, a jammed tool, or the signal is not mapped)",
+                                    names=("gripper_timeout",))
+            self._wake.wait(min(SIGNAL_POLL, deadline - now))
+        return False

@@ -330,10 +330,24 @@ class BackendContract:
         assert not gripper.busy and gripper.open() is True
 
     def test_io_names_only_its_declared_signals(self, robot: Robot) -> None:
+        """Each signal reads as its kind; each output takes its own value back (so a real cell's
+        outputs stay as they are) and reads it; an input, an unknown name and a bad value are refused."""
         if not robot.io:
             pytest.skip(f"{robot.name} declares no I/O signals")
         with pytest.raises(UnknownNameError):
             robot.io["no such signal"]
+        with pytest.raises(UnknownNameError):
+            robot.io["no such signal"] = True
         for name, signal in robot.io.signals.items():
             value = robot.io[name]
             assert isinstance(value, bool if signal.kind == "digital" else float)
+            if signal.direction == "input":
+                with pytest.raises(InvalidArgument):
+                    robot.io[name] = value
+                continue
+            robot.io[name] = value
+            assert robot.io[name] == value
+            for bad in (float("nan"), "on", None, *((2,) if signal.kind == "digital" else (float("inf"),))):
+                with pytest.raises(InvalidArgument):
+                    robot.io[name] = bad
+            assert robot.io[name] == value, "a refused value changes nothing"

@@ -6,12 +6,13 @@ nothing else. The parts, one module per role as in every robohal plugin:
 
 - ``models``: the robot models; ``backend``: the EGM backend; ``wire``: the EGM codec
 - ``simulator``: the simulated controller program (``python -m robohal_abb.simulator``)
+- ``signals``: the I/O signals and the gripper over EGM's RAPID data (``robot.io``, ``robot.gripper``)
 - ``simulation``: its launcher for ``abb-egm://sim?...``; ``demo``: the task of ``robohal demo``
 """
 
 from __future__ import annotations
 
-from robohal import BackendSpec, DemoSpec, SimulatorSpec, hookimpl
+from robohal import BackendSpec, DemoSpec, SimulatorSpec, ToolSpec, hookimpl
 
 DEFAULT_MODEL = "abb.irb1410"
 
@@ -21,6 +22,7 @@ FEATURES = frozenset({
     "pose-mode",  # mode=pose: EGMRunPose targets from the model's forward kinematics
     "session-restart",  # a controller restart (seqno 0) is recognised and the measured position held
     "udp",  # the robot link is UDP: loss and reordering are part of normal life
+    "io",  # I/O signals over EGM's RAPID data; the simulator's tool is a vacuum gripper with a part to pick
 })
 
 
@@ -50,6 +52,12 @@ def robohal_backends():
             position_tolerance=2e-3,
             settle_time=1.0,
             demo=DemoSpec("ABB IRB 1410", where="robohal_abb.demo:where", task="robohal_abb.demo:straight_line"),
-            params=("robot", "timeout", "connect_timeout", "mode", "sample_rate", "reply", "sim_*"),
+            params=("robot", "timeout", "connect_timeout", "mode", "sample_rate", "reply", "sim_*",
+                    "do", "di", "ao", "ai", "gripper", "gripper_closed", "gripper_part", "gripper_delay",
+                    "gripper_timeout", "gripper_width"),  # as robohal_abb.signals reads them
+            tools=(ToolSpec("gripper", factory="robohal_abb.signals:gripper_for",
+                            description="a two-state gripper on a digital output (gripper=DO; the simulator's vacuum)"),
+                   ToolSpec("io", factory="robohal_abb.signals:io_for",
+                            description="digital and analog signals over EGM's RAPID data (do=, di=, ao=, ai=)")),
         )
     ]

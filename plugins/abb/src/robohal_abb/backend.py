@@ -43,6 +43,9 @@ a command computed from a state reaches the controller one period (4 ms) sooner,
 feedback loop on the measured state wants, at the price of a longer answer (the state is
 built and handed over before the answer can be sent).
 
+I/O signals and a gripper (``do=``, ``di=``, ``ao=``, ``ai=``, ``gripper=...``) ride on
+the same messages, as EGM's RAPID data: see :mod:`robohal_abb.signals`.
+
 ``mode=joint`` (EGMRunJoint) sends joint targets; ``mode=pose`` (EGMRunPose,
 tool0 in the base frame) sends the model's forward kinematics of the same
 checked joint setpoint. The joints on the wire are the model's joints in
@@ -63,13 +66,23 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from robohal import Backend, ConnectionLost, HardwareFault, LimitViolation, RobotMode, RobotState, UriError
+from robohal import (
+    Backend,
+    ConnectionLost,
+    HardwareFault,
+    LimitViolation,
+    RobohalError,
+    RobotMode,
+    RobotState,
+    UriError,
+)
 from robohal.control.backend import start_link_thread
 from robohal.kinematics import Kinematics
 from robohal.state import Array
 from robohal.uri import RobotUri
 
 from . import stamps, wire
+from .signals import EgmSignals, SignalLayout
 
 log = logging.getLogger("robohal.abb")
 
@@ -179,6 +192,8 @@ class EgmBackend(Backend):
         self._timing: dict[str, float | None] = self.timing()
         self._timing_due = FIRST_TIMING  # reply count at the next refresh
         self._thread_error: BaseException | None = None
+        #: the I/O signals the URI declares (robot.io, robot.gripper), sent and read with every message
+        self.signals = EgmSignals(SignalLayout.from_uri(uri), self)
 
     @staticmethod
     def read_options(uri: RobotUri) -> dict[str, Any]:
@@ -216,6 +231,7 @@ class EgmBackend(Backend):
             self._newest, self._consumed, self._count, self._target = None, 0, 0, None
             self._locked = None  # each connection locks onto its robot anew
             self._restart_pending, self._thread_error = False, None
+        self.signals.reset()
         self._thread = start_link_thread(self, type(self)._hold_step, self._closing, f"robohal-egm-{self.port}")
         try:
             received = self._wait_active(self.connect_timeout, what="connect")
@@ -226,6 +242,7 @@ class EgmBackend(Backend):
             self._restart_pending = False
             self._consumed = received.index
             self._target = np.array(received.message.q)
+        self.signals.start(received.message.rapid)  # the outputs as the controller has them: connecting changes none
         return self._state_of(received)
 
     def _close(self) -> None:
@@ -474,21 +491,25 @@ class EgmBackend(Backend):
 
     # The wire ----------------------------------------------------------------------------
 
-    def _encode(self, seqno: int, q: Array) -> bytes:
-        """The answer carrying ``q`` as sensor message ``seqno`` (call with the lock held)."""
+    def _encode(self, seqno: int, q: Array) -> tuple[int, bytes, tuple[float, ...] | None]:
+        """The answer carrying ``q`` and the outputs as sensor message ``seqno`` (call with the
+        lock held), with the outputs it carries."""
         tm = int((time.monotonic() - self._started) * 1000.0)
+        outputs = self.signals.to_robot
         if self.mode == "joint":
-            return self._encoder.joints(seqno, tm, q)
-        return wire.encode_sensor_pose(seqno, tm, self.model.forward(q))
+            return seqno, self._encoder.joints(seqno, tm, q, outputs), outputs
+        return seqno, wire.encode_sensor_pose(seqno, tm, self.model.forward(q), outputs), outputs
 
-    def _reply(self, received: _Received, q: Array, prepared: tuple[int, bytes] | None = None) -> None:
+    def _reply(self, received: _Received, q: Array,
+               prepared: tuple[int, bytes, tuple[float, ...] | None] | None = None) -> None:
         """Answer one robot message with ``q`` (call with the lock held). ``prepared``:
-        the answer encoded ahead of time, used if its seqno is still the next one."""
+        the answer encoded ahead of time, used if its seqno is still the next one and the
+        outputs did not change since (an answer never carries an output's old value)."""
         self._sensor_seqno += 1
-        if prepared is not None and prepared[0] == self._sensor_seqno:
+        if prepared is not None and prepared[0] == self._sensor_seqno and prepared[2] is self.signals.to_robot:
             datagram = prepared[1]
         else:
-            datagram = self._encode(self._sensor_seqno, q)
+            datagram = self._encode(self._sensor_seqno, q)[1]
         sock = self._sock
         if sock is None:
             raise ConnectionLost("abb-egm: not connected")
@@ -529,8 +550,7 @@ class EgmBackend(Backend):
         self._sending = True  # the hold thread stands down, or it could answer first with the old target
         try:
             with self._lock:  # encoded while the robot is not waiting for it
-                seqno = self._sensor_seqno + 1
-                prepared = (seqno, self._encode(seqno, q))
+                prepared = self._encode(self._sensor_seqno + 1, q)
             received = self._wait_newer(self._consumed)
             answered = False
             with self._lock:
@@ -615,6 +635,18 @@ class EgmBackend(Backend):
             self._restart_pending = False
             self._consumed = received.index
         return self._state_of(received)
+
+    def fresh_message(self) -> wire.RobotMessage:
+        """The newest robot message (for the I/O signals): :class:`ConnectionLost` once the robot
+        has been silent for longer than ``timeout``, as every other call."""
+        with self._lock:
+            if self._sock is None:
+                raise RobohalError(f"{self.uri} is not connected")
+            newest = self._newest
+            if newest is None or time.monotonic() - newest.arrival_monotonic > self.timeout:
+                raise ConnectionLost(f"abb-egm: the robot has been silent for more than {self.timeout:g} s:"
+                                     " its I/O signals are unknown and no output reaches it")
+            return newest.message
 
     def _raise_thread_error(self) -> None:
         if self._thread_error is not None:

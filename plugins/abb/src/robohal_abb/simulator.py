@@ -13,11 +13,19 @@ for that long: motion stops, MCI error and RAPID stopped, as ERR_UDPUC_COMM),
 ``\\CondTime`` (convergence held that long ends the EGM run) and, with
 ``--retry-after``, the error handler that starts a new session (seqno 0).
 
+Its tool (``--tool vacuum``, the default) is a vacuum gripper at the flange, wired as the
+template's I/O mapping and :mod:`robohal_abb.signals` describe: the digital output
+``vacuum`` (from ``RAPIDtoRobot``), and the inputs ``vacuum_on`` (the valve's feedback) and
+``part_present`` (the vacuum switch), reported in ``RAPIDfromRobot`` with the output's own
+state. A part lies at ``--part X,Y,Z`` (m, base frame); the cup picks it while the vacuum
+is on with the flange within ``PICK_TOLERANCE`` of it, carries it, and sets it down where
+the vacuum goes off.
+
 It sends only to the ``--sensor`` address given on the command line (loopback
 by default). The first stdout line is the ready line of every robohal simulator,
-``READY abb-egm://SENSOR_HOST:SENSOR_PORT?model=...&robot=HOST``: the URI a sensor
-connects with (``robot=`` names this controller's own address); its own UDP port goes
-to stderr. Later lines are ``EVENT ...`` and, on exit or on request, ``STATS {json}``. Control lines on stdin (for tests): ``RESTART [j1..j6 deg]``,
+``READY abb-egm://SENSOR_HOST:SENSOR_PORT?model=...&robot=HOST[&do=...]``: the URI a sensor
+connects with (``robot=`` names this controller's own address, ``do=``/``di=``/``gripper=``
+its tool's signals); its own UDP port goes to stderr. Later lines are ``EVENT ...`` and, on exit or on request, ``STATS {json}``. Control lines on stdin (for tests): ``RESTART [j1..j6 deg]``,
 ``MOTORS OFF``, ``STALL``, ``RESUME``, ``STATS``, ``QUIT``; end of input on a
 pipe quits.
 """
@@ -44,6 +52,7 @@ from robohal.sim.process import announce_ready
 from robohal.uri import RobotUri
 
 from . import stamps, wire
+from .signals import SignalLayout
 
 # Where each rule comes from: "manual" is ABB's EGM application manual (RobotWare 7), "template"
 # is robohal's RAPID module (rapid/RobohalEgm.mod), "abb_libegm" the acceptance rules of ABB's
@@ -55,6 +64,19 @@ SAMPLE_PERIOD = 0.004  # s: manual, EGM's default \SampleRate (a real controller
 #: How long those instructions take is not documented: 50 ms is our choice, a dozen periods,
 #: enough that answers to the old session arrive inside the gap
 RESTART_GAP = 0.05
+#: The tool's signals, in wire order, and the URI parameters that declare them to robohal
+TOOL_LAYOUT = SignalLayout(do=("vacuum",), di=("vacuum_on", "part_present"))
+TOOL_PARAMS = {"do": "vacuum", "di": "vacuum_on,part_present", "gripper": "vacuum",
+               "gripper_closed": "vacuum_on", "gripper_part": "part_present"}
+#: s from switching the vacuum output until the valve's feedback follows (and the cup holds or lets
+#: go). Our choice: solenoid valves with an ejector switch in 10-50 ms; 50 ms is the slow end
+VALVE_TIME = 0.05
+#: m: the cup picks the part when the flange's origin is this close to it. Our choice: a suction cup
+#: seals when it sits within a few millimetres of the part's flat centre; orientation is not modelled
+PICK_TOLERANCE = 0.005
+#: m, base frame: where the part lies unless --part says otherwise; our choice: the IRB 1410 (the
+#: default model) reaches it with the cup facing down, away from its start pose
+DEFAULT_PART = (0.85, 0.25, 0.90)
 
 
 @dataclass
@@ -88,6 +110,8 @@ class ControllerOptions:
     # (height m, stiffness N/m): a plane under the flange and a force sensor that measures it
     # pushing back (measuredForce); None: no force sensor, no measuredForce in the messages
     contact: tuple[float, float] | None = None
+    tool: str = "vacuum"  # "vacuum": the vacuum gripper and its signals; "none": no RAPID data at all
+    part: tuple[float, float, float] = DEFAULT_PART  # m, base frame
 
 
 @dataclass
@@ -159,6 +183,13 @@ class SimulatedController:
         self.quiet_until = 0.0
         self._new_session()
         self.quiet_until = 0.0  # the first session starts at once
+        if self.options.tool not in ("vacuum", "none"):
+            raise click.UsageError("--tool is vacuum or none")
+        # the tool: the controller's output, its switching time, the part (position, held or not)
+        self.vacuum = False
+        self.vacuum_switched = self.started - VALVE_TIME
+        self.part = np.array(self.options.part, dtype=np.float64)
+        self.held: np.ndarray | None = None  # the part's offset from the flange while the cup holds it
 
     # The robot's state machine ---------------------------------------------------------
 
@@ -246,6 +277,8 @@ class SimulatedController:
             active = False
         if self.motors == "on":
             self._follow(o.period)
+        if o.tool != "none":
+            self._tool_step(now)
         if active:
             # manual: the run ends once every axis has been within its convergence band for \CondTime
             error = np.abs(self.target - self.q).max()
@@ -291,6 +324,7 @@ class SimulatedController:
             # axis's share of its rated speed, 0 at rest (nothing reads it as more than a figure)
             utilization=float(np.abs(self.dq / limits.velocity).max() * 100.0),
             force=self._measured_force(),
+            rapid=self._rapid_report(time.monotonic()),
         )
         self.seqno += 1  # manual / abb_libegm: seqno counts from 0 in each session
         return data
@@ -305,6 +339,41 @@ class SimulatedController:
         force = np.zeros(6)
         force[2] = max(height - float(self.model.forward(self.q)[2, 3]), 0.0) * stiffness
         return force
+
+    # The tool ----------------------------------------------------------------------------
+
+    def _apply_outputs(self, rapid: list[float], now: float) -> None:
+        """The template's I/O loop: the outputs robohal sent, once its leading 1 says they are its."""
+        counters = self.stats.counters
+        if not rapid or rapid[0] != 1.0 or len(rapid) < 1 + len(TOOL_LAYOUT.outputs):
+            counters["rapid_data_not_applied"] += 1
+            return
+        vacuum = rapid[1] >= 0.5  # template: SetDO with the value rounded (robohal sends 0 or 1)
+        if vacuum != self.vacuum:
+            self.vacuum, self.vacuum_switched = vacuum, now
+            self._event("output", vacuum=int(vacuum))
+
+    def _vacuum_on(self, now: float) -> bool:
+        """The valve's feedback: the output's state once the valve has switched."""
+        return self.vacuum if now - self.vacuum_switched >= VALVE_TIME else not self.vacuum
+
+    def _tool_step(self, now: float) -> None:
+        flange = self.model.forward(self.q)[:3, 3]
+        if self.held is not None:
+            self.part = flange + self.held
+            if not self._vacuum_on(now):
+                self.held = None
+                self._event("released", at=",".join(f"{v:.4f}" for v in self.part))
+        elif self._vacuum_on(now) and self.vacuum and np.linalg.norm(self.part - flange) <= PICK_TOLERANCE:
+            self.held = self.part - flange
+            self._event("picked", at=",".join(f"{v:.4f}" for v in self.part))
+
+    def _rapid_report(self, now: float) -> list[float] | None:
+        """RAPIDfromRobot as the template fills it: the counts, the inputs, then the output as
+        the controller has it (TOOL_LAYOUT's order)."""
+        if self.options.tool == "none":
+            return None
+        return [*TOOL_LAYOUT.counts, float(self._vacuum_on(now)), float(self.held is not None), float(self.vacuum)]
 
     # Sensor data ----------------------------------------------------------------------
 
@@ -333,6 +402,8 @@ class SimulatedController:
         if not (self.motors == "on" and self.mci == "running" and self.rapid == "running"):
             counters["targets_while_not_running"] += 1  # manual: outside EGMRun* nothing is followed
             return
+        if sensor.rapid is not None and self.options.tool != "none":
+            self._apply_outputs(sensor.rapid, now)
         # manual: EGMRunJoint follows planned.joints, EGMRunPose planned.cartesian
         if self.options.mode == "joint":
             if sensor.q is None:
@@ -407,6 +478,8 @@ class SimulatedController:
             params["mode"] = self.options.mode
         if host != "0.0.0.0":
             params["robot"] = host
+        if self.options.tool != "none":
+            params.update(TOOL_PARAMS)
         return RobotUri("abb-egm", host=self.sensor[0], port=self.sensor[1], params=params)
 
     def run(self, stdin: Any = None) -> dict[str, Any]:
@@ -537,12 +610,16 @@ def _probability(ctx: click.Context, param: click.Parameter, value: float) -> fl
 @click.option("--duration", type=float, default=None, help="Exit after S seconds.")
 @click.option("--contact", default=None, metavar="HEIGHT,STIFFNESS",
               help="A plane at HEIGHT m (base z) pushing back with STIFFNESS N/m, as a force sensor measures it.")
+@click.option("--tool", type=click.Choice(["vacuum", "none"]), default="vacuum", show_default=True,
+              help="The tool: a vacuum gripper on RAPID data signals (vacuum; vacuum_on, part_present), or none.")
+@click.option("--part", default=",".join(map(str, DEFAULT_PART)), show_default=True, metavar="X,Y,Z",
+              help="Where the part to pick lies, m in the base frame.")
 def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, seed: int | None, loss: float,
             delay_ms: float, duplicate: float, reorder: float, stall_after: float | None,
             motors_off_after: float | None, comm_timeout: float, retry_after: float | None, max_speed_deg: float,
             lag_ms: float,
             cond_time: float, convergence_deg: float, sample_ms: float, duration: float | None,
-            contact: str | None) -> None:
+            contact: str | None, tool: str, part: str) -> None:
     """A simulated ABB controller streaming EGM to a sensor (stdin: RESTART, MOTORS OFF, STALL, RESUME, STATS, QUIT)."""
     import robohal
 
@@ -568,12 +645,18 @@ def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, 
         if not (math.isfinite(height) and math.isfinite(stiffness) and stiffness > 0):
             raise click.BadParameter("--contact needs a finite height and a positive stiffness")
         plane = (height, stiffness)
+    try:
+        where = tuple(float(v) for v in part.split(","))
+    except ValueError:
+        raise click.BadParameter("--part takes X,Y,Z in metres, e.g. 0.9,0.2,1.1") from None
+    if len(where) != 3 or not all(math.isfinite(v) for v in where):
+        raise click.BadParameter("--part takes three finite numbers X,Y,Z (m)")
     options = ControllerOptions(
         period=sample_ms / 1000.0, mode=mode, lag=lag_ms / 1000.0, convergence=math.radians(convergence_deg),
         max_speed_deviation=math.radians(max_speed_deg),
         cond_time=cond_time, comm_timeout=comm_timeout, retry_after=retry_after, seed=seed, loss=loss,
         delay=delay_ms / 1000.0, duplicate=duplicate, reorder=reorder, stall_after=stall_after,
-        motors_off_after=motors_off_after, duration=duration, q0=start, contact=plane,
+        motors_off_after=motors_off_after, duration=duration, q0=start, contact=plane, tool=tool, part=where,
     )
     controller = SimulatedController(model, parse_address(sensor, wire.DEFAULT_PORT), parse_address(bind, 0), options,
                                      model_name=model_name)

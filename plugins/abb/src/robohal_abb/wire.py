@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from numpy.typing import ArrayLike
-from robohal import ProtocolError, spatial
+from robohal import InvalidArgument, ProtocolError, spatial
 from robohal.state import Array
 
 from . import egm_pb2 as pb
@@ -104,6 +104,9 @@ class RobotMessage:
     #: measuredForce: force and torque on the flange (N, Nm; 6 values) where the cell has a force
     #: sensor and reports it, else None
     force: list[float] | None = None
+    #: RAPIDfromRobot.dnum: the values the RAPID program reports (robohal's template: its
+    #: I/O signals, see :mod:`robohal_abb.signals`), or None when the message carries none
+    rapid: list[float] | None = None
 
     @property
     def pose(self) -> Array:
@@ -260,13 +263,34 @@ def decode_robot(datagram: bytes, dof: int) -> RobotMessage:
         force = message.measuredForce.force[:]
         if not math.isfinite(sum(force)):
             raise BadMessage("not_finite", f"measuredForce.force is not finite: {force}")
+    rapid = _rapid_data(message, "RAPIDfromRobot")
     return RobotMessage(
         seqno=header.seqno, tm=header.tm, time=clock.sec + clock.usec * 1e-6, q=[v * DEGREE for v in joints],
         q_planned=[v * DEGREE for v in planned_joints], position=[v * 0.001 for v in pose[:3]],
         quaternion=_unit(pose[3:], "feedBack.cartesian.orient"), motor_state=MOTOR_STATES[message.motorState.state],
         mci_state=MCI_STATES[message.mciState.state], rapid_state=RAPID_STATES[message.rapidExecState.state],
-        converged=message.mciConvergenceMet, utilization=utilization, force=force,
+        converged=message.mciConvergenceMet, utilization=utilization, force=force, rapid=rapid,
     )
+
+
+def _rapid_data(message: Any, field: str) -> list[float] | None:
+    """The ``dnum`` values of an ``EgmRAPIDdata`` field, or None when the message has none."""
+    if not message.HasField(field):
+        return None
+    values = getattr(message, field).dnum[:]
+    if not math.isfinite(sum(values)):
+        raise BadMessage("not_finite", f"{field}.dnum is not finite: {values}")
+    return values
+
+
+def _set_rapid_data(message: Any, field: str, values: ArrayLike | None) -> None:
+    """Fill ``EgmRAPIDdata`` ``field`` with ``values`` (absent when None)."""
+    if values is None:
+        return
+    data = [float(v) for v in np.asarray(values, dtype=np.float64).ravel()]
+    if not math.isfinite(sum(data)):  # never on the wire: the controller would set a signal from it
+        raise InvalidArgument(f"{field} values must be finite, got {data}")
+    getattr(message, field).dnum.extend(data)
 
 
 def _set_clock(clock: Any, seconds: float) -> None:
@@ -303,6 +327,7 @@ def encode_robot(
     converged: bool = False,
     utilization: float = 0.0,
     force: ArrayLike | None = None,
+    rapid: ArrayLike | None = None,
 ) -> bytes:
     """A complete ``EgmRobot`` datagram (the simulated controller's message), RobotWare 7
     layout: feedback and planned carry both ``time`` (EgmClock) and ``timeStamp`` (EgmTimestamp)."""
@@ -324,6 +349,7 @@ def encode_robot(
     if force is not None:
         message.measuredForce.fcActive = False  # measured, not force-controlled
         message.measuredForce.force.extend(float(v) for v in force)
+    _set_rapid_data(message, "RAPIDfromRobot", rapid)
     return message.SerializeToString()
 
 
@@ -338,15 +364,17 @@ class SensorMessage:
     tm: int | None
     q: Array | None  # rad
     pose: Array | None  # (4, 4), m
+    rapid: list[float] | None = None  # RAPIDtoRobot.dnum, None when absent
 
 
-def encode_sensor_joints(seqno: int, tm: int, q: ArrayLike) -> bytes:
-    """An ``EgmSensor`` joint target (EGMRunJoint)."""
+def encode_sensor_joints(seqno: int, tm: int, q: ArrayLike, rapid: ArrayLike | None = None) -> bytes:
+    """An ``EgmSensor`` joint target (EGMRunJoint); ``rapid``: the RAPIDtoRobot values, if any."""
     message = pb.EgmSensor()
     message.header.seqno = seqno & 0xFFFFFFFF
     message.header.tm = tm & 0xFFFFFFFF
     message.header.mtype = pb.EgmHeader.MSGTYPE_CORRECTION
     message.planned.joints.joints.extend(joints_to_wire(q))
+    _set_rapid_data(message, "RAPIDtoRobot", rapid)
     return message.SerializeToString()
 
 
@@ -360,22 +388,26 @@ class SensorEncoder:
         self._message.header.mtype = pb.EgmHeader.MSGTYPE_CORRECTION
         self._joints = self._message.planned.joints.joints
 
-    def joints(self, seqno: int, tm: int, q: ArrayLike) -> bytes:
-        header = self._message.header
+    def joints(self, seqno: int, tm: int, q: ArrayLike, rapid: ArrayLike | None = None) -> bytes:
+        message = self._message
+        header = message.header
         header.seqno = seqno & 0xFFFFFFFF
         header.tm = tm & 0xFFFFFFFF
         del self._joints[:]
         self._joints.extend(joints_to_wire(q))
-        return self._message.SerializeToString()
+        message.ClearField("RAPIDtoRobot")  # this answer's values only, never the last one's
+        _set_rapid_data(message, "RAPIDtoRobot", rapid)
+        return message.SerializeToString()
 
 
-def encode_sensor_pose(seqno: int, tm: int, pose: ArrayLike) -> bytes:
-    """An ``EgmSensor`` pose target (EGMRunPose), flange in the base frame."""
+def encode_sensor_pose(seqno: int, tm: int, pose: ArrayLike, rapid: ArrayLike | None = None) -> bytes:
+    """An ``EgmSensor`` pose target (EGMRunPose), flange in the base frame; ``rapid`` as for joints."""
     message = pb.EgmSensor()
     message.header.seqno = seqno & 0xFFFFFFFF
     message.header.tm = tm & 0xFFFFFFFF
     message.header.mtype = pb.EgmHeader.MSGTYPE_CORRECTION
     _set_pose(message.planned.cartesian, pose)
+    _set_rapid_data(message, "RAPIDtoRobot", rapid)
     return message.SerializeToString()
 
 
@@ -393,4 +425,4 @@ def decode_sensor(datagram: bytes, dof: int) -> SensorMessage:
         raise BadMessage("missing_field", "planned has neither joints nor cartesian")
     seqno = header.seqno if header is not None and header.HasField("seqno") else None
     tm = header.tm if header is not None and header.HasField("tm") else None
-    return SensorMessage(seqno=seqno, tm=tm, q=q, pose=pose)
+    return SensorMessage(seqno=seqno, tm=tm, q=q, pose=pose, rapid=_rapid_data(message, "RAPIDtoRobot"))

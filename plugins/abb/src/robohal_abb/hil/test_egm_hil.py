@@ -7,10 +7,17 @@
 Moves are small and head towards the middle of the joint ranges. The fault tests
 (packet loss, stall, restart, motors off) need the simulator's fault injection and
 start their own simulated controller; on a real cell they are skipped.
+
+The gripper test picks a part and puts it back: on the simulator the part lies where
+``sim_part`` (default ``DEFAULT_PART``) says; on a real cell, declare the gripper in the
+target's URI (``do=...&gripper=...``, rapid/SETUP.md) and say where a part lies with
+``ROBOHAL_ABB_PART=X,Y,Z`` (m, base frame; the cup comes down on it facing down from 5 cm
+above), or the test is skipped.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 
@@ -18,11 +25,17 @@ import numpy as np
 import pytest
 from robohal import ConnectionLost, HardwareFault, RobotMode
 from robohal.testing.target import HilTarget
+from robohal.uri import parse_uri
+
+from robohal_abb.hil import move_over
+from robohal_abb.simulator import DEFAULT_PART
 
 pytestmark = pytest.mark.hil_backend("abb-egm")
 
 #: how far (m) the measured flange may stray from a commanded straight line
 LINE_TOLERANCE = 0.001
+#: m above the part the cup starts its approach from, and goes back to with the part
+APPROACH = 0.05
 
 
 def towards_middle(robot, degrees: float) -> np.ndarray:
@@ -136,3 +149,43 @@ def test_motors_off_is_a_clear_hardware_fault(faulty) -> None:
                 robot.backend.cycle()
         assert "motors_off" in fault.value.names
         assert "motors_off" in str(fault.value)
+
+
+def part_position(hil_target: HilTarget) -> np.ndarray:
+    """Where a part lies (m, base frame): the simulator's, or the cell's from ROBOHAL_ABB_PART."""
+    if hil_target.simulator is not None:
+        where = parse_uri(hil_target.requested).params.get("sim_part")
+    else:
+        where = os.environ.get("ROBOHAL_ABB_PART")
+        if where is None:
+            pytest.skip("set ROBOHAL_ABB_PART=X,Y,Z (m, base frame) to where a part lies under the cup")
+    return np.array([float(v) for v in where.split(",")] if where else DEFAULT_PART)
+
+
+def straight_to(robot, position: np.ndarray, tolerance: float) -> None:
+    """Straight (move_linear) to ``position``, keeping the orientation; then settle there."""
+    goal = robot.model.forward(robot.backend.commanded)
+    goal[:3, 3] = position
+    result = robot.move_linear(goal, speed=0.05)
+    assert result.completed
+    settle(robot, result.commanded[-1], tolerance)
+
+
+def test_gripper_picks_a_part_lifts_it_and_puts_it_back(robot, hil_target: HilTarget) -> None:
+    if robot.gripper is None:
+        pytest.skip(f"{robot.name} declares no gripper (gripper=DO in the URI)")
+    gripper, tolerance = robot.gripper, hil_target.spec.position_tolerance
+    part = part_position(hil_target)
+    above = part + np.array([0.0, 0.0, APPROACH])
+    assert gripper.open() is True
+    assert move_over(robot, above).completed
+    assert gripper.grasp(0.0) is False, "nothing to hold 5 cm above the part"
+    assert gripper.open() is True
+    straight_to(robot, part, tolerance)
+    assert gripper.grasp(0.0) is True and gripper.state.is_grasped
+    straight_to(robot, above, tolerance)
+    assert gripper.state.is_grasped, "it carries the part"
+    straight_to(robot, part, tolerance)
+    assert gripper.open() is True and not gripper.state.is_grasped
+    straight_to(robot, above, tolerance)
+    assert not gripper.state.is_grasped, "the part stayed where it was put"
