@@ -51,7 +51,8 @@ def robohal_backends():
             features=FEATURES,
             position_tolerance=2e-3,
             settle_time=1.0,
-            demo=DemoSpec("ABB IRB 1410", where="robohal_abb.demo:where", task="robohal_abb.demo:straight_line"),
+            demo=DemoSpec("ABB IRB 1410", where="robohal_abb.demo:where", task="robohal_abb.demo:straight_line",
+                          pick_place="robohal_abb.demo:pick_place"),
             params=("robot", "timeout", "connect_timeout", "mode", "sample_rate", "reply", "sim_*",
                     "do", "di", "ao", "ai", "gripper", "gripper_closed", "gripper_part", "gripper_delay",
                     "gripper_timeout", "gripper_width"),  # as robohal_abb.signals reads them
