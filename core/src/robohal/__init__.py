@@ -16,7 +16,7 @@ from typing import Any
 
 from .control.backend import Backend
 from .control.lifecycle import LifecycleState
-from .control.tools import Gripper, GripperBusy, GripperLimits, GripperState, IoPorts, Signal
+from .control.tools import Gripper, GripperBusy, GripperLimits, GripperState, IoPorts, Signal, SignalGripper
 from .errors import (
     ConnectionLost,
     HardwareFault,
@@ -79,7 +79,7 @@ __all__ = [
     "Backend", "BackendSpec", "ConnectionLost", "DemoSpec", "Gripper", "GripperBusy", "GripperLimits",
     "GripperState", "HardwareFault", "InvalidArgument", "IoPorts", "JointLimits", "Kinematics", "LifecycleState",
     "LimitViolation", "ModelSpec", "Motion", "MotionResult", "PluginConflictError", "PluginError", "ProtocolError",
-    "Registry", "RobohalError", "Robot", "RobotMode", "RobotState", "RobotUri", "Signal", "SimulatorSpec",
+    "Registry", "RobohalError", "Robot", "RobotMode", "RobotState", "RobotUri", "Signal", "SignalGripper", "SimulatorSpec",
     "Solutions", "ToolSpec", "UnknownNameError", "UnreachableError", "UriError", "__version__", "backends",
     "connect", "default_registry", "get_model", "hookimpl", "models", "parse_uri", "use_registry",
 ]
