@@ -23,7 +23,7 @@ def test_draw_circle_on_the_servo_arm() -> None:
 def test_a_dry_run_names_the_firmware_that_answered_and_moves_nothing() -> None:
     result = CliRunner().invoke(main, ["draw", EMULATOR, "circle", "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert re.search(r"connected: robohal_planar \d+\.\d+\.\d+ \(protocol 1, 2 servos\) on /dev/", result.output)
+    assert re.search(r"connected: robohal_planar \d+\.\d+\.\d+ \(protocol 2, 3 servos\) on /dev/", result.output)
     assert "circle:" in result.output and "drawn:" not in result.output
 
 

@@ -511,6 +511,11 @@ def decode_reply(line: bytes) -> Reply:
             return seq
 
         if word == "HELLO":
+            if len(f) >= 4 and f[0].isdigit() and f[0].isascii() and int(f[0]) != PROTOCOL_VERSION:
+                # Another version's HELLO: its first four fields mean the same in every version, so a
+                # host can say what it found (and refuse it); the rest is left empty.
+                return HelloReply(numbered(), parse_u16(f[0]), f[1], f[2], parse_u16(f[3]), ((0, 0), (0, 0)),
+                                  (0, 0), 0, DEFAULT_WATCHDOG_ACTION)
             fields(12)
             return HelloReply(numbered(), parse_u16(f[0]), f[1], f[2], parse_u16(f[3]),
                               ((parse_u16(f[4]), parse_u16(f[5])), (parse_u16(f[6]), parse_u16(f[7]))),
