@@ -86,7 +86,7 @@ def test_draw_moves_the_pen_along_the_path() -> None:
     with robohal.connect(SIM) as robot:
         plan = drawing.plan_drawing(robot.model, drawing.line((0.3, -0.1), (0.4, 0.1)),
                                     period=robot.backend.period, speed=0.3, elbow="down")
-        result = drawing.draw(robot, plan)
+        (result,) = drawing.draw(robot, plan)
         assert result.completed
         assert np.allclose(result.commanded, plan.joints)
         assert np.allclose(robot.pose[:2, 3], [0.4, 0.1], atol=0.01)
