@@ -174,8 +174,8 @@ def test_a_reset_does_not_move_the_horns(sim_factory, connect, sim_kind):
     during = sim.stats_lines[answers]
     assert during["moving"] == [True, True, False]
     after = sim.stats()
-    assert after["moving"] == [False, False, False]                     # a held MCU sends no pulses
-    for was, now, start in zip(during["horn_us"], after["horn_us"], (1500, 1500), strict=True):
+    assert after["moving"] == [False, False, False]              # a held MCU sends no pulses
+    for was, now, start in zip(during["horn_us"][:2], after["horn_us"][:2], (1500, 1500), strict=True):
         assert abs(now - was) <= 3.0 and abs(now - start) > 20   # stopped where it was, on the way
     host.handshake()
     state = host.get()

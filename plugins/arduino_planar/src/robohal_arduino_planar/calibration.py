@@ -201,7 +201,7 @@ class Calibration:
 
     @property
     def resolution(self) -> float:
-        """The coarsest wire resolution (rad per us) of the two servos."""
+        """The coarsest wire resolution (rad per us) of the arm's two servos."""
         return max(servo.resolution for servo in self.servos)
 
     def uncovered(self, lower: ArrayLike, upper: ArrayLike) -> list[str]:

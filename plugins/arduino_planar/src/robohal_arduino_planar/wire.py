@@ -221,7 +221,7 @@ class ToolLimits:
 
 @dataclass(frozen=True)
 class Attach:
-    """Re-attach both servos at their last SET widths. Ack, or NO_SETPOINT."""
+    """Re-attach the arm's servos at their last SET widths (the tool: TOOL). Ack, or NO_SETPOINT."""
 
     seq: int
 
