@@ -343,11 +343,8 @@ def draw(robot, plan: DrawPlan, *, approach_speed: float = 0.3) -> list:
     if robot.backend.period != plan.period:
         raise InvalidArgument(f"the plan was made for a {plan.period} s period; the robot runs at {robot.backend.period} s")
     results = []
-    with _pen_lifted_after(robot) as pen:
-        for a, b in plan.strokes:
-            pen(down=False)
-            robot.move_joints(plan.joints[a], speed=approach_speed)
-            pen(down=True)
+    with _stroke_by_stroke(robot, plan, approach_speed) as strokes:
+        for a, b in strokes:
             result = robot.run(JointTrajectory(plan.joints[a:b]))
             results.append(result)
             if not result.completed:
@@ -356,22 +353,30 @@ def draw(robot, plan: DrawPlan, *, approach_speed: float = 0.3) -> list:
 
 
 @contextlib.contextmanager
-def _pen_lifted_after(robot) -> Iterator[Callable[..., None]]:
-    """Gives ``pen(down=...)``, which sets the pen lift where the robot has one (else does
-    nothing), and lifts the pen when the block ends, however it ends."""
+def _stroke_by_stroke(robot, plan: DrawPlan, approach_speed: float) -> Iterator[Iterator[tuple[int, int]]]:
+    """Gives the strokes' (start, stop) rows, each once the arm is at its first point: moved there
+    with the pen up, then the pen down (where the robot has a pen lift). When the block ends,
+    however it ends, the pen is lifted."""
     lift = has_pen_lift(robot)
 
-    def pen(*, down: bool) -> None:
+    def pen(down: bool) -> None:
         if lift:
             robot.io[PEN_SIGNAL] = down
 
+    def strokes() -> Iterator[tuple[int, int]]:
+        for a, b in plan.strokes:
+            pen(False)
+            robot.move_joints(plan.joints[a], speed=approach_speed)
+            pen(True)
+            yield a, b
+
     try:
-        yield pen
+        yield strokes()
     except BaseException:
         with contextlib.suppress(RobohalError):  # the first error is the one to report
-            pen(down=False)
+            pen(False)
         raise
-    pen(down=False)
+    pen(False)
 
 
 def _point(value: ArrayLike, name: str) -> Array:
@@ -399,11 +404,8 @@ def draw_live(robot, plan: DrawPlan, *, rate: float = 50.0, approach_speed: floa
         raise InvalidArgument(f"the plan was made for a {plan.period} s period; the robot runs at {robot.backend.period} s")
     every = max(1, round(1.0 / (rate * plan.period)))
     measured = []
-    with _pen_lifted_after(robot) as pen:
-        for a, b in plan.strokes:
-            pen(down=False)
-            robot.move_joints(plan.joints[a], speed=approach_speed)
-            pen(down=True)
+    with _stroke_by_stroke(robot, plan, approach_speed) as strokes:
+        for a, b in strokes:
             began = time.monotonic()
             for k, q in enumerate(plan.joints[a:b:every]):
                 robot.servo(q)

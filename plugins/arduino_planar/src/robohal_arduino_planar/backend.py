@@ -234,26 +234,23 @@ class ArduinoPlanarBackend(Backend):
         return reply
 
     def _configure(self) -> None:
-        """Pulse limits from the calibration and the watchdog: the firmware forgets both on reset."""
-        limits = self.calibration.limits_us
-        reply = self._transact(lambda seq: p.Limits(seq, limits))
-        if isinstance(reply, p.ErrorReply):
-            raise InvalidArgument(f"arduino-planar: the firmware refused the calibration's pulse limits {limits}"
-                                  f" ({reply.name}): limits lie within {p.ENVELOPE_US[0]}..{p.ENVELOPE_US[1]} us"
-                                  " and must include the widths the servos hold now")
-        if not isinstance(reply, p.LimitsReply) or reply.limits != limits:
-            raise ProtocolError(f"arduino-planar: LIMITS answered with {reply!r}")
-        tool = (self.calibration.tool.min_us, self.calibration.tool.max_us)
-        reply = self._transact(lambda seq: p.ToolLimits(seq, tool))
-        if isinstance(reply, p.ErrorReply):
-            raise InvalidArgument(f"arduino-planar: the firmware refused the tool's pulse limits {tool}"
-                                  f" ({reply.name}): they lie within {p.ENVELOPE_US[0]}..{p.ENVELOPE_US[1]} us"
-                                  " and must include the width the tool servo holds now")
-        if not isinstance(reply, p.ToolLimitsReply) or reply.limits != tool:
-            raise ProtocolError(f"arduino-planar: TLIMITS answered with {reply!r}")
+        """Pulse limits from the calibration (the arm's and the tool's) and the watchdog: the
+        firmware forgets them on reset."""
+        self._send_limits(p.Limits, p.LimitsReply, self.calibration.limits_us, "the arm's")
+        tool = self.calibration.tool
+        self._send_limits(p.ToolLimits, p.ToolLimitsReply, (tool.min_us, tool.max_us), "the tool's")
         reply = self._transact(lambda seq: p.Watchdog(seq, self.watchdog_ms, self.watchdog_action))
         if not isinstance(reply, p.WatchdogReply):
             raise ProtocolError(f"arduino-planar: WDOG answered with {reply!r}")
+
+    def _send_limits(self, command: Callable[[int, Any], p.Command], answer: type, limits: Any, whose: str) -> None:
+        reply = self._transact(lambda seq: command(seq, limits))
+        if isinstance(reply, p.ErrorReply):
+            raise InvalidArgument(f"arduino-planar: the firmware refused the calibration's pulse limits for {whose}"
+                                  f" servos, {limits} ({reply.name}): limits lie within {p.ENVELOPE_US[0]}.."
+                                  f"{p.ENVELOPE_US[1]} us and must include the widths the servos hold now")
+        if not isinstance(reply, answer) or reply.limits != limits:
+            raise ProtocolError(f"arduino-planar: {command.__name__} limits {limits} were answered with {reply!r}")
 
     def _adopt(self, state: p.State) -> None:
         """Take the firmware's setpoints as the measured position (home when it has none)."""
