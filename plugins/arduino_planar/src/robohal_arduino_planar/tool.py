@@ -43,7 +43,11 @@ class ServoGripper(Gripper):
 
     ``state.width`` is the width of the pulse the firmware acknowledged last (the claw follows it
     within the servo's travel time); before any command it is the firmware's last width, or
-    ``max_width`` when it has none since its reset.
+    ``max_width`` when it has none since its reset (home it first: the claw is where it was left).
+
+    Each step is one ``TOOL`` frame on the arm's serial link, waiting for its own reply only; a
+    link that stops answering ends the command with :class:`~robohal.errors.ConnectionLost`
+    within the backend's reply timeout and retries.
     """
 
     def __init__(self, backend: ArduinoPlanarBackend) -> None:
@@ -61,7 +65,7 @@ class ServoGripper(Gripper):
 
     def _read(self) -> GripperState:
         backend = self.backend
-        if backend._port is None:
+        if not backend.connected:
             raise ConnectionLost(f"{self.name}: the arm's serial link {backend.device} is not open")
         width_us = backend.tool_pulse or backend.tool_setpoint or self.calibration.open_us
         width = min(max(self.calibration.to_width(width_us), 0.0), self.calibration.width)
