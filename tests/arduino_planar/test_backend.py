@@ -224,6 +224,16 @@ def test_unknown_firmware_is_refused(model, caplog) -> None:
         board.close()
 
 
+def test_firmware_of_protocol_1_is_refused_by_name(model) -> None:
+    board = ScriptedBoard("1 robohal_planar 1.0.0 2 1000 2000 1000 2000 1000 detach")
+    try:
+        backend = ArduinoPlanarBackend(RobotUri("arduino-planar", path=board.path, params={"model": MODEL}), model)
+        with pytest.raises(ProtocolError, match=r"robohal_planar 1.0.0 \(protocol 1, 2 servos\).*protocol 2 with 3"):
+            backend.connect()
+    finally:
+        board.close()
+
+
 def test_sim_uri_runs_the_emulator_and_passes_backend_parameters() -> None:
     with robohal.connect("arduino-planar://sim?firmware=emulator&s2_dir=-1&sim_boot_ms=100") as robot:
         assert robot.backend.device.startswith("/dev/")
@@ -233,7 +243,7 @@ def test_sim_uri_runs_the_emulator_and_passes_backend_parameters() -> None:
         assert robot.simulator.argv[1:] == ["-m", "robohal_arduino_planar.simulator", "--firmware", "emulator",
                                             "--pulses", "1", "--boot-ms", "100"]
         assert robot.simulator.uri == RobotUri("arduino-planar", path=robot.backend.device,
-                                               params={"model": MODEL, "s2_dir": "-1"})
+                                               params={"model": MODEL, "s2_dir": "-1", "tool": "gripper"})
         assert robot.move_joints([0.2, 0.2], speed=1.0).completed
         assert robot.state.info["pulses_us"] == (1564, 1436)
 

@@ -23,7 +23,7 @@ def test_draw_circle_on_the_servo_arm() -> None:
 def test_a_dry_run_names_the_firmware_that_answered_and_moves_nothing() -> None:
     result = CliRunner().invoke(main, ["draw", EMULATOR, "circle", "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert re.search(r"connected: robohal_planar \d+\.\d+\.\d+ \(protocol 1, 2 servos\) on /dev/", result.output)
+    assert re.search(r"connected: robohal_planar \d+\.\d+\.\d+ \(protocol 2, 3 servos\) on /dev/", result.output)
     assert "circle:" in result.output and "drawn:" not in result.output
 
 
@@ -82,3 +82,47 @@ def test_draw_live_streams_the_path_through_servo() -> None:
     deviation = re.search(r"drawn live: \d+ targets streamed, measured pen within ([0-9.]+) mm", result.output)
     assert deviation is not None, result.output
     assert float(deviation.group(1)) < 2.0  # the arm trails each newest target a little
+
+
+def test_draw_lifts_the_pen_servo_between_strokes(tmp_path) -> None:
+    """tool=pen: the pen servo's horn (D6) is down only while the arm's horns (D9, D10) hold the
+    pen over a stroke; it is up for the travel between strokes and at the end."""
+    import numpy as np
+    import robohal
+    from robohal.cli import drawing
+
+    path = tmp_path / "two.txt"
+    path.write_text("0.150 -0.010\n0.150 0.010\nup\n0.160 0.010\n0.160 -0.010\n")
+    with robohal.connect(EMULATOR + "&tool=pen") as robot:
+        sim, tool = robot.simulator, robot.backend.calibration.tool
+        segments = [s for stroke in drawing.read_strokes(path) for s in drawing.polyline(stroke)]
+        plan = drawing.plan_drawing(robot.model, segments, period=robot.backend.period, speed=0.02,
+                                    start=robot.backend.commanded, check=robot.backend.check_setpoints)
+        mark = sim.horn_mark()
+        results = drawing.draw(robot, plan)
+        assert len(results) == 2 and all(result.completed for result in results)
+        sim.wait_pulses(sim.mark(), 2, 6)  # the last horn reports are in
+        horns = sim.horns_since(mark)
+    pen = [(h.time_us, h.position_us) for h in horns if h.pin == 6]
+    downs = [t for t, x in pen if abs(x - tool.closed_us) < 1.0]
+    # the pen went down twice: once per stroke, and ended up
+    runs = np.flatnonzero(np.diff([abs(x - tool.closed_us) < 1.0 for _, x in pen]))
+    assert len(runs) == 4 and abs(pen[-1][1] - tool.open_us) < 1.0
+    arm = {pin: [(h.time_us, h.position_us) for h in horns if h.pin == pin] for pin in (9, 10)}
+    calibration = robot.backend.calibration
+    for t in downs:  # where the arm's horns held the pen whenever it was on the paper
+        widths = [min(arm[pin], key=lambda item: abs(item[0] - t))[1] for pin in (9, 10)]
+        x, y = robot.model.forward(calibration.to_joints(widths))[:2, 3]
+        on_a_stroke = min(abs(x - 0.150), abs(x - 0.160)) < 5e-4 and abs(y) < 0.0105
+        assert on_a_stroke, f"pen down at ({x:.4f}, {y:.4f}) m, off the strokes"
+
+
+def test_cli_draw_names_its_strokes_and_the_pen_lift(tmp_path) -> None:
+    path = tmp_path / "two.txt"
+    path.write_text("0.150 -0.010\n0.150 0.010\nup\n0.160 0.010\n0.160 -0.010\n")
+    lifted = CliRunner().invoke(main, ["draw", EMULATOR + "&tool=pen", "polyline", "--file", str(path)])
+    assert lifted.exit_code == 0, lifted.output
+    assert "40.0 mm of path in 2 strokes (pen lifted between strokes)" in lifted.output and "drawn:" in lifted.output
+    bare = CliRunner().invoke(main, ["draw", EMULATOR, "polyline", "--file", str(path), "--dry-run"])
+    assert bare.exit_code == 0, bare.output
+    assert "in 2 strokes (no pen lift)" in bare.output

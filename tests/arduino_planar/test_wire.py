@@ -17,20 +17,25 @@ except ImportError:  # the seeded fuzz tests below still run
 COMMANDS = [
     p.Hello(0), p.Ping(65535), p.Set(7, 1500, 1200), p.Get(8), p.Watchdog(9, 0, "detach"),
     p.Watchdog(10, 60000, "hold"), p.Limits(11, ((500, 2500), (600, 2400))), p.Attach(12), p.Detach(13),
+    p.Tool(14, 1234), p.Tool(15, 0), p.ToolLimits(16, (600, 2400)),
 ]
 REPLIES = [
-    p.HelloReply(1, 1, "robohal_planar", "1.0.0", 2, ((1000, 2000), (1000, 2000)), 1000, "detach"),
+    p.HelloReply(1, 2, "robohal_planar", "2.0.0", 3, ((1000, 2000), (1000, 2000)), (900, 2100), 1000, "detach"),
     p.Pong(2), p.Ack(3, (1500, 0)),
-    p.State(4, (1500, 1200), (True, False), 200, "hold", 1, 2**32 - 1, 0, 3, 4, 5, 123456),
+    p.State(4, (1500, 1200), 1100, (True, False), True, 200, "hold", 1, 2**32 - 1, 0, 3, 4, 5, 123456),
+    p.ToolReply(8, 1234), p.ToolReply(9, 0), p.ToolLimitsReply(10, (600, 2400)),
     p.WatchdogReply(5, 250, "detach"), p.LimitsReply(6, ((500, 2500), (700, 2300))),
     p.ErrorReply(7, 4, "OUT_OF_LIMITS"), p.ErrorReply(None, 1, "BAD_CHECKSUM"),
-    p.Boot(1, "robohal_planar", "1.0.0"), p.Event("WDT", "detach"),
+    p.Boot(2, "robohal_planar", "2.0.0"), p.Event("WDT", "detach"),
 ]
 # Lines captured from the firmware running in simavr.
 FIRMWARE_LINES = {
-    b"BOOT - 1 robohal_planar 1.0.0 *1C\n": p.Boot(1, "robohal_planar", "1.0.0"),
-    b"HELLO 1 1 robohal_planar 1.0.0 2 1000 2000 1000 2000 1000 detach *0D\n":
-        p.HelloReply(1, 1, "robohal_planar", "1.0.0", 2, ((1000, 2000), (1000, 2000)), 1000, "detach"),
+    b"BOOT - 2 robohal_planar 2.0.0 *AB\n": p.Boot(2, "robohal_planar", "2.0.0"),
+    b"HELLO 1 2 robohal_planar 2.0.0 3 1000 2000 1000 2000 1000 2000 1000 detach *56\n":
+        p.HelloReply(1, 2, "robohal_planar", "2.0.0", 3, ((1000, 2000), (1000, 2000)), (1000, 2000), 1000, "detach"),
+    b"TOOL 2 1234 *FB\n": p.ToolReply(2, 1234),
+    b"TOOL 7 0 *95\n": p.ToolReply(7, 0),
+    b"TLIMITS 4 600 2400 *4D\n": p.ToolLimitsReply(4, (600, 2400)),
     b"PONG 2 *63\n": p.Pong(2),
     b"ACK 3 1500 1200 *1B\n": p.Ack(3, (1500, 1200)),
     b"ERR 5 4 OUT_OF_LIMITS *03\n": p.ErrorReply(5, 4, "OUT_OF_LIMITS"),
@@ -38,8 +43,8 @@ FIRMWARE_LINES = {
     b"WDOG 7 200 hold *59\n": p.WatchdogReply(7, 200, "hold"),
     b"EVT - WDT hold *C0\n": p.Event("WDT", "hold"),
     b"ERR - 6 BAD_FRAME *C6\n": p.ErrorReply(None, 6, "BAD_FRAME"),
-    b"STATE 9 2400 600 1 1 200 hold 1 9 0 0 1 1 1755 *63\n":
-        p.State(9, (2400, 600), (True, True), 200, "hold", 1, 9, 0, 0, 1, 1, 1755),
+    b"STATE 6 1500 1200 1234 1 1 1 1000 detach 0 6 0 0 0 1 30 *B1\n":
+        p.State(6, (1500, 1200), 1234, (True, True), True, 1000, "detach", 0, 6, 0, 0, 0, 1, 30),
 }
 
 

@@ -86,7 +86,7 @@ def test_draw_moves_the_pen_along_the_path() -> None:
     with robohal.connect(SIM) as robot:
         plan = drawing.plan_drawing(robot.model, drawing.line((0.3, -0.1), (0.4, 0.1)),
                                     period=robot.backend.period, speed=0.3, elbow="down")
-        result = drawing.draw(robot, plan)
+        (result,) = drawing.draw(robot, plan)
         assert result.completed
         assert np.allclose(result.commanded, plan.joints)
         assert np.allclose(robot.pose[:2, 3], [0.4, 0.1], atol=0.01)
@@ -206,3 +206,86 @@ def test_every_backend_can_check_a_whole_path_before_it_moves():
     with robohal.connect("sim://?model=generic.planar2&realtime=0") as robot:
         assert type(robot.backend).check_setpoints is Backend.check_setpoints
         assert robot.backend.check_setpoints(np.zeros((3, 2))) is None
+
+
+def test_segments_that_meet_are_one_stroke_and_a_gap_starts_another() -> None:
+    square = drawing.square((0.35, 0.0), 0.05)
+    assert [len(stroke) for stroke in drawing.strokes_of(square)] == [4]
+    apart = drawing.line((0.3, 0.0), (0.35, 0.0)) + drawing.line((0.35, 0.01), (0.4, 0.01)) + \
+        drawing.line((0.4, 0.01), (0.4, 0.05))
+    assert [len(stroke) for stroke in drawing.strokes_of(apart)] == [1, 2]
+
+
+def test_read_strokes_lifts_the_pen_at_up_lines(tmp_path) -> None:
+    path = tmp_path / "two.txt"
+    path.write_text("up\n0.30 0.00\n0.35 0.05\nup\n# the second\n0.40 0.00\n0.45 0.05\n0.50 0.0\nup\n")
+    first, second = drawing.read_strokes(path)
+    assert first.shape == (2, 2) and second.shape == (3, 2)
+    assert drawing.read_polyline(path).shape == (5, 2)
+    path.write_text("0.3 0\n0.35 0.05\nup\n0.4 0\n")
+    with pytest.raises(InvalidArgument, match="two points, found 2, 1"):
+        drawing.read_strokes(path)
+
+
+def test_a_plan_keeps_its_strokes_apart_and_checks_each(model) -> None:
+    segments = drawing.line((0.3, -0.1), (0.3, 0.1)) + drawing.line((0.4, 0.1), (0.4, -0.1))
+    plan = drawing.plan_drawing(model, segments, period=PERIOD, speed=0.2, elbow="down")
+    (a, b), (c, d) = plan.strokes
+    assert a == 0 and b == c and d == len(plan.points)
+    assert np.allclose(plan.points[[a, b - 1, c, d - 1]], [[0.3, -0.1], [0.3, 0.1], [0.4, 0.1], [0.4, -0.1]])
+    assert plan.length == pytest.approx(0.4)  # the travel between is not drawn
+    assert plan.speed == 0.2, "the jump between strokes is no reason to slow down"
+
+
+class PenRecorder:
+    """A pen lift as a backend would declare it (robot.io["pen_down"]), noting where the arm was
+    each time it was set."""
+
+    def __init__(self, robot) -> None:
+        self.robot = robot
+        self.down = False
+        self.log: list[tuple[bool, np.ndarray]] = []
+
+    def write(self, name: str, value: bool) -> None:
+        self.down = value
+        self.log.append((value, self.robot.pose[:2, 3].copy()))
+
+
+def test_draw_lifts_the_pen_between_strokes_and_at_the_end() -> None:
+    segments = drawing.line((0.3, -0.1), (0.3, 0.1)) + drawing.line((0.4, 0.1), (0.4, -0.1))
+    with robohal.connect(SIM) as robot:
+        pen = PenRecorder(robot)
+        robot.io = robohal.IoPorts({"pen_down": robohal.Signal("pen_down")}, read=lambda _: pen.down,
+                                   write=pen.write)
+        assert drawing.has_pen_lift(robot)
+        plan = drawing.plan_drawing(robot.model, segments, period=robot.backend.period, speed=0.3, elbow="down")
+        results = drawing.draw(robot, plan)
+    assert len(results) == 2 and all(result.completed for result in results)
+    assert [down for down, _ in pen.log] == [False, True, False, True, False]
+    starts = [where for down, where in pen.log if down]
+    assert np.allclose(starts, [[0.3, -0.1], [0.4, 0.1]], atol=1e-3), "down only at each stroke's start"
+    assert np.allclose(pen.log[-1][1], [0.4, -0.1], atol=1e-3), "up at the end of the last"
+    for result, (a, b) in zip(results, plan.strokes, strict=True):
+        assert np.allclose(result.commanded, plan.joints[a:b]), "each stroke exactly as planned"
+
+
+def test_draw_without_a_pen_lift_is_unchanged() -> None:
+    with robohal.connect(SIM) as robot:
+        assert not drawing.has_pen_lift(robot)
+        plan = drawing.plan_drawing(robot.model, drawing.square((0.35, 0.0), 0.05), period=robot.backend.period,
+                                    speed=0.3, elbow="down")
+        (result,) = drawing.draw(robot, plan)
+        assert result.completed and np.allclose(result.commanded, plan.joints)
+
+
+def test_a_failing_stroke_leaves_the_pen_up() -> None:
+    with robohal.connect(SIM) as robot:
+        pen = PenRecorder(robot)
+        robot.io = robohal.IoPorts({"pen_down": robohal.Signal("pen_down")}, read=lambda _: pen.down,
+                                   write=pen.write)
+        plan = drawing.plan_drawing(robot.model, drawing.line((0.3, -0.1), (0.3, 0.1)), period=robot.backend.period,
+                                    speed=0.3, elbow="down")
+        broken = drawing.DrawPlan(plan.points, plan.joints * np.nan, plan.period, plan.elbow, plan.speed)
+        with pytest.raises(robohal.RobohalError):
+            drawing.draw(robot, broken)
+    assert pen.log and pen.down is False

@@ -424,7 +424,8 @@ def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
 @click.option("--side", type=float, default=0.03, show_default=True, help="Square side, m.")
 @click.option("--start", "line_start", nargs=2, type=float, help="Line start x y (m).")
 @click.option("--end", "line_end", nargs=2, type=float, help="Line end x y (m).")
-@click.option("--file", "polyline_file", type=click.Path(dir_okay=False), help="Polyline file: one 'x y' (m) per line.")
+@click.option("--file", "polyline_file", type=click.Path(dir_okay=False),
+              help="Polyline file: one 'x y' (m) per line; a line 'up' lifts the pen (a new stroke).")
 @click.option("--speed", type=float, default=0.05, show_default=True, help="Pen speed along the path, m/s.")
 @click.option("--elbow", type=click.Choice(["auto", "up", "down"]), default="auto", show_default=True)
 @click.option("--dry-run", is_flag=True, help="Plan and check the shape, then stop (the robot is connected, nothing moves).")
@@ -434,7 +435,8 @@ def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
 def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float, side: float,
          line_start: tuple[float, float] | None, line_end: tuple[float, float] | None,
          polyline_file: str | None, speed: float, elbow: str, dry_run: bool, live: bool) -> None:
-    """Draw SHAPE with a planar arm: time-parametrised, refused before moving if out of reach."""
+    """Draw SHAPE with a planar arm: time-parametrised, refused before moving if out of reach. Where the
+    robot has a pen lift (robot.io['pen_down'], e.g. tool=pen on an Arduino arm), the pen is up between strokes."""
     from ..connection import open_robot
     from . import drawing
 
@@ -454,11 +456,14 @@ def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float
         else:
             if not polyline_file:
                 raise RobohalError("a polyline needs --file PATH (one 'x y' in metres per line)")
-            segments = drawing.polyline(drawing.read_polyline(polyline_file))
+            segments = [segment for stroke in drawing.read_strokes(polyline_file) for segment in drawing.polyline(stroke)]
         plan = drawing.plan_drawing(model, segments, period=robot.backend.period, speed=speed, elbow=elbow,
                                     start=robot.backend.commanded, check=robot.backend.check_setpoints)
-        click.echo(f"{shape}: {plan.length * 1000:.1f} mm of path, {len(plan.points)} setpoints,"
-                   f" {plan.duration:.2f} s at up to {plan.speed * 1000:.0f} mm/s, elbow {plan.elbow}")
+        strokes = len(plan.strokes)
+        lift = "pen lifted between strokes" if drawing.has_pen_lift(robot) else "no pen lift"
+        click.echo(f"{shape}: {plan.length * 1000:.1f} mm of path in {strokes} stroke{'s' * (strokes > 1)} ({lift}),"
+                   f" {len(plan.points)} setpoints, {plan.duration:.2f} s at up to {plan.speed * 1000:.0f} mm/s,"
+                   f" elbow {plan.elbow}")
         if dry_run:
             return
         if live:
@@ -467,10 +472,14 @@ def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float
             click.echo(f"drawn live: {len(drawn)} targets streamed, measured pen within {distances.max() * 1000:.2f} mm"
                        " of the path")
             return
-        result = drawing.draw(robot, plan)
-        drawn = model.forward(result.measured)[:, :2, 3]
-        deviation = float(np.hypot(*(drawn - plan.points[: len(drawn)]).T).max()) if len(drawn) else 0.0
-        click.echo(f"drawn: {result.cycles} cycles in {result.duration:.2f} s, measured pen within"
+        results = drawing.draw(robot, plan)
+        deviation = 0.0
+        for result, (a, b) in zip(results, plan.strokes, strict=False):
+            drawn = model.forward(result.measured)[:, :2, 3]
+            if len(drawn):
+                deviation = max(deviation, float(np.hypot(*(drawn - plan.points[a:b][: len(drawn)]).T).max()))
+        cycles = sum(result.cycles for result in results)
+        click.echo(f"drawn: {cycles} cycles in {sum(result.duration for result in results):.2f} s, measured pen within"
                    f" {deviation * 1000:.2f} mm of the path")
 
 

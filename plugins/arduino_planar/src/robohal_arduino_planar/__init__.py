@@ -1,4 +1,5 @@
-"""robohal_arduino_planar: a planar two-link servo arm on an Arduino (``arduino-planar://``).
+"""robohal_arduino_planar: a planar two-link servo arm on an Arduino (``arduino-planar://``),
+with a third servo as its tool: a gripper or a pen lift.
 
 This package is the plugin (entry point ``arduino_planar`` in the ``robohal`` group): its two
 hooks return records whose callables are dotted references, so listing plugins imports
@@ -6,6 +7,7 @@ nothing else. The parts, one module per role as in every robohal plugin:
 
 - ``models``: the arm's model; ``backend``: the serial backend; ``wire``: the line-protocol codec
   (PROTOCOL.md); ``calibration``, ``servo``: pulse widths and the servos' motion
+- ``tool``: the third servo as ``robot.gripper`` (``tool=gripper``) or a pen lift (``tool=pen``)
 - ``simulator``: the simulator program (``python -m robohal_arduino_planar.simulator``), which runs
   the real firmware in simavr (``firmware``: its build) or the emulated MCU (``emulator``)
 - ``simulation``: its launcher for ``arduino-planar://sim?...``; ``demo``: the task of ``robohal demo``
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import functools
 
-from robohal import BackendSpec, DemoSpec, SimulatorSpec, hookimpl
+from robohal import BackendSpec, DemoSpec, SimulatorSpec, ToolSpec, hookimpl
 
 DEFAULT_MODEL = "arduino.planar2"
 SIMAVR_TARGET = f"arduino-planar://sim?model={DEFAULT_MODEL}&firmware=simavr"
@@ -23,7 +25,7 @@ EMULATOR_TARGET = f"arduino-planar://sim?model={DEFAULT_MODEL}&firmware=emulator
 
 #: what the backend and its simulators offer (for @needs_feature)
 FEATURES = frozenset({
-    "servo-pulses",  # the simulators report every pulse width on D9/D10
+    "servo-pulses",  # the simulators report every pulse width on D9/D10 (and the tool's D6)
     "simulated-faults",  # reset, garbage bytes either way, dropped bytes
     "mcu-reset",  # a reset in mid-stream is detected and recovered
 })
@@ -63,7 +65,8 @@ def robohal_backends():
         BackendSpec(
             scheme="arduino-planar",
             factory="robohal_arduino_planar.backend:ArduinoPlanarBackend",
-            description="Two hobby servos on an Arduino running robohal_planar, over USB serial (pyserial), 50 Hz",
+            description="Two hobby servos (and a tool servo) on an Arduino running robohal_planar, over USB serial"
+                        " (pyserial), 50 Hz",
             simulator=SimulatorSpec(
                 start="robohal_arduino_planar.simulation:start_simulator",
                 default_model=DEFAULT_MODEL,
@@ -78,6 +81,10 @@ def robohal_backends():
             demo=DemoSpec("planar servo arm", where="robohal_arduino_planar.demo:where",
                           task="robohal_arduino_planar.demo:star"),
             params=("rate", "baud", "boot", "timeout", "retries", "watchdog_ms", "watchdog_action", "keepalive",
-                    "poll", "q0", "calibration", "s1_*", "s2_*", "firmware", "sim_*"),
+                    "poll", "q0", "calibration", "s1_*", "s2_*", "tool", "tool_*", "firmware", "sim_*"),
+            tools=(ToolSpec("gripper", factory="robohal_arduino_planar.tool:gripper_for",
+                            description="a claw on the third servo, D6 (tool=gripper; the simulators' default)"),
+                   ToolSpec("io", factory="robohal_arduino_planar.tool:io_for",
+                            description="a pen lift on the third servo, D6, as io['pen_down'] (tool=pen)")),
         )
     ]

@@ -20,17 +20,20 @@ URI parameters (all optional):
 ``q0``             0,0       joints (rad) reported before the first SET: a servo has no position
                              feedback, and after power-up it is where it was left
 ``calibration``              a TOML calibration file; ``s1_offset_us``, ``s1_dir``, ... override it
+``tool``           none      what the third servo (D6) is: ``gripper`` (``robot.gripper``), ``pen``
+                             (a pen lift: ``robot.io["pen_down"]``) or ``none``; the bundled
+                             simulators default to ``gripper``. ``tool_*`` calibrate it
 =================  ========  =====================================================================
 
 How it talks (see PROTOCOL.md): after opening the port (exclusively) it drains stale input and
 sends ``HELLO`` every 200 ms until the versioned reply arrives, then sends the calibration's pulse
-limits (``LIMITS``) and the watchdog (``WDOG``). Each cycle sends one ``SET`` (whole microseconds,
+limits (``LIMITS``, and the tool's ``TLIMITS``) and the watchdog (``WDOG``). Each cycle sends one ``SET`` (whole microseconds,
 converted by :mod:`.calibration`) and waits for its ``ACK``: one command in flight, so the firmware's
 64-byte receive buffer can never overflow. The measured joints are the acknowledged pulse widths.
 
 A reset of the board in mid-stream (its ``BOOT`` banner, replies that stop and come back with the
 counters at zero) is detected: the backend handshakes again, sends the limits and watchdog again,
-re-holds the last *acknowledged* widths (never the newer target that was in flight) and reports a
+re-holds the last *acknowledged* widths, the tool's too (never the newer target that was in flight) and reports a
 recoverable :class:`~robohal.HardwareFault` named ``MCU_RESET``; ``recover()`` then holds there.
 Lines that are not valid frames are counted (``counters["garbage_lines"]``), never fatal.
 """
@@ -62,7 +65,8 @@ DEFAULT_RATE_HZ = 50.0  # one SET per 20 ms servo frame
 HELLO_INTERVAL_S = 0.2  # between handshake attempts while the board boots
 READ_SLICE_S = 0.01  # pyserial read timeout: how often a waiting read looks at its deadline
 GARBAGE_GRACE_S = 0.1  # after a garbled line or an ERR with no seq, how long our own reply may still come
-FIRMWARE_NAME = "robohal_planar"
+FIRMWARE_NAME = p.FIRMWARE_NAME
+TOOL_KINDS = ("none", "gripper", "pen")
 RESET_FAULT = "MCU_RESET"
 
 
@@ -83,8 +87,8 @@ class ArduinoPlanarBackend(Backend):
         return f"{hello.firmware} {hello.version} (protocol {hello.protocol}, {hello.servos} servos) on {self.device}"
 
     def __init__(self, uri: RobotUri, model: Kinematics) -> None:
-        if model.dof != p.SERVO_COUNT:
-            raise InvalidArgument(f"{uri}: the planar-arm firmware drives {p.SERVO_COUNT} servos;"
+        if model.dof != p.ARM_SERVOS:
+            raise InvalidArgument(f"{uri}: the planar arm has {p.ARM_SERVOS} servos;"
                                   f" model has {model.dof} joints")
         rate = uri.get_float("rate", DEFAULT_RATE_HZ, minimum=1.0)
         if rate > 200:
@@ -107,6 +111,9 @@ class ArduinoPlanarBackend(Backend):
         self.keepalive = uri.get_bool("keepalive", True)
         self.poll_every = uri.get_int("poll", 25, minimum=0)
         self.calibration = Calibration.from_uri(uri)
+        self.tool = uri.params.get("tool", "none")
+        if self.tool not in TOOL_KINDS:
+            raise UriError(f"{uri}: tool={self.tool!r}; the third servo is one of {', '.join(TOOL_KINDS)}")
         gaps = self.calibration.uncovered(model.limits.lower, model.limits.upper)
         if gaps:  # allowed (a servo may travel less than the model), but worth knowing
             warnings.warn(f"{uri}: the servos' pulse limits do not cover the model's joint range; "
@@ -126,6 +133,8 @@ class ArduinoPlanarBackend(Backend):
         self._t0 = 0.0
         self._pending_widths: tuple[int, int] | None = None
         self._pulses: tuple[int, int] = (0, 0)  # widths on the pins (0 = no pulses)
+        self.tool_pulse = 0  # the acknowledged width on the tool's pin (0 = no pulses)
+        self.tool_setpoint = 0  # the firmware's last tool width (0 = none since its reset)
         self._measured = self.home.copy()  # joints of the last acknowledged widths
         self._previous: tuple[float, Array] | None = None
         self._boot_seen = False
@@ -225,22 +234,29 @@ class ArduinoPlanarBackend(Backend):
         return reply
 
     def _configure(self) -> None:
-        """Pulse limits from the calibration and the watchdog: the firmware forgets both on reset."""
-        limits = self.calibration.limits_us
-        reply = self._transact(lambda seq: p.Limits(seq, limits))
-        if isinstance(reply, p.ErrorReply):
-            raise InvalidArgument(f"arduino-planar: the firmware refused the calibration's pulse limits {limits}"
-                                  f" ({reply.name}): limits lie within {p.ENVELOPE_US[0]}..{p.ENVELOPE_US[1]} us"
-                                  " and must include the widths the servos hold now")
-        if not isinstance(reply, p.LimitsReply) or reply.limits != limits:
-            raise ProtocolError(f"arduino-planar: LIMITS answered with {reply!r}")
+        """Pulse limits from the calibration (the arm's and the tool's) and the watchdog: the
+        firmware forgets them on reset."""
+        self._send_limits(p.Limits, p.LimitsReply, self.calibration.limits_us, "the arm's")
+        tool = self.calibration.tool
+        self._send_limits(p.ToolLimits, p.ToolLimitsReply, (tool.min_us, tool.max_us), "the tool's")
         reply = self._transact(lambda seq: p.Watchdog(seq, self.watchdog_ms, self.watchdog_action))
         if not isinstance(reply, p.WatchdogReply):
             raise ProtocolError(f"arduino-planar: WDOG answered with {reply!r}")
 
+    def _send_limits(self, command: Callable[[int, Any], p.Command], answer: type, limits: Any, whose: str) -> None:
+        reply = self._transact(lambda seq: command(seq, limits))
+        if isinstance(reply, p.ErrorReply):
+            raise InvalidArgument(f"arduino-planar: the firmware refused the calibration's pulse limits for {whose}"
+                                  f" servos, {limits} ({reply.name}): limits lie within {p.ENVELOPE_US[0]}.."
+                                  f"{p.ENVELOPE_US[1]} us and must include the widths the servos hold now")
+        if not isinstance(reply, answer) or reply.limits != limits:
+            raise ProtocolError(f"arduino-planar: {command.__name__} limits {limits} were answered with {reply!r}")
+
     def _adopt(self, state: p.State) -> None:
         """Take the firmware's setpoints as the measured position (home when it has none)."""
         self._pulses = tuple(w if a else 0 for w, a in zip(state.setpoints_us, state.attached, strict=True))
+        self.tool_pulse = state.tool_setpoint_us if state.tool_attached else 0
+        self.tool_setpoint = state.tool_setpoint_us
         if all(state.setpoints_us):
             self._measured = self.calibration.to_joints(state.setpoints_us)
         self._note_counters(state)
@@ -376,6 +392,8 @@ class ArduinoPlanarBackend(Backend):
             if not isinstance(reply, p.Ack):
                 raise ProtocolError(f"arduino-planar: re-holding after a reset was answered with {reply!r}")
             self._pulses = reply.widths_us
+        if self.tool_pulse:
+            self.tool_pulse = self._tool_transact(self.tool_pulse)
         self._reset_fault = True
 
     def _keep_alive_step(self) -> float:
@@ -393,6 +411,37 @@ class ArduinoPlanarBackend(Backend):
         finally:
             self._wire.release()
         return interval / 2
+
+    # The tool servo ------------------------------------------------------------------------
+
+    def tool_command(self, width_us: int) -> int:
+        """Put ``width_us`` on the tool's pin (0: no pulses) and return the acknowledged width.
+        Waits only for its own reply (the arm's cycle keeps running); a lost link is a
+        :class:`~robohal.errors.ConnectionLost`, a width outside the tool's limits an
+        :class:`~robohal.errors.InvalidArgument` before anything is sent."""
+        tool = self.calibration.tool
+        if width_us and not tool.min_us <= width_us <= tool.max_us:
+            raise InvalidArgument(f"tool width {width_us} us lies outside its pulse limits {tool.min_us}..{tool.max_us} us")
+        with self._wire:
+            if self._port is None:
+                raise ConnectionLost(f"arduino-planar: {self.device} is not open")
+            try:
+                return self._tool_transact(width_us)
+            except _Silent:
+                raise ConnectionLost(f"arduino-planar: {self.device} did not answer the tool command") from None
+
+    def _tool_transact(self, width_us: int) -> int:
+        reply = self._transact(lambda seq: p.Tool(seq, width_us))
+        if reply is None:  # the board reset meanwhile: the next arm cycle configures it again
+            raise ConnectionLost(f"arduino-planar: {self.device} reset during a tool command")
+        if isinstance(reply, p.ErrorReply):
+            raise ProtocolError(f"arduino-planar: the firmware refused TOOL {width_us}: {reply.name}")
+        if not isinstance(reply, p.ToolReply) or reply.width_us != width_us:
+            raise ProtocolError(f"arduino-planar: TOOL {width_us} was answered with {reply!r}")
+        self.tool_pulse = reply.width_us
+        if width_us:
+            self.tool_setpoint = width_us
+        return reply.width_us
 
     # Backend hooks ------------------------------------------------------------------------------
 
@@ -493,6 +542,7 @@ class ArduinoPlanarBackend(Backend):
         info: dict[str, Any] = {
             "pulses_us": self._pulses,
             "attached": tuple(bool(w) for w in self._pulses),
+            "tool_us": self.tool_pulse,
             "firmware_counters": dict(self.firmware_counters),
             "resets": self.counters["resets"],
             "garbage_lines": self.counters["garbage_lines"],

@@ -19,6 +19,18 @@ parameters (``s1_offset_us``, ``s1_dir``, ``s1_scale_us_per_rad``, ``s1_min_us``
     scale_us_per_rad = 318.3  # about 1000/pi
     min_us = 900              # pulse limits, sent to the firmware on connect (500..2500)
     max_us = 2100
+
+The tool servo on D6 (a gripper or a pen lift, ``tool=gripper|pen``) has a ``[tool]`` table, or
+URI parameters ``tool_min_us``, ``tool_max_us``, ``tool_open_us``, ``tool_closed_us``,
+``tool_width``, ``tool_speed``::
+
+    [tool]
+    min_us = 1000             # pulse limits, sent to the firmware on connect (TLIMITS)
+    max_us = 2000
+    open_us = 1900            # gripper fully open / pen up
+    closed_us = 1100          # gripper closed / pen down on the paper
+    width = 0.04              # m between the fingers at open_us (the gripper's max_width)
+    speed = 10.47             # rad/s the servo turns at (SG90 rating), for how long a move takes
 """
 
 from __future__ import annotations
@@ -36,6 +48,7 @@ from robohal.errors import InvalidArgument, LimitViolation
 from robohal.uri import RobotUri
 
 from . import wire as p
+from .servo import SG90_SPEED, US_PER_RAD
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,6 +56,12 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 DEFAULT_OFFSET_US = 1500.0
+# The tool's defaults are our choice, a start for calibrating one's own claw or pen lift: most of
+# the hobby-servo range, and a claw opening of 40 mm (small SG90 claws open about that much).
+DEFAULT_TOOL_OPEN_US = 1900
+DEFAULT_TOOL_CLOSED_US = 1100
+DEFAULT_TOOL_WIDTH = 0.04
+TOOL_FIELDS = ("min_us", "max_us", "open_us", "closed_us", "width", "speed")
 DEFAULT_SCALE_US_PER_RAD = 1000.0 / math.pi
 FIELDS = ("offset_us", "direction", "scale_us_per_rad", "min_us", "max_us")
 # short URI spellings: s1_dir=-1, s1_scale=... are accepted too
@@ -93,14 +112,64 @@ class ServoCalibration:
 
 
 @dataclass(frozen=True)
-class Calibration:
-    """Both servos of the arm (servo 1 on D9 drives joint 1, servo 2 on D10 joint 2)."""
+class ToolCalibration:
+    """The tool servo (D6): its pulse limits, the widths for open (pen up) and closed (pen down),
+    the finger opening at ``open_us`` (m) and its turning speed (rad/s).
 
-    servos: tuple[ServoCalibration, ...] = (ServoCalibration(), ServoCalibration())
+    Between closed and open, the finger width is taken as linear in the pulse width: a claw's
+    linkage is not quite linear, so a width in between is approximate (calibrate the ends)."""
+
+    min_us: int = p.DEFAULT_LIMITS_US[0]
+    max_us: int = p.DEFAULT_LIMITS_US[1]
+    open_us: int = DEFAULT_TOOL_OPEN_US
+    closed_us: int = DEFAULT_TOOL_CLOSED_US
+    width: float = DEFAULT_TOOL_WIDTH
+    speed: float = SG90_SPEED
 
     def __post_init__(self) -> None:
-        if len(self.servos) != p.SERVO_COUNT:
-            raise InvalidArgument(f"a calibration has {p.SERVO_COUNT} servos, got {len(self.servos)}")
+        low, high = p.ENVELOPE_US
+        if not (low <= self.min_us < self.max_us <= high):
+            raise InvalidArgument(f"tool pulse limits must satisfy {low} <= min < max <= {high} us,"
+                                  f" got {self.min_us}..{self.max_us}")
+        for name in ("open_us", "closed_us"):
+            if not self.min_us <= getattr(self, name) <= self.max_us:
+                raise InvalidArgument(f"tool {name} = {getattr(self, name)} lies outside its pulse limits"
+                                      f" {self.min_us}..{self.max_us} us")
+        if self.open_us == self.closed_us:
+            raise InvalidArgument("tool open_us and closed_us must differ")
+        for name in ("width", "speed"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise InvalidArgument(f"tool {name} must be a positive number, got {value}")
+
+    def to_us(self, width: float) -> int:
+        """The whole-microsecond pulse for a finger ``width`` in [0, width] m."""
+        return round(self.closed_us + (self.open_us - self.closed_us) * float(width) / self.width)
+
+    def to_width(self, width_us: float) -> float:
+        """The finger width (m) a pulse stands for."""
+        return (float(width_us) - self.closed_us) / (self.open_us - self.closed_us) * self.width
+
+    def travel_time(self, from_us: float, to_us: float) -> float:
+        """Seconds the servo takes to turn between two pulse widths at its speed."""
+        return abs(float(to_us) - float(from_us)) / (self.speed * US_PER_RAD)
+
+    @property
+    def max_speed(self) -> float:
+        """The fingers' speed (m/s) when the servo turns at full speed."""
+        return self.speed * US_PER_RAD * self.width / abs(self.open_us - self.closed_us)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Both servos of the arm (servo 1 on D9 drives joint 1, servo 2 on D10 joint 2), and the tool."""
+
+    servos: tuple[ServoCalibration, ...] = (ServoCalibration(), ServoCalibration())
+    tool: ToolCalibration = ToolCalibration()
+
+    def __post_init__(self) -> None:
+        if len(self.servos) != p.ARM_SERVOS:
+            raise InvalidArgument(f"a calibration has {p.ARM_SERVOS} arm servos, got {len(self.servos)}")
 
     def to_pulses(self, q: ArrayLike) -> tuple[int, int]:
         """Pulse widths (us) for joints ``q`` (rad); raises :class:`LimitViolation` for a width
@@ -132,7 +201,7 @@ class Calibration:
 
     @property
     def resolution(self) -> float:
-        """The coarsest wire resolution (rad per us) of the two servos."""
+        """The coarsest wire resolution (rad per us) of the arm's two servos."""
         return max(servo.resolution for servo in self.servos)
 
     def uncovered(self, lower: ArrayLike, upper: ArrayLike) -> list[str]:
@@ -149,18 +218,21 @@ class Calibration:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], base: Calibration | None = None, source: str = "calibration") -> Calibration:
-        """A calibration from ``{"servo1": {...}, "servo2": {...}}`` on top of ``base``."""
+        """A calibration from ``{"servo1": {...}, "servo2": {...}, "tool": {...}}`` on top of ``base``."""
         base = base or cls()
-        unknown = set(data) - {"servo1", "servo2"}
+        unknown = set(data) - {"servo1", "servo2", "tool"}
         if unknown:
-            raise InvalidArgument(f"{source}: unknown section(s) {sorted(unknown)}; use [servo1] and [servo2]")
+            raise InvalidArgument(f"{source}: unknown section(s) {sorted(unknown)}; use [servo1], [servo2] and [tool]")
+        tool = data.get("tool", {})
+        if not isinstance(tool, Mapping):
+            raise InvalidArgument(f"{source}: tool must be a table")
         servos = list(base.servos)
-        for index in range(p.SERVO_COUNT):
+        for index in range(p.ARM_SERVOS):
             section = data.get(f"servo{index + 1}", {})
             if not isinstance(section, Mapping):
                 raise InvalidArgument(f"{source}: servo{index + 1} must be a table")
-            servos[index] = _updated(servos[index], section, f"{source} [servo{index + 1}]")
-        return cls(tuple(servos))
+            servos[index] = _updated(servos[index], section, f"{source} [servo{index + 1}]", FIELDS)
+        return cls(tuple(servos), _updated(base.tool, tool, f"{source} [tool]", TOOL_FIELDS))
 
     @classmethod
     def from_file(cls, path: str | Path, base: Calibration | None = None) -> Calibration:
@@ -185,6 +257,8 @@ class Calibration:
                     raise InvalidArgument(f"{uri}: parameter {key}: the arm has servos s1 and s2")
                 name = URI_ALIASES.get(key[3:], key[3:])
                 sections.setdefault(f"servo{key[1]}", {})[name] = value
+            elif key.startswith("tool_"):
+                sections.setdefault("tool", {})[key[5:]] = value
         return cls.from_mapping(sections, calibration, f"{uri}") if sections else calibration
 
     def to_toml(self) -> str:
@@ -198,13 +272,16 @@ class Calibration:
             out.append(f"min_us = {servo.min_us}")
             out.append(f"max_us = {servo.max_us}")
             out.append("")
+        out.append("[tool]")
+        out.extend(f"{name} = {getattr(self.tool, name)!r}" for name in TOOL_FIELDS)
+        out.append("")
         return "\n".join(out)
 
 
-def _updated(servo: ServoCalibration, section: Mapping[str, Any], where: str) -> ServoCalibration:
-    unknown = set(section) - set(FIELDS)
+def _updated(servo: Any, section: Mapping[str, Any], where: str, fields: Sequence[str]) -> Any:
+    unknown = set(section) - set(fields)
     if unknown:
-        raise InvalidArgument(f"{where}: unknown key(s) {sorted(unknown)}; known: {', '.join(FIELDS)}")
+        raise InvalidArgument(f"{where}: unknown key(s) {sorted(unknown)}; known: {', '.join(fields)}")
     changes: dict[str, Any] = {}
     for name, raw in section.items():
         try:
@@ -213,7 +290,7 @@ def _updated(servo: ServoCalibration, section: Mapping[str, Any], where: str) ->
             raise InvalidArgument(f"{where}: {name} = {raw!r} is not a number") from None
         if not math.isfinite(value):
             raise InvalidArgument(f"{where}: {name} must be finite")
-        if name in ("direction", "min_us", "max_us"):
+        if name in ("direction", "min_us", "max_us", "open_us", "closed_us"):
             if value != int(value):
                 raise InvalidArgument(f"{where}: {name} must be a whole number, got {raw!r}")
             value = int(value)

@@ -4,11 +4,11 @@
 
 Behaves like the simavr harness running the real firmware, for machines without the AVR toolchain:
 the pty is announced in the ready line; the port resets when the host opens it (held for
-``boot_ms``, then a BOOT banner); it speaks protocol version 1 with the firmware's replies, error
+``boot_ms``, then a BOOT banner); it speaks protocol version 2 with the firmware's replies, error
 codes, limits, counters and watchdog, and with the board's serial timing (:class:`SerialTiming`),
 so a host that bursts commands loses bytes here too; stdout carries ``RESET <sim_us> <open|stdin>`` and,
-with ``pulses``, one ``PULSE <sim_us> <9|10> <width_us>`` line per attached servo per 20 ms frame, each
-followed by ``HORN <sim_us> <9|10> <position_us>``: where the servo's horn is as that pulse ends, by
+with ``pulses``, one ``PULSE <sim_us> <pin> <width_us>`` line per attached servo (D9, D10, the tool's D6)
+per 20 ms frame, each followed by ``HORN <sim_us> <pin> <position_us>``: where the servo's horn is as that pulse ends, by
 the slew model of :mod:`.servo` (``servo_speed`` rad/s, default the SG90's rated 10.47; ``ideal``: the
 horn jumps to each pulse at once); stdin takes the harness's control lines ``RESET``,
 ``INJECT_RX <hex>``, ``INJECT_TX <hex>``, ``DROP_RX <n>``, ``STATS`` (answered with
@@ -35,6 +35,8 @@ from collections.abc import Callable
 from . import wire as p
 from .servo import SG90_SPEED, ServoHorn
 
+# Every servo pin, the arm's and the tool's, in the harness's order.
+PINS = (*p.SERVO_PINS, p.TOOL_PIN)
 # servo_timer1.h: ICR1 = 39999 at 0.5 us per tick (prescaler 8, 16 MHz): a 20 ms pulse frame.
 FRAME_US = 20000
 # servo_timer1.h: SERVO_SAFE_FROM_TICK / SERVO_SAFE_UNTIL_TICK; outputs change only between them.
@@ -74,6 +76,9 @@ class FirmwareModel:
         self.setpoints = [0, 0]                  # 0 = never commanded since reset
         self.attached = [False, False]
         self.limits = [list(p.DEFAULT_LIMITS_US), list(p.DEFAULT_LIMITS_US)]
+        self.tool_setpoint = 0                   # 0 = never commanded since reset
+        self.tool_attached = False
+        self.tool_limits = list(p.DEFAULT_LIMITS_US)
         self.watchdog_ms = watchdog_ms
         self.watchdog_action = watchdog_action
         self._watchdog_tripped = False
@@ -85,11 +90,15 @@ class FirmwareModel:
 
     # ---- outputs
     def boot_banner(self) -> bytes:
-        return p.Boot(p.PROTOCOL_VERSION, "robohal_planar", "1.0.0").encode()
+        return p.Boot(p.PROTOCOL_VERSION, p.FIRMWARE_NAME, p.FIRMWARE_VERSION).encode()
 
     def pin_widths(self) -> tuple[int, int]:
         """Pulse widths on D9 and D10 now; 0 = no pulses."""
         return tuple(w if a else 0 for w, a in zip(self.setpoints, self.attached, strict=True))  # type: ignore[return-value]
+
+    def tool_width(self) -> int:
+        """The tool's pulse width on D6 now; 0 = no pulses."""
+        return self.tool_setpoint if self.tool_attached else 0
 
     # ---- input
     def receive(self, data: bytes) -> bytes:
@@ -122,7 +131,7 @@ class FirmwareModel:
     def poll(self) -> bytes:
         """The watchdog check of loop() (checkWatchdog(): trips at >= the timeout with a servo
         attached, latched until the next valid frame); returns an EVT line when it trips."""
-        if self.watchdog_ms == 0 or self._watchdog_tripped or not any(self.attached):
+        if self.watchdog_ms == 0 or self._watchdog_tripped or not (any(self.attached) or self.tool_attached):
             return b""
         if (self._clock_ms() - self._last_valid_ms) % 2**32 < self.watchdog_ms:
             return b""
@@ -130,6 +139,7 @@ class FirmwareModel:
         self._count("watchdog_trips")
         if self.watchdog_action == "detach":
             self.attached = [False, False]
+            self.tool_attached = False
             self._apply_outputs()
         return p.Event("WDT", self.watchdog_action).encode()
 
@@ -168,9 +178,9 @@ class FirmwareModel:
     def _execute(self, cmd: p.Command) -> bytes:
         seq = cmd.seq
         if isinstance(cmd, p.Hello):
-            return p.HelloReply(seq, p.PROTOCOL_VERSION, "robohal_planar", "1.0.0", p.SERVO_COUNT,
+            return p.HelloReply(seq, p.PROTOCOL_VERSION, p.FIRMWARE_NAME, p.FIRMWARE_VERSION, p.SERVO_COUNT,
                                 (tuple(self.limits[0]), tuple(self.limits[1])),  # type: ignore[arg-type]
-                                self.watchdog_ms, self.watchdog_action).encode()
+                                tuple(self.tool_limits), self.watchdog_ms, self.watchdog_action).encode()
         if isinstance(cmd, p.Ping):
             return p.Pong(seq).encode()
         if isinstance(cmd, p.Set):
@@ -184,8 +194,8 @@ class FirmwareModel:
             return self._ack(seq)
         if isinstance(cmd, p.Get):
             c = self.counts
-            return p.State(seq, tuple(self.setpoints), tuple(self.attached),  # type: ignore[arg-type]
-                           self.watchdog_ms, self.watchdog_action, c["watchdog_trips"], c["ok"],
+            return p.State(seq, tuple(self.setpoints), self.tool_setpoint,  # type: ignore[arg-type]
+                           tuple(self.attached), self.tool_attached, self.watchdog_ms, self.watchdog_action, c["watchdog_trips"], c["ok"],
                            c["bad_checksum"], c["overflow"], c["garbage"], c["rejected"],
                            self._clock_ms() % 2**32).encode()
         if isinstance(cmd, p.Watchdog):
@@ -206,9 +216,25 @@ class FirmwareModel:
             self._apply_outputs()
             return self._ack(seq)
         if isinstance(cmd, p.Detach):
-            self.attached = [False, False]
+            self.attached = [False, False]   # every servo, the tool too
+            self.tool_attached = False
             self._apply_outputs()
             return self._ack(seq)
+        if isinstance(cmd, p.Tool):          # cmdTool(): 0 = no pulses, else within the tool's limits
+            lo, hi = self.tool_limits
+            if cmd.width_us and not lo <= cmd.width_us <= hi:
+                return self._reject(seq, p.ErrorCode.OUT_OF_LIMITS)
+            if cmd.width_us:
+                self.tool_setpoint = cmd.width_us
+            self.tool_attached = bool(cmd.width_us)
+            return p.ToolReply(seq, self.tool_width()).encode()
+        if isinstance(cmd, p.ToolLimits):    # cmdToolLimits(): as LIMITS for the arm
+            lo, hi = cmd.limits
+            sp = self.tool_setpoint
+            if lo < p.ENVELOPE_US[0] or hi > p.ENVELOPE_US[1] or (sp and not lo <= sp <= hi):
+                return self._reject(seq, p.ErrorCode.OUT_OF_LIMITS)
+            self.tool_limits = [lo, hi]
+            return p.ToolLimitsReply(seq, cmd.limits).encode()
         raise AssertionError(f"unhandled command {cmd!r}")
 
 
@@ -322,7 +348,7 @@ class Emulator:
         self.boot_ms = boot_ms
         self.pulses = pulses  # print the PULSE and HORN lines
         # The servos are physical: they keep their horns through MCU resets.
-        self.horns = [ServoHorn(servo_speed, ideal) for _ in p.SERVO_PINS]
+        self.horns = [ServoHorn(servo_speed, ideal) for _ in PINS]
         self.servo_speed = servo_speed
         self.ideal = ideal
         self.watchdog_ms = watchdog_ms
@@ -492,12 +518,12 @@ class Emulator:
         frames it missed (at the widths now on the pins), up to MAX_CATCH_UP_FRAMES."""
         if now < self.next_frame:
             return
-        widths = self.model.pin_widths() if self.model else (0, 0)
+        widths = (*self.model.pin_widths(), self.model.tool_width()) if self.model else (0, 0, 0)
         for _ in range(MAX_CATCH_UP_FRAMES):
             if now < self.next_frame:
                 break
             t = self.sim_us(self.next_frame)
-            for pin, w, horn in zip(p.SERVO_PINS, widths, self.horns, strict=True):
+            for pin, w, horn in zip(PINS, widths, self.horns, strict=True):
                 if w:
                     end = self.next_frame - self.t0 + w / 1e6
                     position = horn.pulse(end, w)  # the servo moves whether or not anyone is told

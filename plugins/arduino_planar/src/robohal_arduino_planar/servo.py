@@ -1,7 +1,7 @@
 """The physical hobby servo behind a pulse pin: its horn slews toward the pulse's target.
 
 A hobby servo has no position feedback to the Arduino: the firmware only knows the pulse widths
-it puts on D9/D10. What the horn actually does is the servo's business, and a real servo is not
+it puts on D9/D10 (and the tool's D6). What the horn actually does is the servo's business, and a real servo is not
 instant: it turns toward the angle its latest pulse asks for at a rated speed.
 
 The rating used by default is the TowerPro SG90 datasheet's (the common 9 g micro servo of desk

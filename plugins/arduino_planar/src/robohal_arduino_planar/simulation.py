@@ -203,5 +203,7 @@ def start_simulator(uri: RobotUri) -> ArduinoSimulator:
         # Built here, so that the program finds both up to date and its start timeout counts no build.
         firmware.build_firmware()
         firmware.build_harness()
+    # The bundled simulators come with their tool: the third servo is a gripper unless named.
+    uri = uri.with_params(tool=uri.params.get("tool", "gripper"))
     return launch(PROGRAM, uri, ["--firmware", kind, "--pulses", "1"], leave_out=("firmware",),
                   process=ArduinoSimulator, kind=kind, servo_speed=servo_speed, ideal=ideal)

@@ -1,4 +1,4 @@
-"""Codec of the robohal planar-arm serial line protocol (version 1); see PROTOCOL.md.
+"""Codec of the robohal planar-arm serial line protocol (version 2); see PROTOCOL.md.
 
 Pure functions and frozen dataclasses, no I/O. A frame is one ASCII line::
 
@@ -20,10 +20,12 @@ from dataclasses import dataclass
 
 # Each value is the firmware's (avr/robohal_planar/robohal_planar.ino, named in brackets) and
 # PROTOCOL.md's; the emulator must match the firmware, so change them there first.
-PROTOCOL_VERSION = 1           # [PROTOCOL_VERSION]
+PROTOCOL_VERSION = 2           # [PROTOCOL_VERSION]: 2 added the tool servo (TOOL, TLIMITS)
+FIRMWARE_NAME = "robohal_planar"  # [FW_NAME]
+FIRMWARE_VERSION = "2.0.0"     # [FW_VERSION]
 BAUDRATE = 115200              # [Serial.begin(115200)]
 MAX_COMMAND_LINE = 48          # [LINE_MAX] bytes without the newline; longer -> LINE_TOO_LONG
-MAX_REPLY_LINE = 160           # host side, our choice: the firmware's longest (STATE) is 120 bytes
+MAX_REPLY_LINE = 160           # host side, our choice: the firmware's longest (STATE) is 127 bytes
 MAX_TOKENS = 8                 # [MAX_TOKENS]
 SEQ_MODULO = 65536             # sequence numbers are 0..65535 (the firmware's u16 parser) and wrap
 ENVELOPE_US = (500, 2500)      # [ENVELOPE_MIN_US, ENVELOPE_MAX_US]: no limit configuration leaves it
@@ -32,8 +34,10 @@ WATCHDOG_RANGE_MS = (50, 60000)   # [WATCHDOG_MIN_MS, WATCHDOG_MAX_MS], or 0 = o
 DEFAULT_WATCHDOG_MS = 1000     # [DEFAULT_WATCHDOG_MS]
 DEFAULT_WATCHDOG_ACTION = "detach"  # [watchdogDetach = true]
 WATCHDOG_ACTIONS = ("hold", "detach")
-SERVO_COUNT = 2                # [SERVO_COUNT]
-SERVO_PINS = (9, 10)           # servo_timer1.h: OC1A = D9, OC1B = D10
+SERVO_COUNT = 3                # [SERVO_COUNT]: the arm's two and the tool
+ARM_SERVOS = 2                 # SET, LIMITS, ACK: servo 1 and servo 2
+SERVO_PINS = (9, 10)           # servo_timer1.h: OC1A = D9, OC1B = D10 (the arm)
+TOOL_PIN = 6                   # servo_tool.h: D6 (PD6), the tool (a gripper or a pen lift)
 
 
 class ErrorCode(enum.IntEnum):
@@ -42,7 +46,7 @@ class ErrorCode(enum.IntEnum):
     BAD_CHECKSUM = 1   # CRC mismatch; the frame is ignored and its seq not trusted
     UNKNOWN_CMD = 2    # valid frame, unknown command word
     BAD_ARGS = 3       # wrong argument count or syntax, missing/bad seq, min >= max, bad watchdog value
-    OUT_OF_LIMITS = 4  # a width outside the servo's limits, or limits outside the envelope
+    OUT_OF_LIMITS = 4  # a width outside a servo's limits, or limits outside the envelope
     LINE_TOO_LONG = 5  # more than MAX_COMMAND_LINE bytes before the newline
     BAD_FRAME = 6      # no "*CC" trailer, or bytes outside printable ASCII
     NO_SETPOINT = 7    # ATTACH before any SET since reset
@@ -191,8 +195,33 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Tool:
+    """The tool servo's (D6) pulse width in microseconds within its limits, or 0: no pulses.
+    Answered with ToolReply, the width now on the pin."""
+
+    seq: int
+    width_us: int
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("TOOL", self.seq, int(self.width_us))
+
+
+@dataclass(frozen=True)
+class ToolLimits:
+    """The tool servo's pulse limits (min, max) in us, within ENVELOPE_US."""
+
+    seq: int
+    limits: tuple[int, int]
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("TLIMITS", self.seq, int(self.limits[0]), int(self.limits[1]))
+
+
+@dataclass(frozen=True)
 class Attach:
-    """Re-attach both servos at their last SET widths. Ack, or NO_SETPOINT."""
+    """Re-attach the arm's servos at their last SET widths (the tool: TOOL). Ack, or NO_SETPOINT."""
 
     seq: int
 
@@ -203,7 +232,7 @@ class Attach:
 
 @dataclass(frozen=True)
 class Detach:
-    """Stop the pulses on both pins (servos go limp). Ack with widths 0."""
+    """Stop the pulses on every pin, the tool's too (servos go limp). Ack with widths 0."""
 
     seq: int
 
@@ -212,7 +241,7 @@ class Detach:
         return encode_frame("DETACH", self.seq)
 
 
-Command = Hello | Ping | Set | Get | Watchdog | Limits | Attach | Detach
+Command = Hello | Ping | Set | Get | Watchdog | Limits | Attach | Detach | Tool | ToolLimits
 
 
 def encode_command(command: Command) -> bytes:
@@ -283,6 +312,15 @@ def decode_command(line: bytes) -> Command:
     if word == "DETACH":
         need(0)
         return Detach(seq)
+    if word == "TOOL":
+        need(1)
+        return Tool(seq, number(args[0]))
+    if word == "TLIMITS":
+        need(2)
+        low, high = number(args[0]), number(args[1])
+        if low >= high:
+            raise FrameError(ErrorCode.BAD_ARGS, "min must be below max", seq)
+        return ToolLimits(seq, (low, high))
     raise FrameError(ErrorCode.UNKNOWN_CMD, f"unknown command {word!r}", seq)
 
 
@@ -297,13 +335,14 @@ class HelloReply:
     version: str
     servos: int
     limits: tuple[tuple[int, int], tuple[int, int]]
+    tool_limits: tuple[int, int]
     watchdog_ms: int
     watchdog_action: str
 
     def encode(self) -> bytes:
         (a, b), (c, d) = self.limits
         return encode_frame("HELLO", self.seq, self.protocol, self.firmware, self.version, self.servos,
-                            a, b, c, d, self.watchdog_ms, self.watchdog_action)
+                            a, b, c, d, *self.tool_limits, self.watchdog_ms, self.watchdog_action)
 
 
 @dataclass(frozen=True)
@@ -327,11 +366,13 @@ class Ack:
 
 @dataclass(frozen=True)
 class State:
-    """GET reply. Setpoints are 0 until the first SET; counters wrap modulo 2**32."""
+    """GET reply. Setpoints are 0 until the first SET (the tool's: TOOL); counters wrap modulo 2**32."""
 
     seq: int
     setpoints_us: tuple[int, int]
+    tool_setpoint_us: int
     attached: tuple[bool, bool]
+    tool_attached: bool
     watchdog_ms: int
     watchdog_action: str
     watchdog_trips: int
@@ -343,9 +384,29 @@ class State:
     uptime_ms: int
 
     def encode(self) -> bytes:
-        return encode_frame("STATE", self.seq, *self.setpoints_us, *(int(a) for a in self.attached),
-                            self.watchdog_ms, self.watchdog_action, self.watchdog_trips, self.frames_ok,
+        return encode_frame("STATE", self.seq, *self.setpoints_us, self.tool_setpoint_us,
+                            *(int(a) for a in self.attached), int(self.tool_attached), self.watchdog_ms, self.watchdog_action, self.watchdog_trips, self.frames_ok,
                             self.bad_checksum, self.overflow, self.garbage, self.rejected, self.uptime_ms)
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    """The tool's width now on D6 after TOOL; 0 = no pulses."""
+
+    seq: int
+    width_us: int
+
+    def encode(self) -> bytes:
+        return encode_frame("TOOL", self.seq, self.width_us)
+
+
+@dataclass(frozen=True)
+class ToolLimitsReply:
+    seq: int
+    limits: tuple[int, int]
+
+    def encode(self) -> bytes:
+        return encode_frame("TLIMITS", self.seq, *self.limits)
 
 
 @dataclass(frozen=True)
@@ -407,7 +468,8 @@ class Event:
         return encode_frame("EVT", "-", self.kind, self.detail)
 
 
-Reply = HelloReply | Pong | Ack | State | WatchdogReply | LimitsReply | ErrorReply | Boot | Event
+Reply = (HelloReply | Pong | Ack | State | ToolReply | ToolLimitsReply | WatchdogReply | LimitsReply | ErrorReply
+         | Boot | Event)
 
 
 def _u32(token: str) -> int:
@@ -449,10 +511,15 @@ def decode_reply(line: bytes) -> Reply:
             return seq
 
         if word == "HELLO":
-            fields(10)
+            if len(f) >= 4 and f[0].isdigit() and f[0].isascii() and int(f[0]) != PROTOCOL_VERSION:
+                # Another version's HELLO: its first four fields mean the same in every version, so a
+                # host can say what it found (and refuse it); the rest is left empty.
+                return HelloReply(numbered(), parse_u16(f[0]), f[1], f[2], parse_u16(f[3]), ((0, 0), (0, 0)),
+                                  (0, 0), 0, DEFAULT_WATCHDOG_ACTION)
+            fields(12)
             return HelloReply(numbered(), parse_u16(f[0]), f[1], f[2], parse_u16(f[3]),
                               ((parse_u16(f[4]), parse_u16(f[5])), (parse_u16(f[6]), parse_u16(f[7]))),
-                              parse_u16(f[8]), _action(f[9]))
+                              (parse_u16(f[8]), parse_u16(f[9])), parse_u16(f[10]), _action(f[11]))
         if word == "PONG":
             fields(0)
             return Pong(numbered())
@@ -460,9 +527,15 @@ def decode_reply(line: bytes) -> Reply:
             fields(2)
             return Ack(numbered(), (parse_u16(f[0]), parse_u16(f[1])))
         if word == "STATE":
-            fields(13)
-            return State(numbered(), (parse_u16(f[0]), parse_u16(f[1])), (_flag(f[2]), _flag(f[3])),
-                         parse_u16(f[4]), _action(f[5]), *(_u32(x) for x in f[6:13]))
+            fields(15)
+            return State(numbered(), (parse_u16(f[0]), parse_u16(f[1])), parse_u16(f[2]), (_flag(f[3]), _flag(f[4])),
+                         _flag(f[5]), parse_u16(f[6]), _action(f[7]), *(_u32(x) for x in f[8:15]))
+        if word == "TOOL":
+            fields(1)
+            return ToolReply(numbered(), parse_u16(f[0]))
+        if word == "TLIMITS":
+            fields(2)
+            return ToolLimitsReply(numbered(), (parse_u16(f[0]), parse_u16(f[1])))
         if word == "WDOG":
             fields(2)
             return WatchdogReply(numbered(), parse_u16(f[0]), _action(f[1]))

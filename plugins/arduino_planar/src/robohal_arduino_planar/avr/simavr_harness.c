@@ -11,9 +11,9 @@
  *   READY arduino-planar://<pty>         first: the ready line of every robohal simulator, naming the
  *                                        pty slave (open it with pyserial at 115200)
  *   RESET <sim_us> <open|stdin>          the MCU left reset and starts the firmware
- *   PULSE <sim_us> <9|10> <width_us>     with --pulses 1: one servo pulse on D9/D10 (rising-edge time,
- *                                        width to 1/16 us)
- *   HORN <sim_us> <9|10> <position_us>   after each PULSE: that servo's horn as the pulse ends
+ *   PULSE <sim_us> <pin> <width_us>      with --pulses 1: one servo pulse on D9/D10 (the arm) or D6
+ *                                        (the tool) (rising-edge time, width to 1/16 us)
+ *   HORN <sim_us> <pin> <position_us>    after each PULSE: that servo's horn as the pulse ends
  *                                        (falling-edge time), as the pulse width whose target it is
  *   STATS {json}                         the answer to the control line STATS: the horns now
  * stdin, line by line (fault injection for tests):
@@ -109,9 +109,13 @@ static uint64_t next_feed_cycle = 0;
 
 static unsigned long drop_rx = 0;       /* host bytes still to lose (DROP_RX) */
 
-static int pin_high[2];
-static uint64_t pin_rise[2];
-static const int pin_number[2] = {9, 10};   /* OC1A = PB1 = D9, OC1B = PB2 = D10 (Uno pinout) */
+#define SERVO_COUNT 3
+static int pin_high[SERVO_COUNT];
+static uint64_t pin_rise[SERVO_COUNT];
+/* OC1A = PB1 = D9, OC1B = PB2 = D10, PD6 = D6 (Uno pinout) */
+static const char pin_port[SERVO_COUNT] = {'B', 'B', 'D'};
+static const int pin_bit[SERVO_COUNT] = {1, 2, 6};
+static const int pin_number[SERVO_COUNT] = {9, 10, 6};
 
 /* One servo's horn, in pulse-width units (us). Physical: it survives MCU resets. */
 struct servo {
@@ -120,7 +124,8 @@ struct servo {
   uint64_t updated;                      /* simulated cycle the position is for */
   uint64_t drive_until;                  /* it drives toward the target until this cycle */
 };
-static struct servo servos[2] = {{SERVO_NEUTRAL_US, -1, 0, 0}, {SERVO_NEUTRAL_US, -1, 0, 0}};
+static struct servo servos[SERVO_COUNT] = {{SERVO_NEUTRAL_US, -1, 0, 0}, {SERVO_NEUTRAL_US, -1, 0, 0},
+                                           {SERVO_NEUTRAL_US, -1, 0, 0}};
 static double servo_speed_us_per_cycle = SG90_SPEED_RAD_S * SERVO_US_PER_RAD / (double)F_CPU_HZ;
 static int servo_ideal = 0;
 static double servo_speed_rad_s = SG90_SPEED_RAD_S;
@@ -185,17 +190,17 @@ static void servo_unpowered(struct servo *s, uint64_t now) {
 static void print_stats(void) {
   uint64_t now = sim_cycles();
   printf("STATS {\"sim_us\": %llu, \"horn_us\": [", (unsigned long long)(now / 16));
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < SERVO_COUNT; i++) {
     servo_advance(&servos[i], now);
     printf("%s%.4f", i ? ", " : "", servos[i].position_us);
   }
   printf("], \"target_us\": [");
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < SERVO_COUNT; i++) {
     if (servos[i].target_us < 0) printf("%snull", i ? ", " : "");
     else printf("%s%.4f", i ? ", " : "", servos[i].target_us);
   }
   printf("], \"moving\": [");
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < SERVO_COUNT; i++) {
     const struct servo *s = &servos[i];
     int moving = s->target_us >= 0 && s->position_us != s->target_us && s->updated < s->drive_until;
     printf("%s%s", i ? ", " : "", moving ? "true" : "false");
@@ -236,17 +241,17 @@ static void on_signal(int sig) {
 
 /* Holds the MCU: nothing runs, pending bytes both ways are dropped, a boot countdown starts. */
 static void hold_in_reset(int spare) {
-  for (int i = 0; i < 2; i++) servo_unpowered(&servos[i], sim_cycles());   /* no pulses: limp */
+  for (int i = 0; i < SERVO_COUNT; i++) servo_unpowered(&servos[i], sim_cycles());   /* no pulses: limp */
   state = MCU_BOOTING;
   in_len = in_pos = 0;
   out_len = 0;
-  pin_high[0] = pin_high[1] = 0;
+  memset(pin_high, 0, sizeof(pin_high));
   tcflush(spare, TCIOFLUSH);
 }
 
 static void release_reset(const char *reason) {
   avr_reset(avr);
-  pin_high[0] = pin_high[1] = 0;
+  memset(pin_high, 0, sizeof(pin_high));
   uart_xon = 1;
   state = MCU_RUNNING;
   next_feed_cycle = sim_cycles();
@@ -334,8 +339,8 @@ int main(int argc, char **argv) {
   avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XON), on_uart_xon, NULL);
   avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XOFF), on_uart_xoff, NULL);
   avr_irq_t *uart_in = avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_INPUT);
-  avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ('B'), 1), on_pin, (void *)(intptr_t)0);
-  avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ('B'), 2), on_pin, (void *)(intptr_t)1);
+  for (int i = 0; i < SERVO_COUNT; i++)
+    avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ(pin_port[i]), pin_bit[i]), on_pin, (void *)(intptr_t)i);
 
   /* The pty. A spare slave descriptor stays open for our lifetime so its raw settings persist
    * between host sessions and the line discipline never echoes firmware output back as input. */

@@ -4,7 +4,7 @@ firmware in simavr, where the AVR toolchain is installed, and the Python emulato
     pytest --pyargs robohal_arduino_planar.hil
     robohal hil --target 'arduino-planar://sim?model=arduino.planar2&firmware=simavr'
 
-The simulators measure every servo pulse on D9/D10, model each servo's horn slewing toward its
+The simulators measure every servo pulse on D9/D10 (and the tool's on D6), model each servo's horn slewing toward its
 pulse at the servo's rated speed (the SG90's by default), and take fault injection (reset,
 garbage bytes), so these tests need one; on a real board they are skipped (measure the pulses
 with a scope or logic analyser, and the horns with a camera or a protractor there: the same
@@ -22,6 +22,8 @@ from robohal import HardwareFault
 from robohal.motion import JointTrajectory
 from robohal.robot import Robot
 from robohal.testing.target import HilTarget
+
+from robohal_arduino_planar.wire import TOOL_PIN
 
 pytestmark = pytest.mark.hil_backend("arduino-planar")
 
@@ -236,3 +238,40 @@ def test_command_burst_never_overflows_the_firmware_buffer(robot_with) -> None:
     assert counters["overflow"] == 0 and counters["bad_checksum"] == 0 and counters["garbage"] == 0, counters
     assert counters["rejected"] == 0, counters
     assert robot.backend.counters["resends"] == before["resends"]
+
+
+# The tool servo (D6) --------------------------------------------------------------------------
+
+
+def gripper_of(robot: Robot):
+    if robot.gripper is None:
+        pytest.skip(f"{robot.name} names no gripper (tool=gripper; the simulators have one by default)")
+    return robot.gripper
+
+
+def test_gripper_grasps_and_releases_through_the_protocol(robot: Robot) -> None:
+    """Every step acknowledged by the firmware (TOOL, answered with the width on D6); on real
+    hardware, put an object of 10-20 mm between the fingers and watch it held and let go."""
+    gripper = gripper_of(robot)
+    tool = robot.backend.calibration.tool
+    assert gripper.homing() is True and gripper.state.width == pytest.approx(gripper.max_width)
+    assert gripper.grasp(0.015, epsilon_inner=0.005) is True
+    state = gripper.state
+    assert state.is_grasped and state.width == pytest.approx(0.010, abs=tool.width / abs(tool.open_us - tool.closed_us))
+    assert robot.backend.tool_pulse == tool.to_us(0.010)
+    assert gripper.open() is True
+    assert not gripper.state.is_grasped and robot.backend.tool_pulse == tool.open_us
+
+
+def test_gripper_widths_reach_the_tool_pin_and_its_horn(robot: Robot, horns) -> None:
+    gripper = gripper_of(robot)
+    tool = robot.backend.calibration.tool
+    for width in (0.0, gripper.max_width / 2, gripper.max_width):
+        assert gripper.move(width) is True
+        target = tool.to_us(width)
+        mark, horn_mark = horns.mark(), horns.horn_mark()
+        pulses = horns.wait_pulses(mark, 5, TOOL_PIN, timeout=10.0)
+        robot.backend.cycle()  # keep the watchdog fed meanwhile
+        assert all(abs(pulse.width_us - target) <= PULSE_TOLERANCE_US for pulse in pulses)
+        # the move returned once the horn had the time to get there: it is there at the next pulse
+        assert abs(horns.horns_since(horn_mark, TOOL_PIN)[0].position_us - target) <= PULSE_TOLERANCE_US

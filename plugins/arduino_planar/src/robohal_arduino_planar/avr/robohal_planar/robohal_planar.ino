@@ -2,17 +2,20 @@
 //
 // Speaks the robohal planar line protocol (plugins/arduino_planar/PROTOCOL.md) at 115200 baud:
 // ASCII frames "<CMD> <seq> <args...> *<crc8 hex>\n", one reply line per frame.
-// Servo 1 on D9, servo 2 on D10, driven by Timer1 hardware PWM (servo_timer1.h).
-// Both servos stay detached after reset until the first SET, so the arm never jumps at power-up.
+// Servo 1 on D9, servo 2 on D10, driven by Timer1 hardware PWM (servo_timer1.h); servo 3, the
+// tool (a gripper or a pen lift), on D6, timed by interrupts (servo_tool.h).
+// Every servo stays detached after reset until its first command (SET for the arm, TOOL for the
+// tool), so nothing jumps at power-up.
 #include <Arduino.h>
 #include <stdlib.h>
 #include <string.h>
 #include "servo_timer1.h"
+#include "servo_tool.h"
 
 #define FW_NAME "robohal_planar"
-#define FW_VERSION "1.0.0"
-static const uint8_t PROTOCOL_VERSION = 1;
-static const uint8_t SERVO_COUNT = 2;
+#define FW_VERSION "2.0.0"
+static const uint8_t PROTOCOL_VERSION = 2;
+static const uint8_t SERVO_COUNT = 3;          // the arm's two and the tool
 
 // Absolute safety envelope: no configuration can move a limit outside it.
 static const uint16_t ENVELOPE_MIN_US = 500;
@@ -48,6 +51,10 @@ static uint16_t setpointUs[2] = {0, 0};        // 0 = never commanded since rese
 static bool attached[2] = {false, false};
 static uint16_t limitMinUs[2] = {DEFAULT_MIN_US, DEFAULT_MIN_US};
 static uint16_t limitMaxUs[2] = {DEFAULT_MAX_US, DEFAULT_MAX_US};
+static uint16_t toolSetpointUs = 0;            // 0 = never commanded since reset
+static bool toolAttached = false;
+static uint16_t toolMinUs = DEFAULT_MIN_US;
+static uint16_t toolMaxUs = DEFAULT_MAX_US;
 
 static uint16_t watchdogMs = DEFAULT_WATCHDOG_MS;  // 0 = off
 static bool watchdogDetach = true;
@@ -69,7 +76,7 @@ static uint8_t crc8(const char *data, uint8_t len) {
 }
 
 // ---- reply building: "<TYPE> <seq|-> <fields...> *<CC>\n" ----
-static char out[136];                          // the longest reply, STATE, is at most 120 bytes
+static char out[136];                          // the longest reply, STATE, is at most 127 bytes
 static uint8_t outLen = 0;
 
 static void outText(const char *s) {
@@ -137,6 +144,10 @@ static void applyOutputs() {
   servoOutput(setpointUs[0], attached[0], setpointUs[1], attached[1]);
 }
 
+static void applyToolOutput() {
+  toolOutput(toolAttached ? toolSetpointUs : 0);
+}
+
 static void replyAck(long seq) {
   replyBegin("ACK", seq);
   outNumber(attached[0] ? setpointUs[0] : 0);  // the widths actually on the pins; 0 = no pulses
@@ -178,6 +189,8 @@ static void cmdHello(long seq, uint8_t argc) {
     outNumber(limitMinUs[i]);
     outNumber(limitMaxUs[i]);
   }
+  outNumber(toolMinUs);
+  outNumber(toolMaxUs);
   outNumber(watchdogMs);
   outField(watchdogActionName());
   replySend();
@@ -207,8 +220,10 @@ static void cmdGet(long seq, uint8_t argc) {
   replyBegin("STATE", seq);
   outNumber(setpointUs[0]);
   outNumber(setpointUs[1]);
+  outNumber(toolSetpointUs);
   outNumber(attached[0] ? 1 : 0);
   outNumber(attached[1] ? 1 : 0);
+  outNumber(toolAttached ? 1 : 0);
   outNumber(watchdogMs);
   outField(watchdogActionName());
   outNumber(countWatchdogTrips);
@@ -262,6 +277,34 @@ static void cmdLimits(long seq, uint8_t argc, char **argv) {
   replySend();
 }
 
+// TOOL <width>: the tool's pulse width within its limits, or 0 for no pulses. Answered with the
+// width now on D11, as ACK answers SET.
+static void cmdTool(long seq, uint8_t argc, char **argv) {
+  uint16_t w;
+  if (argc != 3 || !parseU16(argv[2], &w)) { reject(seq, E_BAD_ARGS); return; }
+  if (w != 0 && (w < toolMinUs || w > toolMaxUs)) { reject(seq, E_OUT_OF_LIMITS); return; }
+  if (w != 0) toolSetpointUs = w;
+  toolAttached = w != 0;
+  applyToolOutput();
+  replyBegin("TOOL", seq);
+  outNumber(toolAttached ? toolSetpointUs : 0);
+  replySend();
+}
+
+// TLIMITS <min> <max>: the tool's pulse limits, checked as LIMITS checks the arm's.
+static void cmdToolLimits(long seq, uint8_t argc, char **argv) {
+  uint16_t lo, hi;
+  if (argc != 4 || !parseU16(argv[2], &lo) || !parseU16(argv[3], &hi) || lo >= hi) { reject(seq, E_BAD_ARGS); return; }
+  if (lo < ENVELOPE_MIN_US || hi > ENVELOPE_MAX_US) { reject(seq, E_OUT_OF_LIMITS); return; }
+  if (toolSetpointUs != 0 && (toolSetpointUs < lo || toolSetpointUs > hi)) { reject(seq, E_OUT_OF_LIMITS); return; }
+  toolMinUs = lo;
+  toolMaxUs = hi;
+  replyBegin("TLIMITS", seq);
+  outNumber(lo);
+  outNumber(hi);
+  replySend();
+}
+
 static void cmdAttach(long seq, uint8_t argc) {
   if (argc != 2) { reject(seq, E_BAD_ARGS); return; }
   if (setpointUs[0] == 0 || setpointUs[1] == 0) { reject(seq, E_NO_SETPOINT); return; }
@@ -272,8 +315,10 @@ static void cmdAttach(long seq, uint8_t argc) {
 
 static void cmdDetach(long seq, uint8_t argc) {
   if (argc != 2) { reject(seq, E_BAD_ARGS); return; }
-  attached[0] = attached[1] = false;
+  attached[0] = attached[1] = false;             // every servo, the tool too
+  toolAttached = false;
   applyOutputs();
+  applyToolOutput();
   replyAck(seq);
 }
 
@@ -318,6 +363,8 @@ static void handleLine() {
   else if (strcmp(cmd, "LIMITS") == 0) cmdLimits(seq, argc, argv);
   else if (strcmp(cmd, "ATTACH") == 0) cmdAttach(seq, argc);
   else if (strcmp(cmd, "DETACH") == 0) cmdDetach(seq, argc);
+  else if (strcmp(cmd, "TOOL") == 0) cmdTool(seq, argc, argv);
+  else if (strcmp(cmd, "TLIMITS") == 0) cmdToolLimits(seq, argc, argv);
   else reject(seq, E_UNKNOWN_CMD);
 }
 
@@ -344,13 +391,15 @@ static void receiveByte(uint8_t c) {
 }
 
 static void checkWatchdog() {
-  if (watchdogMs == 0 || watchdogTripped || !(attached[0] || attached[1])) return;
+  if (watchdogMs == 0 || watchdogTripped || !(attached[0] || attached[1] || toolAttached)) return;
   if ((uint32_t)(millis() - lastValidFrameMs) < watchdogMs) return;
   watchdogTripped = true;
   countWatchdogTrips++;
   if (watchdogDetach) {
     attached[0] = attached[1] = false;
+    toolAttached = false;
     applyOutputs();
+    applyToolOutput();
   }
   replyBegin("EVT", NO_SEQ);
   outField("WDT");
@@ -360,6 +409,7 @@ static void checkWatchdog() {
 
 void setup() {
   servoBegin();                                // outputs disconnected: no pulses until SET
+  toolBegin();                                 // no pulses until TOOL
   Serial.begin(115200);
   lastValidFrameMs = millis();
   replyBegin("BOOT", NO_SEQ);
