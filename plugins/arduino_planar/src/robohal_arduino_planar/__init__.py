@@ -79,7 +79,7 @@ def robohal_backends():
             position_tolerance=POSITION_TOLERANCE,
             settle_time=SETTLE_TIME,
             demo=DemoSpec("planar servo arm", where="robohal_arduino_planar.demo:where",
-                          task="robohal_arduino_planar.demo:star"),
+                          task="robohal_arduino_planar.demo:star", pick_place="robohal_arduino_planar.demo:pick_place"),
             params=("rate", "baud", "boot", "timeout", "retries", "watchdog_ms", "watchdog_action", "keepalive",
                     "poll", "q0", "calibration", "s1_*", "s2_*", "tool", "tool_*", "firmware", "sim_*"),
             tools=(ToolSpec("gripper", factory="robohal_arduino_planar.tool:gripper_for",

@@ -4,10 +4,11 @@ simavr where the AVR toolchain is installed, else on the Python emulator of it."
 from __future__ import annotations
 
 import numpy as np
-from robohal import connect
+from robohal import connect, get_model
 from robohal.cli.demo import polygon_through_ik
+from robohal.cli.pick_place import PickPlace
 
-from . import EMULATOR_TARGET, SIMAVR_TARGET
+from . import DEFAULT_MODEL, EMULATOR_TARGET, SIMAVR_TARGET
 from .firmware import toolchain_missing
 
 
@@ -15,6 +16,20 @@ def where() -> tuple[str, str]:
     if toolchain_missing() is None:
         return SIMAVR_TARGET, "the real firmware in simavr"
     return EMULATOR_TARGET, "the firmware emulator"
+
+
+PART_WIDTH = 0.015  # m: a light part, well inside the claw's 40 mm opening
+
+
+def pick_place() -> PickPlace:
+    """The claw on the third servo (D6) carries a light part across the arm's reach, in the
+    plane: the arm cannot leave it, so there is no way in from above."""
+    uri, firmware = where()
+    model = get_model(DEFAULT_MODEL)
+    pick, place = (model.forward(np.radians(q))[:3, 3] for q in ([-20.0, 70.0], [30.0, 50.0]))
+    return PickPlace(uri=uri, pick=tuple(pick), place=tuple(place), width=PART_WIDTH, approach=(0.0, 0.0, 0.0),
+                     epsilon=0.002, start=tuple(np.radians([10.0, 60.0])), speed=0.05,
+                     description=f"pick and place with the servo claw on D6, {firmware}")
 
 
 def star(run) -> None:
