@@ -137,15 +137,18 @@ def record_sent(backend) -> list[np.ndarray]:
 
 
 def test_a_new_move_takes_over_the_running_one_without_a_stop():
-    with robohal.connect(IRB) as robot:
+    # Paced by the clock (realtime), and the first move long and slow: the take-over lands while
+    # it cruises, whatever the machine's load, never as it comes to rest by itself. The second
+    # target lies further on, so no joint has to turn back (a turn back passes through rest).
+    with robohal.connect("sim://?model=abb.irb2400&rate=250") as robot:
         start = robot.backend.commanded
         sent = record_sent(robot.backend)
-        first_target = np.radians([60, 20, 0, 0, 0, 0])
-        robot.move_joints(first_target, speed=1.0, wait=False)
+        robot.move_joints(np.radians([60, 20, 0, 0, 0, 0]), speed=0.2, wait=False)
         first = robot.backend._last_job
-        assert wait_until(lambda: len(sent) >= 60, timeout=30.0)
-        second = robot.move_joints(np.radians([-20, 0, 10, 0, 0, 0]), speed=1.0)
-        assert second.completed and np.allclose(second.commanded[-1], np.radians([-20, 0, 10, 0, 0, 0]))
+        assert wait_until(lambda: len(sent) >= 150, timeout=30.0)  # 0.6 s in: cruising
+        second_target = np.radians([80, 30, 10, 0, 0, 0])
+        second = robot.move_joints(second_target, speed=0.2)
+        assert second.completed and np.allclose(second.commanded[-1], second_target)
         assert first.result.taken_over and not first.result.completed
         switch = first.result.cycles
         speeds = np.abs(np.diff(np.array(sent), axis=0)).max(axis=1) / robot.backend.period
