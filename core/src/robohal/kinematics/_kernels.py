@@ -1329,3 +1329,220 @@ def within_bounds(x, a, b, c, bounds: cython.const[cython.double][::1], inv_dt: 
             if lead * lead > bounds[at + 6] * room:
                 return False
     return True
+
+
+@cython.cfunc
+def _rotation_error(t: cython.p_double, cols: cython.p_double, out: cython.p_double) -> cython.int:
+    """The rotation vector of R_target R^T into ``out`` (3): ``t`` the target's rotation rows
+    (9, row-major), ``cols`` the actual rotation's columns x, y, z (9). spatial.rotation_error_rows's
+    maths, operation for operation (a half turn takes its axis from the symmetric part)."""
+    m = cython.declare(cython.double[9])  # m[3 i + j] = target row i . actual row j
+    diag = cython.declare(cython.double[3])
+    axis = cython.declare(cython.double[3])
+    i: cython.int
+    j: cython.int
+    k: cython.int
+    for i in range(3):
+        for j in range(3):
+            m[3 * i + j] = t[3 * i] * cols[j] + t[3 * i + 1] * cols[3 + j] + t[3 * i + 2] * cols[6 + j]
+    sx: cython.double = m[7] - m[5]
+    sy: cython.double = m[2] - m[6]
+    sz: cython.double = m[3] - m[1]
+    cos_angle: cython.double = 0.5 * (m[0] + m[4] + m[8] - 1.0)
+    sin_angle: cython.double = 0.5 * math.sqrt(sx * sx + sy * sy + sz * sz)
+    angle: cython.double = math.atan2(sin_angle, cos_angle)
+    scale: cython.double
+    if sin_angle > 1e-6 or cos_angle > 0.0:
+        scale = 0.5 if sin_angle < 1e-12 else 0.5 * angle / sin_angle
+        out[0] = scale * sx
+        out[1] = scale * sy
+        out[2] = scale * sz
+        return 0
+    # Near a half turn: the axis from the symmetric part (Python's max: the first largest, NaN kept).
+    for i in range(3):
+        scale = m[4 * i] - cos_angle
+        diag[i] = (0.0 if 0.0 > scale else scale) / (1.0 - cos_angle)
+    k = 0
+    for i in range(1, 3):
+        if diag[i] > diag[k]:
+            k = i
+    axis[k] = math.sqrt(diag[k])
+    for i in range(3):
+        if i != k:
+            axis[i] = (m[3 * k + i] + m[3 * i + k]) / (2.0 * (1.0 - cos_angle) * axis[k])
+    sign: cython.double = 1.0 if axis[0] * sx + axis[1] * sy + axis[2] * sz >= 0.0 else -1.0
+    norm: cython.double = math.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
+    for i in range(3):
+        out[i] = sign * angle * axis[i] / norm
+    return 0
+
+
+@cython.cfunc
+def _target_rows(goal, t: cython.p_double, p: cython.p_double) -> cython.int:
+    """A pose's rotation rows into ``t`` (9) and its position into ``p`` (3)."""
+    i: cython.int
+    j: cython.int
+    for i in range(3):
+        row = goal[i]
+        if len(row) < 4:
+            raise ValueError("a pose's rows need 4 values")
+        for j in range(3):
+            t[3 * i + j] = float(row[j])
+        p[i] = float(row[3])
+    return 0
+
+
+def pose_error(goal, frame, weights) -> tuple:
+    """The weighted error from ``frame`` ((x, y, z, p) columns) to the pose ``goal`` (rows), as
+    diffik.DifferentialIk steers by it: position difference, then the rotation vector of
+    R_goal R^T, each times its weight (6); and its length (the residual)."""
+    if len(goal) < 3 or len(frame) != 4 or len(weights) != 6:
+        raise ValueError("pose_error needs a pose's rows, a frame's 4 columns and 6 weights")
+    t = cython.declare(cython.double[9])
+    target = cython.declare(cython.double[3])
+    cols = cython.declare(cython.double[9])
+    rotation = cython.declare(cython.double[3])
+    i: cython.int
+    j: cython.int
+    _target_rows(goal, t, target)
+    for j in range(3):
+        column = frame[j]
+        if len(column) != 3:
+            raise ValueError("a frame's columns need 3 values")
+        for i in range(3):
+            cols[3 * j + i] = float(column[i])
+    position = frame[3]
+    if len(position) != 3:
+        raise ValueError("a frame's position needs 3 values")
+    _rotation_error(t, cols, rotation)
+    error = [0.0] * 6
+    value: cython.double
+    total: cython.double = 0.0
+    for i in range(6):
+        if i < 3:
+            value = float(weights[i]) * (target[i] - float(position[i]))
+        else:
+            value = float(weights[i]) * rotation[i - 3]
+        error[i] = value
+        total += value * value
+    return error, math.sqrt(total)
+
+
+def target_motion(goal, last, weights, max_move: cython.double, max_turn: cython.double) -> list:
+    """The target's motion from pose ``last`` to pose ``goal`` (rows), weighted as pose_error's
+    error: zero for a jump of more than ``max_move`` (m) or ``max_turn`` (rad)."""
+    if len(goal) < 3 or len(last) < 3 or len(weights) != 6:
+        raise ValueError("target_motion needs two poses' rows and 6 weights")
+    t = cython.declare(cython.double[9])
+    target = cython.declare(cython.double[3])
+    before = cython.declare(cython.double[9])
+    cols = cython.declare(cython.double[9])
+    start = cython.declare(cython.double[3])
+    rotation = cython.declare(cython.double[3])
+    i: cython.int
+    j: cython.int
+    _target_rows(goal, t, target)
+    _target_rows(last, before, start)
+    for j in range(3):  # the last pose's rotation, by columns
+        for i in range(3):
+            cols[3 * j + i] = before[3 * i + j]
+    _rotation_error(t, cols, rotation)
+    dx: cython.double = target[0] - start[0]
+    dy: cython.double = target[1] - start[1]
+    dz: cython.double = target[2] - start[2]
+    rx: cython.double = rotation[0]
+    ry: cython.double = rotation[1]
+    rz: cython.double = rotation[2]
+    if math.sqrt(dx * dx + dy * dy + dz * dz) > max_move or math.sqrt(rx * rx + ry * ry + rz * rz) > max_turn:
+        return [0.0] * 6
+    return [float(weights[0]) * dx, float(weights[1]) * dy, float(weights[2]) * dz,
+            float(weights[3]) * rx, float(weights[4]) * ry, float(weights[5]) * rz]
+
+
+def first_goal(q, delta, motion, null, caps, gain_step: cython.double, rate_step: cython.double, h3, h2, h1,
+               period: cython.double, joints) -> tuple:
+    """The cycle's first goal (diffik.DifferentialIk.step, its first iteration), from the joints
+    ``q``, the damped steps ``delta``, ``motion`` (the target's, in joints) and ``null`` (the
+    posture offset's nullspace part, or None): the motion capped per joint at ``caps``; the
+    nullspace part scaled to min(``gain_step``, ``rate_step`` / its largest entry) and added to
+    both; q + delta (q itself if that is not finite, following nothing) clipped into the box
+    toward it (see :func:`box`). Returns (goal, whether any joint reached its own goal inside
+    the box, box lower, box upper)."""
+    n: cython.Py_ssize_t = len(q)
+    if len(delta) != n or len(motion) != n or len(caps) != n or (null is not None and len(null) != n):
+        raise ValueError("q, delta, motion, null and caps need one value per joint")
+    moved = [0.0] * n
+    follow = [0.0] * n
+    i: cython.Py_ssize_t
+    f: cython.double
+    cap: cython.double
+    scale: cython.double = 0.0
+    largest: cython.double
+    part: cython.double
+    total: cython.double = 0.0
+    has_null: cython.bint = null is not None
+    if has_null:  # Python's max and min, NaN kept as they keep it
+        largest = abs(float(null[0])) if n else 0.0
+        for i in range(1, n):
+            part = abs(float(null[i]))
+            if part > largest:
+                largest = part
+        part = 1e-300 if 1e-300 > largest else largest
+        scale = rate_step / part
+        scale = scale if scale < gain_step else gain_step
+    for i in range(n):
+        f = float(motion[i])
+        cap = float(caps[i])
+        f = -cap if f < -cap else cap if f > cap else f
+        part = float(delta[i])
+        if has_null:
+            part = part + scale * float(null[i])
+            f = f + scale * float(null[i])
+        follow[i] = f
+        moved[i] = float(q[i]) + part
+        total += moved[i]
+    if not math.isfinite(total):  # a model whose Jacobian broke down: hold, braking in the box
+        moved = [float(x) for x in q]
+        follow = [0.0] * n
+    lo, hi = box(h3, h2, h1, period, joints, moved, follow)
+    free: cython.bint = _clip(moved, lo, hi)
+    return moved, free, lo, hi
+
+
+def next_goal(q, delta, lo, hi) -> tuple:
+    """A later iteration's goal: q + delta (q itself if that is not finite) clipped into the
+    box [lo, hi]; and whether any joint reached its own goal inside it."""
+    n: cython.Py_ssize_t = len(q)
+    if len(delta) != n:
+        raise ValueError("q and delta need one value per joint")
+    moved = [0.0] * n
+    i: cython.Py_ssize_t
+    total: cython.double = 0.0
+    for i in range(n):
+        moved[i] = float(q[i]) + float(delta[i])
+        total += moved[i]
+    if not math.isfinite(total):
+        moved = [float(x) for x in q]
+    free: cython.bint = _clip(moved, lo, hi)
+    return moved, free
+
+
+@cython.cfunc
+def _clip(moved: list, lo, hi) -> cython.bint:
+    """``moved`` clipped into [lo, hi] in place, as comparisons (a NaN lands on lo); whether
+    any entry was inside already."""
+    n: cython.Py_ssize_t = len(moved)
+    if len(lo) != n or len(hi) != n:
+        raise ValueError("the box needs one bound per joint")
+    free: cython.bint = False
+    i: cython.Py_ssize_t
+    x: cython.double
+    for i in range(n):
+        x = moved[i]
+        if x > float(hi[i]):
+            moved[i] = float(hi[i])
+        elif x >= float(lo[i]):
+            free = True
+        else:
+            moved[i] = float(lo[i])
+    return free
