@@ -187,3 +187,31 @@ def test_the_ik_cycle_steers_a_servo_to_the_same_goals_by_rows():
         target[:3, 3] += [0.03 * math.sin(i / 50), 0.0, 0.01]
         np.testing.assert_array_equal(by_pose.step(target), by_rows.step_rows(target.tolist()))
     assert diffik.COMPILED == kernels.COMPILED
+
+
+@compiled_only
+@pytest.mark.parametrize("name", ["franka.fr3", "abb.irb2400"])  # with and without end-of-travel curves
+def test_the_online_velocity_bounds_agree_compiled_or_not(name):
+    from robohal.motion.online import END_MARGIN, HEADROOM, LEAD_CYCLES, OnlineGenerator
+
+    limits = robohal.get_model(name).limits
+    generator = OnlineGenerator(limits, 0.001, factor=0.7)
+    rows, v_max = generator._bounds_packed, limits.velocity * HEADROOM * 0.7
+    rng = np.random.default_rng(15)
+    narrowed = 0
+    for _ in range(3000):
+        span = limits.upper - limits.lower
+        near = rng.choice([0.0, 1e-4, 1e-2, 0.1, 0.5])  # how near an end (share of the range)
+        q = np.where(rng.random(limits.dof) < 0.5, limits.lower + near * span * rng.random(limits.dof),
+                     limits.upper - near * span * rng.random(limits.dof))
+        v = rng.uniform(-1, 1, limits.dof) * v_max * rng.choice([0.0, 0.1, 1.0])
+        heading = (rng.normal(0, 1, limits.dof) * rng.choice([0.0, 1.0])).tolist()
+        stop = bool(rng.random() < 0.5)
+        arguments = (q.tolist(), v.tolist(), heading, rows, stop, 0.001, END_MARGIN, float(LEAD_CYCLES), HEADROOM, 0.7)
+        low, high = compiled.velocity_bounds(*arguments)
+        assert (low, high) == source.velocity_bounds(*arguments)
+        assert all(-m <= lo <= 0.0 <= hi <= m for lo, hi, m in zip(low, high, v_max.tolist(), strict=True))
+        narrowed += high != v_max.tolist() or low != (-v_max).tolist()
+    assert narrowed > 1000
+    for distance in (-1.0, 0.0, 1e-9, 1e-4, 0.01, 1.0):
+        assert compiled.stopping_speed(distance, 5.0, 500.0) == source.stopping_speed(distance, 5.0, 500.0)
