@@ -90,6 +90,7 @@ class OnlineGenerator:
         self._a = np.zeros(self.dof)
         self._target_q = self._q.copy()
         self._target_v = np.zeros(self.dof)
+        self._target_v_zero = True  # _target_v is np.zeros: its every clip into the bounds is 0.0
         self._velocity_mode = False
         self._finished = True
         self._segment_bounds: tuple[list[float], list[float]] | None = None
@@ -156,6 +157,7 @@ class OnlineGenerator:
         self._velocity_mode = True
         self._segment_bounds = None
         self._target_v = np.zeros(self.dof)
+        self._target_v_zero = True
         self._finished = not (self._v.any() or self._a.any())
 
     def target(self, q: ArrayLike, v: ArrayLike | None = None) -> None:
@@ -172,6 +174,7 @@ class OnlineGenerator:
                                  joint=joint, quantity="velocity", value=float(q[joint]), limit=0.0)
         self._target_q = q.copy()
         self._target_v = np.zeros(self.dof) if v is None else self._vector(v, "target velocity").copy()
+        self._target_v_zero = v is None
         self._velocity_mode = False
         self._finished = False
         # Passing the target at a velocity, the bounds are those at the target, fixed for the
@@ -191,6 +194,7 @@ class OnlineGenerator:
                                  joint=joint, quantity="velocity", value=float(v[joint]),
                                  limit=float(self.limits.velocity[joint] * self.factor))
         self._target_v = v.copy()
+        self._target_v_zero = False
         self._velocity_mode = True
         self._segment_bounds = None
         self._finished = False
@@ -259,7 +263,10 @@ class OnlineGenerator:
             low, high = self._velocity_bounds(stop_bounds)
         inp.max_velocity = high
         inp.min_velocity = low
-        inp.target_velocity = [min(max(v, lo), hi) for v, lo, hi in zip(self._target_v.tolist(), low, high, strict=True)]
+        if self._target_v_zero:  # (the bounds always let 0 through)
+            inp.target_velocity = self._zeros
+        else:
+            inp.target_velocity = [min(max(v, lo), hi) for v, lo, hi in zip(self._target_v.tolist(), low, high, strict=True)]
         inp.target_acceleration = self._zeros
         if self._velocity_mode:
             inp.control_interface = ControlInterface.Velocity
