@@ -10,6 +10,7 @@ period, velocity, acceleration and jerk. A setpoint that fails raises
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -70,7 +71,7 @@ class SetpointGuard:
             ends = list(zip([1.0] * limits.dof, (2.0 * limits.end_deceleration).tolist(), limits.end_offset.tolist(),
                             limits.lower.tolist(), limits.upper.tolist(), strict=True))
         # both per joint, in the one flat array the kernel reads (_kernels.within_bounds)
-        self._packed = np.array([[*row, *end] for row, end in zip(rows, ends, strict=True)], dtype=np.float64).ravel()
+        self._packed = array("d", [value for row, end in zip(rows, ends, strict=True) for value in (*row, *end)])
         self._recent: list[list[float]] = []  # the last three setpoints as floats, oldest first
         #: checks of the user's own after the limits (:data:`Fence`); the guard's brake passes them
         #: by (a fence judges a setpoint by where a brake from it would end)

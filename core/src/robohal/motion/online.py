@@ -22,6 +22,7 @@ Those bounds are set per cycle, from the joints' current positions.
 from __future__ import annotations
 
 import math
+from array import array
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -141,7 +142,7 @@ class OnlineGenerator:
         rows = [(lo, hi, v, a, j, self._far(v, a, j, end), *((0.0, 0.0, 0.0) if end is None else (1.0, *end)))
                 for lo, hi, v, a, j, end in zip(limits.lower.tolist(), limits.upper.tolist(), self._v_max.tolist(),
                                                 a_stop.tolist(), self._j_max.tolist(), ends, strict=True)]
-        self._bounds_packed = np.array(rows, dtype=np.float64).ravel()
+        self._bounds_packed = array("d", [value for row in rows for value in row])
         self._finished = False
 
     def reset(self, q: ArrayLike, v: ArrayLike | None = None, a: ArrayLike | None = None) -> None:
