@@ -215,9 +215,12 @@ def main() -> int:
     print(f"servo_pose stream at 100 Hz for {args.seconds:.0f} s, from a busy thread: {json.dumps(stream)}")
     cost = stream.get("cycle_cost_us", {})
     if "p50_us" in cost:
+        from robohal.kinematics.kernels import COMPILED
+
         print(f"online step in Franka's 1 kHz control process, its CPU time: p50 {cost['p50_us']:.0f} us, p99"
               f" {cost['p99_us']:.0f} us (goal p99 <= 100 us); wall time, preemption by the busy threads and the"
-              f" simulator included: p50 {cost['wall_p50_us']:.0f} us, p99 {cost['wall_p99_us']:.0f} us")
+              f" simulator included: p50 {cost['wall_p50_us']:.0f} us, p99 {cost['wall_p99_us']:.0f} us"
+              f" (kinematics kernels {'compiled' if COMPILED else 'interpreted'})")
     if "peer" in stream and "ours" in stream:
         ratio = stream["ours"]["success_rate"] / max(stream["peer"]["success_rate"], 1e-9)
         print(f"control_command_success_rate ours / raw pylibfranka replay: {ratio:.3f} (goal >= 0.99)")

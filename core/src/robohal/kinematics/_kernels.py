@@ -1273,3 +1273,373 @@ def _first_odd_pose(poses: cython.const[cython.double][:, ::1]) -> cython.Py_ssi
                 + (poses[i, 0] * poses[i, 5] - poses[i, 4] * poses[i, 1]) * poses[i, 10] > 0.5):
             return i
     return -1
+
+
+# The control cycle: the setpoint guard's pass and the differential-IK cycle's own arithmetic ----
+#
+# These run once per control cycle, beside the box and the damped steps: each replaces a few
+# dozen tiny Python operations on 6 or 7 floats (guard.SetpointGuard.check_limits,
+# diffik.DifferentialIk.step), with the same operations in the same order.
+
+# Layout of SetpointGuard._packed, per joint: lower, upper, |velocity|, |acceleration|, |jerk|
+# (the hot path's bounds), then the end-of-travel curve: 1.0 where the joint has one (else 0.0),
+# 2 d, offset, end lower, end upper.
+GUARD_PER_JOINT = 10
+
+
+def within_bounds(x, a, b, c, bounds: cython.const[cython.double][::1], inv_dt: cython.double,
+                  inv_dt2: cython.double, inv_dt3: cython.double) -> cython.bint:
+    """Whether setpoint ``x`` (after the setpoints ``a``, ``b``, ``c``: three, two and one
+    cycles back) is finite and inside every bound of ``bounds`` (SetpointGuard._packed):
+    position, the finite-difference velocity, acceleration and jerk, and each end-of-travel
+    curve, (speed + offset)^2 <= 2 d (room left). False sends the setpoint to the guard's
+    thorough check, which decides and words a refusal."""
+    n: cython.Py_ssize_t = len(bounds) // GUARD_PER_JOINT
+    if len(bounds) != n * GUARD_PER_JOINT or len(x) != n or len(a) != n or len(b) != n or len(c) != n:
+        raise ValueError("the setpoint, the last three and the bounds need one entry per joint")
+    i: cython.Py_ssize_t
+    at: cython.Py_ssize_t
+    xi: cython.double
+    ai: cython.double
+    bi: cython.double
+    ci: cython.double
+    speed: cython.double
+    lead: cython.double
+    room: cython.double
+    for i in range(n):
+        at = GUARD_PER_JOINT * i
+        xi = float(x[i])
+        ai = float(a[i])
+        bi = float(b[i])
+        ci = float(c[i])
+        # xi - xi is NaN for NaN and inf; a NaN fails every comparison below
+        if (xi - xi != 0.0 or not bounds[at] <= xi <= bounds[at + 1]
+                or abs(xi - ci) * inv_dt > bounds[at + 2]
+                or abs(xi - 2.0 * ci + bi) * inv_dt2 > bounds[at + 3]
+                or abs(xi - 3.0 * ci + 3.0 * bi - ai) * inv_dt3 > bounds[at + 4]):
+            return False
+        if bounds[at + 5] != 0.0:  # the end curve without a sqrt: toward the end the joint moves to
+            speed = (xi - ci) * inv_dt
+            if speed > 0.0:
+                lead = speed + bounds[at + 7]
+                room = bounds[at + 9] - xi
+            else:
+                lead = bounds[at + 7] - speed
+                room = xi - bounds[at + 8]
+            if lead * lead > bounds[at + 6] * room:
+                return False
+    return True
+
+
+@cython.cfunc
+def _rotation_error(t: cython.p_double, cols: cython.p_double, out: cython.p_double) -> cython.int:
+    """The rotation vector of R_target R^T into ``out`` (3): ``t`` the target's rotation rows
+    (9, row-major), ``cols`` the actual rotation's columns x, y, z (9). spatial.rotation_error_rows's
+    maths, operation for operation (a half turn takes its axis from the symmetric part)."""
+    m = cython.declare(cython.double[9])  # m[3 i + j] = target row i . actual row j
+    diag = cython.declare(cython.double[3])
+    axis = cython.declare(cython.double[3])
+    i: cython.int
+    j: cython.int
+    k: cython.int
+    for i in range(3):
+        for j in range(3):
+            m[3 * i + j] = t[3 * i] * cols[j] + t[3 * i + 1] * cols[3 + j] + t[3 * i + 2] * cols[6 + j]
+    sx: cython.double = m[7] - m[5]
+    sy: cython.double = m[2] - m[6]
+    sz: cython.double = m[3] - m[1]
+    cos_angle: cython.double = 0.5 * (m[0] + m[4] + m[8] - 1.0)
+    sin_angle: cython.double = 0.5 * math.sqrt(sx * sx + sy * sy + sz * sz)
+    angle: cython.double = math.atan2(sin_angle, cos_angle)
+    scale: cython.double
+    if sin_angle > 1e-6 or cos_angle > 0.0:
+        scale = 0.5 if sin_angle < 1e-12 else 0.5 * angle / sin_angle
+        out[0] = scale * sx
+        out[1] = scale * sy
+        out[2] = scale * sz
+        return 0
+    # Near a half turn: the axis from the symmetric part (Python's max: the first largest, NaN kept).
+    for i in range(3):
+        scale = m[4 * i] - cos_angle
+        diag[i] = (0.0 if 0.0 > scale else scale) / (1.0 - cos_angle)
+    k = 0
+    for i in range(1, 3):
+        if diag[i] > diag[k]:
+            k = i
+    axis[k] = math.sqrt(diag[k])
+    for i in range(3):
+        if i != k:
+            axis[i] = (m[3 * k + i] + m[3 * i + k]) / (2.0 * (1.0 - cos_angle) * axis[k])
+    sign: cython.double = 1.0 if axis[0] * sx + axis[1] * sy + axis[2] * sz >= 0.0 else -1.0
+    norm: cython.double = math.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
+    for i in range(3):
+        out[i] = sign * angle * axis[i] / norm
+    return 0
+
+
+@cython.cfunc
+def _target_rows(goal, t: cython.p_double, p: cython.p_double) -> cython.int:
+    """A pose's rotation rows into ``t`` (9) and its position into ``p`` (3)."""
+    i: cython.int
+    j: cython.int
+    for i in range(3):
+        row = goal[i]
+        if len(row) < 4:
+            raise ValueError("a pose's rows need 4 values")
+        for j in range(3):
+            t[3 * i + j] = float(row[j])
+        p[i] = float(row[3])
+    return 0
+
+
+def pose_error(goal, frame, weights) -> tuple:
+    """The weighted error from ``frame`` ((x, y, z, p) columns) to the pose ``goal`` (rows), as
+    diffik.DifferentialIk steers by it: position difference, then the rotation vector of
+    R_goal R^T, each times its weight (6); and its length (the residual)."""
+    if len(goal) < 3 or len(frame) != 4 or len(weights) != 6:
+        raise ValueError("pose_error needs a pose's rows, a frame's 4 columns and 6 weights")
+    t = cython.declare(cython.double[9])
+    target = cython.declare(cython.double[3])
+    cols = cython.declare(cython.double[9])
+    rotation = cython.declare(cython.double[3])
+    i: cython.int
+    j: cython.int
+    _target_rows(goal, t, target)
+    for j in range(3):
+        column = frame[j]
+        if len(column) != 3:
+            raise ValueError("a frame's columns need 3 values")
+        for i in range(3):
+            cols[3 * j + i] = float(column[i])
+    position = frame[3]
+    if len(position) != 3:
+        raise ValueError("a frame's position needs 3 values")
+    _rotation_error(t, cols, rotation)
+    error = [0.0] * 6
+    value: cython.double
+    total: cython.double = 0.0
+    for i in range(6):
+        if i < 3:
+            value = float(weights[i]) * (target[i] - float(position[i]))
+        else:
+            value = float(weights[i]) * rotation[i - 3]
+        error[i] = value
+        total += value * value
+    return error, math.sqrt(total)
+
+
+def target_motion(goal, last, weights, max_move: cython.double, max_turn: cython.double) -> list:
+    """The target's motion from pose ``last`` to pose ``goal`` (rows), weighted as pose_error's
+    error: zero for a jump of more than ``max_move`` (m) or ``max_turn`` (rad)."""
+    if len(goal) < 3 or len(last) < 3 or len(weights) != 6:
+        raise ValueError("target_motion needs two poses' rows and 6 weights")
+    t = cython.declare(cython.double[9])
+    target = cython.declare(cython.double[3])
+    before = cython.declare(cython.double[9])
+    cols = cython.declare(cython.double[9])
+    start = cython.declare(cython.double[3])
+    rotation = cython.declare(cython.double[3])
+    i: cython.int
+    j: cython.int
+    _target_rows(goal, t, target)
+    _target_rows(last, before, start)
+    for j in range(3):  # the last pose's rotation, by columns
+        for i in range(3):
+            cols[3 * j + i] = before[3 * i + j]
+    _rotation_error(t, cols, rotation)
+    dx: cython.double = target[0] - start[0]
+    dy: cython.double = target[1] - start[1]
+    dz: cython.double = target[2] - start[2]
+    rx: cython.double = rotation[0]
+    ry: cython.double = rotation[1]
+    rz: cython.double = rotation[2]
+    if math.sqrt(dx * dx + dy * dy + dz * dz) > max_move or math.sqrt(rx * rx + ry * ry + rz * rz) > max_turn:
+        return [0.0] * 6
+    return [float(weights[0]) * dx, float(weights[1]) * dy, float(weights[2]) * dz,
+            float(weights[3]) * rx, float(weights[4]) * ry, float(weights[5]) * rz]
+
+
+def first_goal(q, delta, motion, null, caps, gain_step: cython.double, rate_step: cython.double, h3, h2, h1,
+               period: cython.double, joints) -> tuple:
+    """The cycle's first goal (diffik.DifferentialIk.step, its first iteration), from the joints
+    ``q``, the damped steps ``delta``, ``motion`` (the target's, in joints) and ``null`` (the
+    posture offset's nullspace part, or None): the motion capped per joint at ``caps``; the
+    nullspace part scaled to min(``gain_step``, ``rate_step`` / its largest entry) and added to
+    both; q + delta (q itself if that is not finite, following nothing) clipped into the box
+    toward it (see :func:`box`). Returns (goal, whether any joint reached its own goal inside
+    the box, box lower, box upper)."""
+    n: cython.Py_ssize_t = len(q)
+    if len(delta) != n or len(motion) != n or len(caps) != n or (null is not None and len(null) != n):
+        raise ValueError("q, delta, motion, null and caps need one value per joint")
+    moved = [0.0] * n
+    follow = [0.0] * n
+    i: cython.Py_ssize_t
+    f: cython.double
+    cap: cython.double
+    scale: cython.double = 0.0
+    largest: cython.double
+    part: cython.double
+    total: cython.double = 0.0
+    has_null: cython.bint = null is not None
+    if has_null:  # Python's max and min, NaN kept as they keep it
+        largest = abs(float(null[0])) if n else 0.0
+        for i in range(1, n):
+            part = abs(float(null[i]))
+            if part > largest:
+                largest = part
+        part = 1e-300 if 1e-300 > largest else largest
+        scale = rate_step / part
+        scale = scale if scale < gain_step else gain_step
+    for i in range(n):
+        f = float(motion[i])
+        cap = float(caps[i])
+        f = -cap if f < -cap else cap if f > cap else f
+        part = float(delta[i])
+        if has_null:
+            part = part + scale * float(null[i])
+            f = f + scale * float(null[i])
+        follow[i] = f
+        moved[i] = float(q[i]) + part
+        total += moved[i]
+    if not math.isfinite(total):  # a model whose Jacobian broke down: hold, braking in the box
+        moved = [float(x) for x in q]
+        follow = [0.0] * n
+    lo, hi = box(h3, h2, h1, period, joints, moved, follow)
+    free: cython.bint = _clip(moved, lo, hi)
+    return moved, free, lo, hi
+
+
+def next_goal(q, delta, lo, hi) -> tuple:
+    """A later iteration's goal: q + delta (q itself if that is not finite) clipped into the
+    box [lo, hi]; and whether any joint reached its own goal inside it."""
+    n: cython.Py_ssize_t = len(q)
+    if len(delta) != n:
+        raise ValueError("q and delta need one value per joint")
+    moved = [0.0] * n
+    i: cython.Py_ssize_t
+    total: cython.double = 0.0
+    for i in range(n):
+        moved[i] = float(q[i]) + float(delta[i])
+        total += moved[i]
+    if not math.isfinite(total):
+        moved = [float(x) for x in q]
+    free: cython.bint = _clip(moved, lo, hi)
+    return moved, free
+
+
+@cython.cfunc
+def _clip(moved: list, lo, hi) -> cython.bint:
+    """``moved`` clipped into [lo, hi] in place, as comparisons (a NaN lands on lo); whether
+    any entry was inside already."""
+    n: cython.Py_ssize_t = len(moved)
+    if len(lo) != n or len(hi) != n:
+        raise ValueError("the box needs one bound per joint")
+    free: cython.bint = False
+    i: cython.Py_ssize_t
+    x: cython.double
+    for i in range(n):
+        x = moved[i]
+        if x > float(hi[i]):
+            moved[i] = float(hi[i])
+        elif x >= float(lo[i]):
+            free = True
+        else:
+            moved[i] = float(lo[i])
+    return free
+
+
+# The online generator's velocity bounds (motion.online.OnlineGenerator) -----------------------
+
+# Layout of OnlineGenerator._bounds_packed, per joint: lower, upper, v_max, braking acceleration,
+# jerk, the distance from an end beyond which nothing narrows the speed, then the end-of-travel
+# curve: 1.0 where the joint has one (else 0.0), 2 d, offset.
+BOUNDS_PER_JOINT = 9
+
+
+@cython.ccall
+def stopping_speed(distance: cython.double, acceleration: cython.double, jerk: cython.double) -> cython.double:
+    """The highest speed (rad/s) from which a joint with no acceleration stops within ``distance``
+    (rad) braking jerk-limited at ``acceleration`` and ``jerk``; 0 where there is no room."""
+    if distance <= 0.0:
+        return 0.0
+    a: cython.double = acceleration
+    j: cython.double = jerk
+    # (libm's pow both ways: Cython takes ** on doubles as complex where the base may be negative)
+    short: cython.double = math.pow(distance * distance * j, 1.0 / 3.0)  # never reaches full deceleration: d = v^1.5 / sqrt(j)
+    if short < a * a / j:
+        return short
+    # ramps to full deceleration, holds it and ramps back: d = v^2 / (2a) + v a / (2j)
+    return 0.5 * a * (math.sqrt((a / j) * (a / j) + 8.0 * distance / a) - a / j)
+
+
+def velocity_bounds(position, velocity, heading, rows: cython.const[cython.double][::1], stop_bounds: cython.bint,
+                    period: cython.double, end_margin: cython.double, lead_cycles: cython.double,
+                    scale: cython.double, factor: cython.double) -> tuple:
+    """Per joint the lowest and highest velocity allowed at ``position`` moving at ``velocity``
+    toward ``heading`` (OnlineGenerator._velocity_bounds, which says why): two lists. ``rows``
+    is OnlineGenerator._bounds_packed; ``scale`` and ``factor`` scale the end-of-travel curve
+    (the generator's headroom and dynamics factor). Python's min and max, written out."""
+    n: cython.Py_ssize_t = len(rows) // BOUNDS_PER_JOINT
+    if len(rows) != n * BOUNDS_PER_JOINT or len(position) != n or len(velocity) != n or len(heading) != n:
+        raise ValueError("the position, velocity, heading and bounds need one entry per joint")
+    low = [0.0] * n
+    high = [0.0] * n
+    i: cython.Py_ssize_t
+    at: cython.Py_ssize_t
+    q: cython.double
+    v: cython.double
+    go: cython.double
+    v_max: cython.double
+    a_stop: cython.double
+    j_max: cython.double
+    up: cython.double
+    down: cython.double
+    hi: cython.double
+    lo: cython.double
+    lead: cython.double
+    bound: cython.double
+    toward_up: cython.bint
+    toward_down: cython.bint
+    for i in range(n):
+        at = BOUNDS_PER_JOINT * i
+        q = float(position[i])
+        v = float(velocity[i])
+        go = float(heading[i])
+        v_max, a_stop, j_max = rows[at + 2], rows[at + 3], rows[at + 4]
+        up = rows[at + 1] - q
+        down = q - rows[at]
+        if up > rows[at + 5] and down > rows[at + 5]:  # the common case: nothing narrows this joint's speed
+            high[i] = v_max
+            low[i] = -v_max
+            continue
+        toward_up = go > 0.0 or v > 0.0 or (go == 0.0 and v == 0.0)
+        toward_down = go < 0.0 or v < 0.0 or (go == 0.0 and v == 0.0)
+        hi = v_max
+        lo = -v_max
+        if stop_bounds:
+            up = up - end_margin
+            down = down - end_margin
+            bound = (up if not (0.0 > up) else 0.0) / (2.0 * period)
+            hi = bound if bound < hi else hi
+            bound = -(down if not (0.0 > down) else 0.0) / (2.0 * period)
+            lo = bound if bound > lo else lo
+        lead = abs(v) * (a_stop / j_max + lead_cycles * period)
+        up = up - lead
+        down = down - lead
+        if stop_bounds:
+            bound = stopping_speed(up, a_stop, j_max)
+            hi = bound if bound < hi else hi
+            bound = -stopping_speed(down, a_stop, j_max)
+            lo = bound if bound > lo else lo
+        if rows[at + 6] != 0.0:  # the arm's own end-of-travel curve (JointLimits.velocity_bounds)
+            bound = rows[at + 7] * up
+            bound = math.sqrt(bound if not (0.0 > bound) else 0.0) - rows[at + 8]
+            bound = (bound if not (0.0 > bound) else 0.0) * scale * factor
+            hi = bound if bound < hi else hi
+            bound = rows[at + 7] * down
+            bound = math.sqrt(bound if not (0.0 > bound) else 0.0) - rows[at + 8]
+            bound = -(bound if not (0.0 > bound) else 0.0) * scale * factor
+            lo = bound if bound > lo else lo
+        high[i] = (hi if not (0.0 > hi) else 0.0) if toward_up else v_max
+        low[i] = (lo if not (0.0 < lo) else 0.0) if toward_down else -v_max
+    return low, high

@@ -20,22 +20,22 @@ stays inside its range.
 
 The hot path works on plain floats, one 6 x 6 system per cycle (the Jacobian of
 the cycle's start serves its iterations) and the models' scalar
-:meth:`~robohal.kinematics.Kinematics.frame_and_jacobian_lists`. The box and the
-damped steps are kernels (``robohal.kinematics._kernels``, one source, compiled where a
-C compiler was at install; :data:`COMPILED` says whether they run compiled).
+:meth:`~robohal.kinematics.Kinematics.frame_and_jacobian_lists`. The pose error, the
+target's motion, the damped steps, the box and the goal clipped into it are kernels
+(``robohal.kinematics._kernels``, one source, compiled where a C compiler was at install;
+:data:`COMPILED` says whether they run compiled).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from operator import mul
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import InvalidArgument
-from ..spatial import as_finite, rotation_error_rows
+from ..spatial import as_finite
 from .base import Array, Kinematics, pose_rows
 from .kernels import COMPILED  # noqa: F401 (diffik.COMPILED: whether the cycle's kernels run compiled)
 from .kernels import module as _kernels
@@ -267,12 +267,9 @@ class DifferentialIk:
     def _frame_and_jacobian(self, q: list[float], with_jacobian: bool = True) -> tuple[tuple, list]:
         return self.model.frame_and_jacobian_lists(q, with_jacobian)
 
-    def _error(self, target: list[list[float]], frame: tuple) -> list[float]:
-        x, y, z, p = frame
-        rx, ry, rz = rotation_error_rows(target, x, y, z)
-        w = self._weights
-        return [w[0] * (target[0][3] - p[0]), w[1] * (target[1][3] - p[1]), w[2] * (target[2][3] - p[2]),
-                w[3] * rx, w[4] * ry, w[5] * rz]
+    def _error(self, target: list[list[float]], frame: tuple) -> tuple[list[float], float]:
+        """The weighted error from ``frame`` to ``target`` (rows), and its length."""
+        return _kernels.pose_error(target, frame, self._weights)
 
     def _target_motion(self, goal: list[list[float]]) -> list[float]:
         """The target's motion since the last cycle, weighted like the error; zero
@@ -280,16 +277,8 @@ class DifferentialIk:
         last = self._last_goal
         if last is None:
             return [0.0] * 6
-        x = (last[0][0], last[1][0], last[2][0])
-        y = (last[0][1], last[1][1], last[2][1])
-        z = (last[0][2], last[1][2], last[2][2])
-        rx, ry, rz = rotation_error_rows(goal, x, y, z)
-        dx, dy, dz = goal[0][3] - last[0][3], goal[1][3] - last[1][3], goal[2][3] - last[2][3]
-        if math.sqrt(dx * dx + dy * dy + dz * dz) > MAX_TARGET_SPEED * self.period or \
-                math.sqrt(rx * rx + ry * ry + rz * rz) > MAX_TARGET_TURN_RATE * self.period:
-            return [0.0] * 6
-        w = self._weights
-        return [w[0] * dx, w[1] * dy, w[2] * dz, w[3] * rx, w[4] * ry, w[5] * rz]
+        return _kernels.target_motion(goal, last, self._weights, MAX_TARGET_SPEED * self.period,
+                                      MAX_TARGET_TURN_RATE * self.period)
 
     def _linkage_extent(self, h2: list[float], h1: list[float], goals: list[float], joints: list[int],
                         weights: list[float]) -> tuple[float, float]:
@@ -351,7 +340,14 @@ class DifferentialIk:
         nullspace alone this cycle (to come to rest on a pose)."""
         if not self._ready:
             raise InvalidArgument("call reset(q) with the current joints before step()")
-        goal = pose_rows(target, "target pose")
+        return self.step_rows(pose_rows(target, "target pose"), posture_pull=posture_pull)
+
+    def step_rows(self, goal: list[list[float]], *, posture_pull: bool = True) -> Array:
+        """:meth:`step` toward a target already validated into rows by
+        :func:`~robohal.kinematics.base.pose_rows` (a stream's target, validated once as it
+        arrives, then steered to every cycle until the next)."""
+        if not self._ready:
+            raise InvalidArgument("call reset(q) with the current joints before step()")
         options = self.options
         h3, h2, h1 = self._history
         q = h1
@@ -366,51 +362,34 @@ class DifferentialIk:
             frame, jac = cached[1], cached[2]  # the last cycle ended here
         else:
             frame, jac = self._frame_and_jacobian(q, True)
-        error = self._error(goal, frame)
-        residual = math.sqrt(sum(map(mul, error, error)))
+        error, residual = self._error(goal, frame)
         start_jac = None
         for iteration in range(options.iterations):
             on_target = residual < options.tolerance
             if on_target and iteration > 0:
                 break
-            if on_target and offset is None:
-                # Nothing to correct: hold here, braking inside the box if the joints still move.
-                delta = follow = [0.0] * self.dof
-            else:
-                if start_jac is None:
+            if iteration == 0:
+                if on_target and offset is None:
+                    # Nothing to correct: hold here, braking inside the box if the joints still move.
+                    delta = motion = [0.0] * self.dof
+                    null = None
+                else:
                     # The joints move ~1 mrad in a cycle: the Jacobian of its start serves every iteration.
                     start_jac = jac
-                if iteration > 0:
-                    delta = self._damped_steps(start_jac, error, None, None)[0]
-                else:
                     # The step toward the target, the joint motion that follows the target's own
-                    # motion (capped at the speed limits) and the posture offset's nullspace part.
+                    # motion and the posture offset's nullspace part.
                     delta, motion, null = self._damped_steps(jac, error, self._target_motion(goal), offset)
-                    follow = [-cap if f < -cap else cap if f > cap else f for f, cap in zip(motion, self._step_caps, strict=True)]
-                    if offset is not None:
-                        # The nullspace part is scaled (not clipped, so it stays in the nullspace)
-                        # by the gain and to the rate cap.
-                        largest = max(map(abs, null))
-                        scale = min(options.nullspace_gain * self.period, MAX_POSTURE_RATE * self.period / max(largest, 1e-300))
-                        delta = [d + scale * n for d, n in zip(delta, null, strict=True)]
-                        # The pull moves the goal every cycle: follow it like a moving target.
-                        follow = [f + scale * n for f, n in zip(follow, null, strict=True)]
-            moved = [x + d for x, d in zip(q, delta, strict=True)]
-            if not math.isfinite(sum(moved)):  # a model whose Jacobian broke down: hold, braking in the box
-                moved, follow = list(q), [0.0] * self.dof
-            if iteration == 0:
-                # Approach this cycle's goal no faster than the joints can stop there (no overshoot).
-                lo, hi = _kernels.box(h3, h2, h1, self.period, self._joints, moved, follow)
-            clipped = []
-            free = False  # whether any joint reached its own goal inside the box
-            for x, low, high in zip(moved, lo, hi, strict=True):  # min(max(x, low), high), as comparisons
-                if x > high:
-                    x = high
-                elif x >= low:
-                    free = True
-                else:  # below the box (or NaN, which no comparison lets through)
-                    x = low
-                clipped.append(x)
+                # The motion is capped at the speed limits and the nullspace part scaled (not clipped,
+                # so it stays in the nullspace) by the gain and to the rate cap; the pull moves the
+                # goal every cycle, so it is followed like a moving target. The goal approaches this
+                # cycle's target no faster than the joints can stop there (no overshoot).
+                clipped, free, lo, hi = _kernels.first_goal(
+                    q, delta, motion, null, self._step_caps, options.nullspace_gain * self.period,
+                    MAX_POSTURE_RATE * self.period, h3, h2, h1, self.period, self._joints)
+            else:
+                if start_jac is None:
+                    start_jac = jac
+                clipped, free = _kernels.next_goal(q, self._damped_steps(start_jac, error, None, None)[0], lo, hi)
             if self._linkages:
                 clipped = self._inside_linkages(h2, h1, clipped, lo, hi)
             if clipped == q:  # at rest on the target: the frame and Jacobian stay valid
@@ -419,8 +398,8 @@ class DifferentialIk:
             # Frame and Jacobian in one pass: whichever iteration ends the cycle, the next
             # cycle starts here and reuses both.
             frame, jac = self._frame_and_jacobian(q, True)
-            error = self._error(goal, frame)
-            before, residual = residual, math.sqrt(sum(map(mul, error, error)))
+            before = residual
+            error, residual = self._error(goal, frame)
             # The box decides this cycle (every joint held at its edge, or little progress):
             # more steps would not help.
             if not free or residual > STALLED * before:

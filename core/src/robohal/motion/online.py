@@ -22,6 +22,7 @@ Those bounds are set per cycle, from the joints' current positions.
 from __future__ import annotations
 
 import math
+from array import array
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -29,6 +30,7 @@ from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ru
 
 from ..errors import InvalidArgument, LimitViolation
 from ..kinematics import JointLimits
+from ..kinematics.kernels import module as _kernels
 from ..kinematics.limits import TOLERANCE
 from ..state import Array
 
@@ -53,17 +55,10 @@ LEAD_CYCLES = 3
 SYNCHRONIZATION = {"phase": Synchronization.Phase, "time": Synchronization.Time, "none": Synchronization.No}
 
 
-def stopping_speed(distance: float, acceleration: float, jerk: float) -> float:
-    """The highest speed (rad/s) from which a joint with no acceleration stops within ``distance``
-    (rad) braking jerk-limited at ``acceleration`` and ``jerk``; 0 where there is no room."""
-    if distance <= 0.0:
-        return 0.0
-    a, j = acceleration, jerk
-    short = (distance * distance * j) ** (1.0 / 3.0)  # never reaches full deceleration: d = v^1.5 / sqrt(j)
-    if short < a * a / j:
-        return short
-    # ramps to full deceleration, holds it and ramps back: d = v^2 / (2a) + v a / (2j)
-    return 0.5 * a * (math.sqrt((a / j) ** 2 + 8.0 * distance / a) - a / j)
+#: The highest speed (rad/s) from which a joint with no acceleration stops within ``distance``
+#: (rad) braking jerk-limited at ``acceleration`` and ``jerk``; 0 where there is no room. A
+#: kernel: the velocity bounds call it for every joint near an end on every cycle.
+stopping_speed = _kernels.stopping_speed
 
 
 def stopping_distance(speed: float, acceleration: float, jerk: float) -> float:
@@ -96,6 +91,7 @@ class OnlineGenerator:
         self._a = np.zeros(self.dof)
         self._target_q = self._q.copy()
         self._target_v = np.zeros(self.dof)
+        self._target_v_zero = True  # _target_v is np.zeros: its every clip into the bounds is 0.0
         self._velocity_mode = False
         self._finished = True
         self._segment_bounds: tuple[list[float], list[float]] | None = None
@@ -140,12 +136,13 @@ class OnlineGenerator:
         a_stop = self._a_max * STOP_SHARE
         ends = [None] * self.dof if limits.end_deceleration is None else \
             list(zip((2.0 * limits.end_deceleration).tolist(), limits.end_offset.tolist(), strict=True))
-        # per joint: (lower, upper, v_max, braking acceleration, jerk, distance from an end beyond
-        # which nothing narrows the speed, end-of-travel curve or None)
-        self._bound_rows = [
-            (lo, hi, v, a, j, self._far(v, a, j, end), end)
-            for lo, hi, v, a, j, end in zip(limits.lower.tolist(), limits.upper.tolist(), self._v_max.tolist(),
-                                            a_stop.tolist(), self._j_max.tolist(), ends, strict=True)]
+        # per joint, flat for the kernel (_kernels.velocity_bounds): lower, upper, v_max, braking
+        # acceleration, jerk, distance from an end beyond which nothing narrows the speed, then the
+        # end-of-travel curve as (1, 2 d, offset), or zeros
+        rows = [(lo, hi, v, a, j, self._far(v, a, j, end), *((0.0, 0.0, 0.0) if end is None else (1.0, *end)))
+                for lo, hi, v, a, j, end in zip(limits.lower.tolist(), limits.upper.tolist(), self._v_max.tolist(),
+                                                a_stop.tolist(), self._j_max.tolist(), ends, strict=True)]
+        self._bounds_packed = array("d", [value for row in rows for value in row])
         self._finished = False
 
     def reset(self, q: ArrayLike, v: ArrayLike | None = None, a: ArrayLike | None = None) -> None:
@@ -161,6 +158,7 @@ class OnlineGenerator:
         self._velocity_mode = True
         self._segment_bounds = None
         self._target_v = np.zeros(self.dof)
+        self._target_v_zero = True
         self._finished = not (self._v.any() or self._a.any())
 
     def target(self, q: ArrayLike, v: ArrayLike | None = None) -> None:
@@ -177,6 +175,7 @@ class OnlineGenerator:
                                  joint=joint, quantity="velocity", value=float(q[joint]), limit=0.0)
         self._target_q = q.copy()
         self._target_v = np.zeros(self.dof) if v is None else self._vector(v, "target velocity").copy()
+        self._target_v_zero = v is None
         self._velocity_mode = False
         self._finished = False
         # Passing the target at a velocity, the bounds are those at the target, fixed for the
@@ -196,6 +195,7 @@ class OnlineGenerator:
                                  joint=joint, quantity="velocity", value=float(v[joint]),
                                  limit=float(self.limits.velocity[joint] * self.factor))
         self._target_v = v.copy()
+        self._target_v_zero = False
         self._velocity_mode = True
         self._segment_bounds = None
         self._finished = False
@@ -264,7 +264,10 @@ class OnlineGenerator:
             low, high = self._velocity_bounds(stop_bounds)
         inp.max_velocity = high
         inp.min_velocity = low
-        inp.target_velocity = [min(max(v, lo), hi) for v, lo, hi in zip(self._target_v.tolist(), low, high, strict=True)]
+        if self._target_v_zero:  # (the bounds always let 0 through)
+            inp.target_velocity = self._zeros
+        else:
+            inp.target_velocity = [min(max(v, lo), hi) for v, lo, hi in zip(self._target_v.tolist(), low, high, strict=True)]
         inp.target_acceleration = self._zeros
         if self._velocity_mode:
             inp.control_interface = ControlInterface.Velocity
@@ -304,43 +307,21 @@ class OnlineGenerator:
     def _velocity_bounds(self, stop_bounds: bool, at: Array | None = None) -> tuple[list[float], list[float]]:
         """Per joint, the lowest and highest velocity allowed at the current position (or ``at``):
         the (scaled) limit, narrowed by the arm's end-of-travel curve and, with ``stop_bounds``,
-        toward each end so the joint can still stop before it. Plain floats, joint by joint:
-        this runs every cycle, and most joints are far from both ends."""
-        low, high = [], []
-        period = self.period
+        toward each end so the joint can still stop before it. This runs every cycle: a
+        kernel, joint by joint (most joints are far from both ends)."""
         position = self._q if at is None else at
         # Where each joint is heading. Only the bound toward that end is narrowed: a bound behind a
         # joint does not bind, and changing it every cycle would only make ruckig plan anew (which
         # was seen to lose a pass-through target). A joint moving against its heading gets both.
         heading = (self._target_v if self._velocity_mode else self._target_q - self._q).tolist()
-        for q, v, go, (lower, upper, v_max, a_stop, j_max, far, end) in zip(
-                position.tolist(), self._v.tolist(), heading, self._bound_rows, strict=True):
-            up, down = upper - q, q - lower
-            if up > far and down > far:  # the common case: nothing narrows this joint's speed
-                high.append(v_max)
-                low.append(-v_max)
-                continue
-            toward_up = go > 0.0 or v > 0.0 or (go == 0.0 and v == 0.0)
-            toward_down = go < 0.0 or v < 0.0 or (go == 0.0 and v == 0.0)
-            hi, lo = v_max, -v_max
-            if stop_bounds:  # a cycle may not pass the end either (a long period, a slow approach)
-                up, down = up - END_MARGIN, down - END_MARGIN
-                hi = min(hi, max(up, 0.0) / (2.0 * period))
-                lo = max(lo, -max(down, 0.0) / (2.0 * period))
-            # Judge the bounds where the joint will be once braking has built up: the cycles before a
-            # new bound takes effect, and the jerk-limited ramp to full deceleration.
-            lead = abs(v) * (a_stop / j_max + LEAD_CYCLES * period)
-            up, down = up - lead, down - lead
-            if stop_bounds:
-                hi = min(hi, stopping_speed(up, a_stop, j_max))
-                lo = max(lo, -stopping_speed(down, a_stop, j_max))
-            if end is not None:  # the arm's own end-of-travel curve (JointLimits.velocity_bounds)
-                twice_d, offset = end
-                hi = min(hi, max(math.sqrt(max(twice_d * up, 0.0)) - offset, 0.0) * HEADROOM * self.factor)
-                lo = max(lo, -max(math.sqrt(max(twice_d * down, 0.0)) - offset, 0.0) * HEADROOM * self.factor)
-            high.append(max(hi, 0.0) if toward_up else v_max)
-            low.append(min(lo, 0.0) if toward_down else -v_max)
-        return low, high
+        # Per joint, in a kernel: where the joint is far from both ends nothing narrows its speed.
+        # Else, with stop_bounds a cycle may not pass the end either (a long period, a slow
+        # approach) and the joint must stop before it (stopping_speed); the arm's own end-of-travel
+        # curve bounds it too (JointLimits.velocity_bounds). Both are judged where the joint will be
+        # once braking has built up: the cycles before a new bound takes effect, and the
+        # jerk-limited ramp to full deceleration.
+        return _kernels.velocity_bounds(position.tolist(), self._v.tolist(), heading, self._bounds_packed, stop_bounds,
+                                        self.period, END_MARGIN, float(LEAD_CYCLES), HEADROOM, self.factor)
 
     def _far(self, v_max: float, a_stop: float, j_max: float, end: tuple[float, float] | None) -> float:
         """The distance from an end of travel (rad) beyond which a joint may move at full speed."""

@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument, LimitViolation
 from ..kinematics import Kinematics
+from ..kinematics.base import pose_rows
 from ..kinematics.diffik import DifferentialIk, IkOptions
 from ..state import Array, RobotState
 from .online import OnlineGenerator
@@ -77,7 +78,7 @@ class Servo:
         self._lock = threading.Lock()
         self._ended = False
         self._kind: str | None = None  # of the target being followed
-        self._pose: Array | None = None
+        self._pose: list[list[float]] | None = None  # the pose target's rows (validated once, steered to each cycle)
         self._last_target_time = 0.0
         self._braking = False
         self._recent: list[Array] = []  # the last three setpoints, oldest first
@@ -135,7 +136,7 @@ class Servo:
         elif not self._braking and state.time - self._last_target_time > self.timeout:
             self._brake()
         if self._kind == "pose" and not self._braking:
-            q = self._ik.step(self._pose)
+            q = self._ik.step_rows(self._pose)
         else:
             q = self._generator.step()
         self._recent = [*self._recent[1:], q]
@@ -159,7 +160,7 @@ class Servo:
         if target.kind == "pose":
             if not was_pose:  # from the generator's setpoints to the IK's cycles: hand the history over
                 self._ik.history = np.array(self._recent)
-            self._pose = target.value
+            self._pose = pose_rows(target.value, "servo pose")
         else:
             if was_pose:  # and back: the generator goes on from the IK's last setpoints
                 self._generator.reset(*self.setpoint_state())
