@@ -267,7 +267,7 @@ ARM = opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)
     lambda k: k.steps([[0.0] * 40] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
     lambda k: k.opw_flange(array("d", [0.0]), [0.0] * 6),
     lambda k: k.opw_flange(ARM._packed, [0.0] * 5),
-    lambda k: k.opw_forward(ARM._packed, [0.0] * 6, np.empty((3, 4))),
+    lambda k: k.opw_pose(array("d", [0.0]), [0.0] * 6),
     lambda k: k.opw(ARM._packed, [[1.0, 0, 0, 0]] * 2, [0.0] * 6, None),
     lambda k: k.opw(ARM._packed, np.eye(4).tolist(), [0.0] * 5, None),
     lambda k: k.opw_forward_batch(ARM._packed, np.zeros((3, 5)), np.empty((3, 16))),
@@ -280,6 +280,16 @@ ARM = opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)
 def test_malformed_calls_raise_instead_of_reading_past_the_end(call, kernels):
     with pytest.raises((ValueError, TypeError, IndexError)):
         call(kernels)
+
+
+@pytest.mark.parametrize("kernels", [compiled, source], ids=["compiled", "interpreted"])
+@pytest.mark.parametrize("q", [
+    [0.0] * 5, [0.0] * 7, (0.0,) * 5, [0.0] * 5 + [math.nan], (0.0,) * 5 + (math.inf,), [0] * 6,
+    [0.0] * 5 + [np.float64(0.0)], np.zeros(5), np.zeros(6, dtype=np.float32), np.zeros((1, 6)),
+    np.array([0.0] * 5 + [-math.inf]), "abcdef", None,
+], ids=repr)
+def test_the_one_pose_forward_leaves_whatever_is_not_six_finite_floats_to_its_caller(kernels, q):
+    assert kernels.opw_pose(ARM._packed, q) is None
 
 
 OPW_ARMS = {  # (a1, a2, b, c1, c2, c3, c4), offsets, signs: sign flips (KR6 R700) and b != 0 (TX40)
@@ -320,10 +330,9 @@ def test_the_compiled_opw_solver_and_forward_equal_the_interpreted_ones_bit_for_
             assert solved == source.opw(c, rows, reference, j6)
             for q in solved[0]:
                 assert compiled.opw_flange(c, q) == source.opw_flange(c, q)
-                fast, slow = np.empty((4, 4)), np.empty((4, 4))
-                compiled.opw_forward(c, q, fast)
-                source.opw_forward(c, q, slow)
-                np.testing.assert_array_equal(fast, slow)
+                fast = compiled.opw_pose(c, q)
+                np.testing.assert_array_equal(fast, source.opw_pose(c, q))
+                np.testing.assert_array_equal(fast, compiled.opw_pose(c, np.array(q)))
             failure = solved[1]
             outcomes.add(failure[0] if failure else "solved")
     assert outcomes >= ({"solved", "reach", "offset"} if model.b else {"solved", "reach"})

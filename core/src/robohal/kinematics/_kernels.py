@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as _np
+
 try:
     import cython
 except ModuleNotFoundError:  # Cython is not installed: run as plain Python
@@ -27,6 +29,11 @@ except ModuleNotFoundError:  # Cython is not installed: run as plain Python
 
 #: whether this module runs compiled
 COMPILED = cython.compiled
+# What the interpreted form checks arrays against (compiled, numpy's C API does).
+_ndarray = _np.ndarray
+_float64 = _np.dtype(_np.float64)
+if cython.compiled:
+    cnp.import_array()  # noqa: F821 (numpy's C API, cimported in _kernels.pxd, needs this before any use)
 
 PI = cython.declare(cython.double, 3.141592653589793)
 TWO_PI = cython.declare(cython.double, 6.283185307179586)
@@ -636,17 +643,70 @@ def opw_flange(c: cython.const[cython.double][::1], q) -> tuple:
     return _flange(c, float(q[0]), float(q[1]), float(q[2]), float(q[3]), float(q[4]), float(q[5]))
 
 
-def opw_forward(c: cython.const[cython.double][::1], q, out: cython.double[:, ::1]) -> None:
-    """The flange pose of joints ``q`` (6 numbers) into ``out`` (4, 4)."""
+def opw_pose(c: cython.const[cython.double][::1], q):
+    """The flange pose (4, 4) of joints ``q`` as a new array, for ``q`` a float64 array (6,)
+    or a list or tuple of 6 floats, all finite; None for anything else (the caller checks
+    that and says what is wrong). One call from the joints to the pose: a controller's path."""
     _check_opw_constants(c)
-    if len(q) != 6 or out.shape[0] != 4 or out.shape[1] != 4:
-        raise ValueError("opw_forward needs 6 joints and a (4, 4) pose to fill")
+    v = cython.declare(cython.double[6])
+    if not _six_finite(q, v):
+        return None
     m: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
-    m = _flange(c, float(q[0]), float(q[1]), float(q[2]), float(q[3]), float(q[4]), float(q[5]))
-    out[0, 0], out[0, 1], out[0, 2], out[0, 3] = m[0], m[1], m[2], m[9]
-    out[1, 0], out[1, 1], out[1, 2], out[1, 3] = m[3], m[4], m[5], m[10]
-    out[2, 0], out[2, 1], out[2, 2], out[2, 3] = m[6], m[7], m[8], m[11]
-    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
+    m = _flange(c, v[0], v[1], v[2], v[3], v[4], v[5])
+    return _pose_array(m[0], m[1], m[2], m[9], m[3], m[4], m[5], m[10], m[6], m[7], m[8], m[11])
+
+
+@cython.cfunc
+def _six_finite(q, v: cython.p_double) -> cython.bint:
+    """Whether ``q`` is 6 finite floats (a float64 array (6,), or a list or tuple of floats), copied to ``v``."""
+    i: cython.Py_ssize_t
+    if type(q) is list or type(q) is tuple:
+        if len(q) != 6:
+            return False
+        for i in range(6):
+            item = q[i]
+            if type(item) is not float:
+                return False
+            v[i] = item
+    elif cython.compiled:  # the array's memory read in place
+        if not cnp.PyArray_CheckExact(q):  # noqa: F821 (numpy's C API, cimported in _kernels.pxd)
+            return False
+        array: cnp.ndarray = q  # noqa: F821
+        if cnp.PyArray_TYPE(array) != cnp.NPY_DOUBLE or cnp.PyArray_NDIM(array) != 1 or cnp.PyArray_DIM(array, 0) != 6:  # noqa: F821
+            return False
+        data: cython.p_char = cnp.PyArray_BYTES(array)  # noqa: F821
+        stride: cython.Py_ssize_t = cnp.PyArray_STRIDE(array, 0)  # noqa: F821
+        for i in range(6):
+            v[i] = cython.cast(cython.p_double, data + i * stride)[0]
+    elif type(q) is _ndarray and q.dtype == _float64 and q.shape == (6,):
+        values = q.tolist()
+        for i in range(6):
+            v[i] = values[i]
+    else:
+        return False
+    for i in range(6):
+        if not math.isfinite(v[i]):
+            return False
+    return True
+
+
+@cython.cfunc
+def _pose_array(r00: cython.double, r01: cython.double, r02: cython.double, px: cython.double,
+                r10: cython.double, r11: cython.double, r12: cython.double, py: cython.double,
+                r20: cython.double, r21: cython.double, r22: cython.double, pz: cython.double):
+    """A new pose array (4, 4) of these rows, the last one 0 0 0 1."""
+    if cython.compiled:  # numpy's C API: the allocation without a call through Python
+        shape = cython.declare(cnp.npy_intp[2])  # noqa: F821
+        shape[0] = 4
+        shape[1] = 4
+        pose = cnp.PyArray_EMPTY(2, shape, cnp.NPY_DOUBLE, 0)  # noqa: F821
+        out: cython.p_double = cython.cast(cython.p_double, cnp.PyArray_DATA(pose))  # noqa: F821
+        out[0], out[1], out[2], out[3] = r00, r01, r02, px
+        out[4], out[5], out[6], out[7] = r10, r11, r12, py
+        out[8], out[9], out[10], out[11] = r20, r21, r22, pz
+        out[12], out[13], out[14], out[15] = 0.0, 0.0, 0.0, 1.0
+        return pose
+    return _np.array([[r00, r01, r02, px], [r10, r11, r12, py], [r20, r21, r22, pz], [0.0, 0.0, 0.0, 1.0]])
 
 
 def opw_forward_batch(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1], out: cython.double[:, ::1]) -> None:

@@ -168,16 +168,12 @@ class OPW(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Flange pose (4, 4) for joints (6,); (..., 4, 4) for (..., 6)."""
-        if (type(q) is np.ndarray and q.shape == (6,) and q.dtype == np.float64) or (
-                type(q) in (list, tuple) and len(q) == 6 and all(type(x) is float for x in q)):
-            values = q.tolist() if type(q) is np.ndarray else q
-            if all(map(math.isfinite, values)):
-                pose = np.empty((4, 4))
-                _kernels.opw_forward(self._packed, values, pose)
-                return pose
+        pose = _kernels.opw_pose(self._packed, q)  # one configuration of plain floats: one call
+        if pose is not None:
+            return pose
         q = self._joints(q)
         if q.ndim == 1:
-            return self.forward(q.tolist())
+            return _kernels.opw_pose(self._packed, q)
         flat = np.ascontiguousarray(q.reshape(-1, 6))
         out = np.empty((flat.shape[0], 4, 4))
         _kernels.opw_forward_batch(self._packed, flat, out.reshape(-1, 16))
