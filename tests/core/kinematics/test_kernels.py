@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import robohal
-from robohal.kinematics import chain, diffik, kernels, opw
+from robohal.kinematics import UrdfChain, chain, diffik, kernels, opw
 from robohal.kinematics.chain import DHChain
 from robohal.kinematics.diffik import DifferentialIk, IkOptions
 
@@ -28,6 +28,8 @@ compiled = importlib.import_module("robohal.kinematics._kernels")
 source = kernels.load_source()
 compiled_only = pytest.mark.skipif(not compiled.COMPILED, reason="robohal was installed without a C compiler")
 
+# A batch this long runs with the GIL released (_kernels.NOGIL_FROM).
+NOGIL_BATCH = 300
 MODELS = ["franka.fr3", "franka.panda", "abb.irb1410", "abb.irb2400", "arduino.planar2"]
 
 
@@ -125,6 +127,26 @@ def test_the_compiled_chain_equals_the_interpreted_chain_bit_for_bit(model):
         np.testing.assert_allclose(pose, model.joint_poses(one[None])[0, -1], atol=1e-12)
     np.testing.assert_allclose(np.array([compiled.chain(model._packed, one.tolist(), True)[1] for one in q]),
                                model.jacobian(q), atol=1e-12)
+
+
+URDF_FILES = Path(__file__).resolve().parent / "urdf_files"
+
+
+@compiled_only
+@pytest.mark.parametrize(("file", "base", "tip"), [
+    ("slider_gripper.urdf", "world", "tool0"),  # a slide, a continuous joint, oblique axes, a turned flange
+    ("six_axis.urdf", "base_link", "tool0"),
+], ids=["slider", "six-axis"])
+def test_the_compiled_product_chain_equals_the_interpreted_one_bit_for_bit(file, base, tip):
+    model = UrdfChain.from_urdf(URDF_FILES / file, base, tip)
+    q = np.random.default_rng(9).uniform(-4, 4, (NOGIL_BATCH, model.dof))  # long enough to release the GIL
+    for kernel, width in ((compiled.product_forward_batch, 16), (compiled.product_jacobian_batch, 6 * model.dof)):
+        fast, slow = np.empty((len(q), width)), np.empty((len(q), width))
+        kernel(model._packed, q, fast)
+        getattr(source, kernel.__name__)(model._packed, q, slow)
+        np.testing.assert_array_equal(fast, slow)
+    # and they are the chain's frames (joint_poses computes them independently, in numpy)
+    np.testing.assert_allclose(model.forward(q[:50]), model.joint_poses(q[:50])[:, -1], atol=1e-12)
 
 
 def _interpreted(monkeypatch):
@@ -268,6 +290,11 @@ ARM = opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)
     lambda k: k.opw_flange(array("d", [0.0]), [0.0] * 6),
     lambda k: k.opw_flange(ARM._packed, [0.0] * 5),
     lambda k: k.opw_pose(array("d", [0.0]), [0.0] * 6),
+    lambda k: k.product_forward_batch(array("d", [0.0] * 25), np.zeros((3, 1)), np.empty((3, 16))),
+    lambda k: k.product_forward_batch(array("d", [0.0] * 26), np.zeros((3, 2)), np.empty((3, 16))),
+    lambda k: k.product_forward_batch(array("d", [0.0] * 26), np.zeros((3, 1)), np.empty((2, 16))),
+    lambda k: k.product_jacobian_batch(array("d", [0.0] * 26), np.zeros((3, 1)), np.empty((3, 7))),
+    lambda k: k.product_jacobian_batch(array("d", [0.0] * (12 + 14 * 40)), np.zeros((3, 40)), np.empty((3, 240))),
     lambda k: k.opw(ARM._packed, [[1.0, 0, 0, 0]] * 2, [0.0] * 6, None),
     lambda k: k.opw(ARM._packed, np.eye(4).tolist(), [0.0] * 5, None),
     lambda k: k.opw_forward_batch(ARM._packed, np.zeros((3, 5)), np.empty((3, 16))),

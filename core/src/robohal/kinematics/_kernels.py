@@ -540,6 +540,188 @@ def _store_axis(rows: list, i: cython.Py_ssize_t, wx: cython.double, wy: cython.
     return 0
 
 
+# A chain of fixed transforms, each followed by a joint about or along z (urdf.UrdfChain) --------
+
+# Layout of UrdfChain._packed: the flange's rotation rows (9) and shift (3), then per joint
+# whether it slides (1.0) or turns (0.0), whether its fixed transform turns (1.0) or only
+# shifts (0.0), that transform's rotation rows (9) and shift (3).
+PRODUCT_HEADER = cython.declare(cython.int, 12)
+PRODUCT_PER_JOINT = cython.declare(cython.int, 14)
+
+
+@cython.cfunc
+def _product_dof(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1]) -> cython.Py_ssize_t:
+    """The chain's joint count, checked against the constants' length, the joints' columns and MAX_DOF."""
+    count: cython.Py_ssize_t = len(c)
+    dof: cython.Py_ssize_t = (count - PRODUCT_HEADER) // PRODUCT_PER_JOINT
+    if count < PRODUCT_HEADER + PRODUCT_PER_JOINT or (count - PRODUCT_HEADER) % PRODUCT_PER_JOINT:
+        raise ValueError("chain constants have the wrong length")
+    if q.shape[1] != dof or dof > MAX_DOF:
+        raise ValueError(f"the joints need {dof} columns (at most {MAX_DOF})")
+    return dof
+
+
+def product_forward_batch(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1],
+                          out: cython.double[:, ::1]) -> None:
+    """The tip poses of joints ``q`` (n, dof) into ``out`` (n, 16: 4 x 4 row-major), the GIL
+    released on long batches."""
+    _product_dof(c, q)
+    if out.shape[0] != q.shape[0] or out.shape[1] != 16:
+        raise ValueError("product_forward_batch needs room for (n, 16)")
+    if q.shape[0] >= NOGIL_FROM:
+        with cython.nogil:
+            _product_rows(c, q, out, out, False)
+    else:
+        _product_rows(c, q, out, out, False)
+
+
+def product_jacobian_batch(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1],
+                           out: cython.double[:, ::1]) -> None:
+    """The tip's geometric Jacobians of joints ``q`` (n, dof) into ``out`` (n, 6 * dof: 6 x dof
+    row-major; linear rows first, in the base frame), the GIL released on long batches."""
+    dof: cython.Py_ssize_t = _product_dof(c, q)
+    if out.shape[0] != q.shape[0] or out.shape[1] != 6 * dof:
+        raise ValueError("product_jacobian_batch needs room for (n, 6 * dof)")
+    if q.shape[0] >= NOGIL_FROM:
+        with cython.nogil:
+            _product_rows(c, q, out, out, True)
+    else:
+        _product_rows(c, q, out, out, True)
+
+
+@cython.cfunc
+@cython.nogil
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _product_rows(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1],
+                  poses: cython.double[:, ::1], jacobians: cython.double[:, ::1], jacobian: cython.bint) -> cython.int:
+    """Each row's tip pose into ``poses`` (n, 16), or its Jacobian into ``jacobians`` (n, 6 dof)."""
+    dof: cython.Py_ssize_t = q.shape[1]
+    frame = cython.declare(cython.double[12])  # the tip: rotation rows, then p
+    axes = cython.declare(cython.double[192])  # 6 x MAX_DOF: each joint's axis, then a point on it
+    i: cython.Py_ssize_t
+    j: cython.Py_ssize_t
+    wx: cython.double
+    wy: cython.double
+    wz: cython.double
+    rx: cython.double
+    ry: cython.double
+    rz: cython.double
+    for i in range(q.shape[0]):
+        _product_walk(c, q, i, frame, axes, jacobian)
+        if not jacobian:
+            for j in range(12):
+                poses[i, j] = frame[j]
+            poses[i, 12] = 0.0
+            poses[i, 13] = 0.0
+            poses[i, 14] = 0.0
+            poses[i, 15] = 1.0
+            continue
+        for j in range(dof):
+            wx = axes[6 * j]
+            wy = axes[6 * j + 1]
+            wz = axes[6 * j + 2]
+            if c[PRODUCT_HEADER + PRODUCT_PER_JOINT * j] != 0.0:  # a slide moves the tip along its axis
+                jacobians[i, j] = wx
+                jacobians[i, dof + j] = wy
+                jacobians[i, 2 * dof + j] = wz
+                jacobians[i, 3 * dof + j] = 0.0
+                jacobians[i, 4 * dof + j] = 0.0
+                jacobians[i, 5 * dof + j] = 0.0
+            else:
+                rx = frame[3] - axes[6 * j + 3]
+                ry = frame[7] - axes[6 * j + 4]
+                rz = frame[11] - axes[6 * j + 5]
+                jacobians[i, j] = wy * rz - wz * ry
+                jacobians[i, dof + j] = wz * rx - wx * rz
+                jacobians[i, 2 * dof + j] = wx * ry - wy * rx
+                jacobians[i, 3 * dof + j] = wx
+                jacobians[i, 4 * dof + j] = wy
+                jacobians[i, 5 * dof + j] = wz
+    return 0
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _product_walk(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1], i: cython.Py_ssize_t,
+                  frame: cython.p_double, axes: cython.p_double, with_axes: cython.bint) -> cython.int:
+    """Row ``i``'s tip into ``frame`` (rotation rows, p at 3, 7, 11) and, ``with_axes``, each
+    joint's axis and origin into ``axes``: pose = pose @ fixed_j @ Rz(q_j) (or Tz(q_j)), then
+    the flange. The rotation is kept as its columns x, y, z."""
+    x0: cython.double = 1.0
+    x1: cython.double = 0.0
+    x2: cython.double = 0.0
+    y0: cython.double = 0.0
+    y1: cython.double = 1.0
+    y2: cython.double = 0.0
+    z0: cython.double = 0.0
+    z1: cython.double = 0.0
+    z2: cython.double = 1.0
+    px: cython.double = 0.0
+    py: cython.double = 0.0
+    pz: cython.double = 0.0
+    j: cython.Py_ssize_t
+    at: cython.Py_ssize_t
+    t0: cython.double
+    t1: cython.double
+    t2: cython.double
+    n0: cython.double
+    n1: cython.double
+    n2: cython.double
+    m0: cython.double
+    m1: cython.double
+    m2: cython.double
+    value: cython.double
+    ct: cython.double
+    st: cython.double
+    for j in range(q.shape[1]):
+        at = PRODUCT_HEADER + PRODUCT_PER_JOINT * j
+        t0, t1, t2 = c[at + 11], c[at + 12], c[at + 13]
+        px += x0 * t0 + y0 * t1 + z0 * t2
+        py += x1 * t0 + y1 * t1 + z1 * t2
+        pz += x2 * t0 + y2 * t1 + z2 * t2
+        if c[at + 1] != 0.0:  # R = R A: column k is x A[0][k] + y A[1][k] + z A[2][k]
+            n0 = x0 * c[at + 2] + y0 * c[at + 5] + z0 * c[at + 8]
+            n1 = x1 * c[at + 2] + y1 * c[at + 5] + z1 * c[at + 8]
+            n2 = x2 * c[at + 2] + y2 * c[at + 5] + z2 * c[at + 8]
+            m0 = x0 * c[at + 3] + y0 * c[at + 6] + z0 * c[at + 9]
+            m1 = x1 * c[at + 3] + y1 * c[at + 6] + z1 * c[at + 9]
+            m2 = x2 * c[at + 3] + y2 * c[at + 6] + z2 * c[at + 9]
+            z0, z1, z2 = (x0 * c[at + 4] + y0 * c[at + 7] + z0 * c[at + 10],
+                          x1 * c[at + 4] + y1 * c[at + 7] + z1 * c[at + 10],
+                          x2 * c[at + 4] + y2 * c[at + 7] + z2 * c[at + 10])
+            x0, x1, x2 = n0, n1, n2
+            y0, y1, y2 = m0, m1, m2
+        value = q[i, j]
+        if c[at] != 0.0:
+            px += value * z0
+            py += value * z1
+            pz += value * z2
+        else:
+            ct, st = math.cos(value), math.sin(value)
+            n0, n1, n2 = ct * x0 + st * y0, ct * x1 + st * y1, ct * x2 + st * y2
+            y0, y1, y2 = ct * y0 - st * x0, ct * y1 - st * x1, ct * y2 - st * x2
+            x0, x1, x2 = n0, n1, n2
+        if with_axes:
+            axes[6 * j], axes[6 * j + 1], axes[6 * j + 2] = z0, z1, z2
+            axes[6 * j + 3], axes[6 * j + 4], axes[6 * j + 5] = px, py, pz
+    # The flange: p += R shift, R = R F.
+    t0, t1, t2 = c[9], c[10], c[11]
+    frame[3] = px + x0 * t0 + y0 * t1 + z0 * t2
+    frame[7] = py + x1 * t0 + y1 * t1 + z1 * t2
+    frame[11] = pz + x2 * t0 + y2 * t1 + z2 * t2
+    for j in range(3):  # column j of R F
+        frame[j] = x0 * c[j] + y0 * c[3 + j] + z0 * c[6 + j]
+        frame[4 + j] = x1 * c[j] + y1 * c[3 + j] + z1 * c[6 + j]
+        frame[8 + j] = x2 * c[j] + y2 * c[3 + j] + z2 * c[6 + j]
+    return 0
+
+
 # OPW (opw.OPW) --------------------------------------------------------------------------------
 
 # Layout of OPW._packed: a1, a2, b, c1, c2, c3, c4, k, psi, signs (6), offsets (6), then the

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import os
 import xml.etree.ElementTree as ElementTree
+from array import array
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -36,6 +37,7 @@ from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics
 from .chain import DHChain
+from .kernels import module as _kernels
 from .limits import JointLimits
 
 #: the joint types a chain moves with; ``continuous`` is a revolute joint without a range
@@ -143,6 +145,11 @@ class UrdfChain(Kinematics):
                         for f, slide in zip(self._fixed, self._slides, strict=True)]
         self._flange_rotation = None if (self._flange[:3, :3] == np.eye(3)).all() else self._flange[:3, :3].tolist()
         self._flange_shift = self._flange[:3, 3].tolist()
+        # The same constants for the batch kernels (layout: see _kernels.py, PRODUCT_HEADER).
+        self._packed = array("d", [*self._flange[:3, :3].ravel(), *self._flange[:3, 3]])
+        for f, slide in zip(self._fixed, self._slides, strict=True):
+            turns = not (f[:3, :3] == np.eye(3)).all()
+            self._packed.extend([float(slide), float(turns), *f[:3, :3].ravel(), *f[:3, 3]])
         self._dh = _as_dh(self) if not any(self._slides) else None
 
     @classmethod
@@ -288,8 +295,8 @@ class UrdfChain(Kinematics):
         return pose.reshape(*shape, 4, 4)
 
     def _batch(self, q: Array) -> tuple[Array, tuple[int, ...]]:
-        """Joints (..., dof) as (m, dof), and the leading shape to give results back."""
-        return q.reshape(-1, self.dof), q.shape[:-1]
+        """Joints (..., dof) as (m, dof) rows in a row, and the leading shape to give results back."""
+        return np.ascontiguousarray(q.reshape(-1, self.dof)), q.shape[:-1]
 
     def forward(self, q: ArrayLike) -> Array:
         """Tip pose (4, 4) for joints (dof,); (..., 4, 4) for (..., dof)."""
@@ -301,8 +308,9 @@ class UrdfChain(Kinematics):
         if q.ndim == 1:
             return _pose_array(self.frame_and_jacobian_lists(q.tolist(), False)[0])
         flat, shape = self._batch(q)
-        rotation, position, _ = self._walk(flat, False)
-        return self._tip(rotation, position, shape)
+        out = np.empty((len(flat), 4, 4))
+        _kernels.product_forward_batch(self._packed, flat, out.reshape(-1, 16))
+        return out.reshape(*shape, 4, 4)
 
     def joint_poses(self, q: ArrayLike) -> Array:
         """Each moving joint's child link frame, then the tip: (..., dof + 1, 4, 4)."""
@@ -318,21 +326,9 @@ class UrdfChain(Kinematics):
         if q.ndim == 1:
             return self.pose_and_jacobian(q)[1]
         flat, shape = self._batch(q)
-        rotation, position, frames = self._walk(flat, True)
-        tip = position + (self._flange[:3, 3] @ rotation.reshape(3, -1)).reshape(position.shape)
-        jac = np.empty((6, self.dof, len(flat)))
-        for i, ((r, p), slide) in enumerate(zip(frames, self._slides, strict=True)):
-            axis = r[2]
-            if slide:
-                jac[:3, i] = axis
-                jac[3:, i] = 0.0
-            else:
-                d = tip - p
-                jac[0, i] = axis[1] * d[2] - axis[2] * d[1]
-                jac[1, i] = axis[2] * d[0] - axis[0] * d[2]
-                jac[2, i] = axis[0] * d[1] - axis[1] * d[0]
-                jac[3:, i] = axis
-        return jac.transpose(2, 0, 1).reshape(*shape, 6, self.dof)
+        out = np.empty((len(flat), 6, self.dof))
+        _kernels.product_jacobian_batch(self._packed, flat, out.reshape(len(flat), 6 * self.dof))
+        return out.reshape(*shape, 6, self.dof)
 
     # The scalar path: one configuration, plain floats -----------------------------------------
 
