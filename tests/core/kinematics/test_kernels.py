@@ -117,7 +117,7 @@ def test_the_compiled_chain_equals_the_interpreted_chain_bit_for_bit(model):
         frame, jac = source.chain(model._packed, q, True)
         assert compiled.chain(model._packed, q, True) == (frame, jac)
         assert compiled.chain(model._packed, q, False) == (frame, None)
-    # the frame and Jacobian are the chain's (the batched numpy path computes them independently)
+    # the frame and Jacobian are the chain's (joint_poses and the batch kernel compute them independently)
     q = rng.uniform(-4, 4, (5, model.dof))
     for one in q:
         frame, jac = compiled.chain(model._packed, one.tolist(), True)
@@ -132,18 +132,25 @@ def test_the_compiled_chain_equals_the_interpreted_chain_bit_for_bit(model):
 URDF_FILES = Path(__file__).resolve().parent / "urdf_files"
 
 
+def _product_models():
+    """UrdfChains and DH chains: the batch kernels run both."""
+    yield UrdfChain.from_urdf(URDF_FILES / "slider_gripper.urdf", "world", "tool0")  # a slide, oblique axes, a turned flange
+    yield UrdfChain.from_urdf(URDF_FILES / "six_axis.urdf", "base_link", "tool0")
+    for model in _chains():
+        while not isinstance(model, DHChain):  # the Franka models wrap their chain
+            model = model.robot
+        yield model
+
+
 @compiled_only
-@pytest.mark.parametrize(("file", "base", "tip"), [
-    ("slider_gripper.urdf", "world", "tool0"),  # a slide, a continuous joint, oblique axes, a turned flange
-    ("six_axis.urdf", "base_link", "tool0"),
-], ids=["slider", "six-axis"])
-def test_the_compiled_product_chain_equals_the_interpreted_one_bit_for_bit(file, base, tip):
-    model = UrdfChain.from_urdf(URDF_FILES / file, base, tip)
+@pytest.mark.parametrize("model", list(_product_models()), ids=["slider", "six-axis", "fr3", "panda", "dh", "modified-dh"])
+def test_the_compiled_batch_chains_equal_the_interpreted_ones_bit_for_bit(model):
+    packed = model._product if isinstance(model, DHChain) else model._packed
     q = np.random.default_rng(9).uniform(-4, 4, (NOGIL_BATCH, model.dof))  # long enough to release the GIL
     for kernel, width in ((compiled.product_forward_batch, 16), (compiled.product_jacobian_batch, 6 * model.dof)):
         fast, slow = np.empty((len(q), width)), np.empty((len(q), width))
-        kernel(model._packed, q, fast)
-        getattr(source, kernel.__name__)(model._packed, q, slow)
+        kernel(packed, q, fast)
+        getattr(source, kernel.__name__)(packed, q, slow)
         np.testing.assert_array_equal(fast, slow)
     # and they are the chain's frames (joint_poses computes them independently, in numpy)
     np.testing.assert_allclose(model.forward(q[:50]), model.joint_poses(q[:50])[:, -1], atol=1e-12)

@@ -42,6 +42,31 @@ def _fixed(pose: Array) -> Array:
     return pose
 
 
+def product_constants(fixed: Sequence[Array], slides: Sequence[bool], flange: Array) -> array:
+    """The constants of the batch kernels (layout: _kernels.PRODUCT_HEADER) for the chain
+    ``fixed[0] @ J(q_0) @ fixed[1] @ J(q_1) ... @ flange``, each J a turn about z or, where
+    ``slides``, a slide along it."""
+    packed = array("d", [*flange[:3, :3].ravel(), *flange[:3, 3]])
+    for pose, slide in zip(fixed, slides, strict=True):
+        turns = not (pose[:3, :3] == np.eye(3)).all()
+        packed.extend([float(slide), float(turns), *pose[:3, :3].ravel(), *pose[:3, 3]])
+    return packed
+
+
+def _shift(x: float, z: float) -> Array:
+    pose = np.eye(4)
+    pose[0, 3], pose[2, 3] = x, z
+    return pose
+
+
+def _turn(axis: str, cos: float, sin: float) -> Array:
+    pose = np.eye(4)
+    first, second = (1, 2) if axis == "x" else (0, 1)
+    pose[first, first] = pose[second, second] = cos
+    pose[second, first], pose[first, second] = sin, -sin
+    return pose
+
+
 class DHChain(Kinematics):
     """A serial chain of revolute joints (see the module docstring).
 
@@ -93,6 +118,7 @@ class DHChain(Kinematics):
             *(x for joint in zip(self.offsets, self._kind, self.a, self.d, self._ca, self._sa, strict=True)
               for x in joint),
         ])
+        self._product = self._product_constants()
 
     @property
     def reach_bound(self) -> tuple[Array, float]:
@@ -104,6 +130,25 @@ class DHChain(Kinematics):
     def __repr__(self) -> str:
         kind = "modified" if self.modified else "classic"
         return f"DHChain({kind}, dof={self.dof}, a={list(self.a)}, d={list(self.d)}, alpha={[round(x, 6) for x in self.alpha]})"
+
+    def _product_constants(self) -> array:
+        """The chain as fixed transforms each followed by a turn about z, for the batch kernels:
+        classic links are Rz(offset) J(q) then Tz(d) Tx(a) Rx(alpha), modified ones Rx(alpha)
+        Tx(a) Rz(offset) J(q) then Tz(d); what follows one joint and precedes the next is one
+        fixed transform. Twists of 0 and +-90 deg are exact permutations, as on the scalar path."""
+        exact = {0: (1.0, 0.0), 1: (0.0, 1.0), -1: (0.0, -1.0)}
+        before, after = [], []
+        for i, kind in enumerate(self._kind):
+            twist = _turn("x", *exact.get(kind, (self._ca[i], self._sa[i])))
+            offset = _turn("z", math.cos(self.offsets[i]), math.sin(self.offsets[i]))
+            if self.modified:
+                before.append(twist @ _shift(self.a[i], 0.0) @ offset)
+                after.append(_shift(0.0, self.d[i]))
+            else:
+                before.append(offset)
+                after.append(_shift(0.0, self.d[i]) @ _shift(self.a[i], 0.0) @ twist)
+        fixed = [self.base @ before[0], *(done @ then for done, then in zip(after[:-1], before[1:], strict=True))]
+        return product_constants(fixed, [False] * self.dof, after[-1] @ self.flange)
 
     # Batched frames -------------------------------------------------------------------
 
@@ -158,10 +203,10 @@ class DHChain(Kinematics):
         q = self._joints(q)
         if q.ndim == 1:
             return self._pose_array(self._frame(q.tolist(), False)[0])
-        pose = np.broadcast_to(self.base, (*q.shape[:-1], 4, 4))
-        for i in range(self.dof):
-            pose = pose @ self._link(i, q[..., i] + self.offsets[i])
-        return pose @ self.flange
+        flat = np.ascontiguousarray(q.reshape(-1, self.dof))
+        out = np.empty((len(flat), 4, 4))
+        _kernels.product_forward_batch(self._product, flat, out.reshape(-1, 16))
+        return out.reshape(*q.shape[:-1], 4, 4)
 
     @staticmethod
     def _pose_array(frame: tuple) -> Array:
@@ -175,17 +220,10 @@ class DHChain(Kinematics):
         q = self._joints(q)
         if q.ndim == 1:
             return self.pose_and_jacobian(q)[1]
-        frames = self.joint_poses(q)
-        tip = frames[..., -1, :3, 3]
-        if self.modified:
-            axes = frames[..., :-1, :3, 2]
-            origins = frames[..., :-1, :3, 3]
-        else:
-            before = np.concatenate([np.broadcast_to(self.base, (*q.shape[:-1], 1, 4, 4)), frames[..., :-2, :, :]], axis=-3)
-            axes = before[..., :3, 2]
-            origins = before[..., :3, 3]
-        linear = np.cross(axes, tip[..., None, :] - origins)
-        return np.concatenate([np.swapaxes(linear, -1, -2), np.swapaxes(axes, -1, -2)], axis=-2)
+        flat = np.ascontiguousarray(q.reshape(-1, self.dof))
+        out = np.empty((len(flat), 6, self.dof))
+        _kernels.product_jacobian_batch(self._product, flat, out.reshape(len(flat), 6 * self.dof))
+        return out.reshape(*q.shape[:-1], 6, self.dof)
 
     # The scalar path: one configuration, plain floats -------------------------------------
 

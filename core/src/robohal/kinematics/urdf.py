@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import os
 import xml.etree.ElementTree as ElementTree
-from array import array
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -36,7 +35,7 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics
-from .chain import DHChain
+from .chain import DHChain, product_constants
 from .kernels import module as _kernels
 from .limits import JointLimits
 
@@ -146,10 +145,7 @@ class UrdfChain(Kinematics):
         self._flange_rotation = None if (self._flange[:3, :3] == np.eye(3)).all() else self._flange[:3, :3].tolist()
         self._flange_shift = self._flange[:3, 3].tolist()
         # The same constants for the batch kernels (layout: see _kernels.py, PRODUCT_HEADER).
-        self._packed = array("d", [*self._flange[:3, :3].ravel(), *self._flange[:3, 3]])
-        for f, slide in zip(self._fixed, self._slides, strict=True):
-            turns = not (f[:3, :3] == np.eye(3)).all()
-            self._packed.extend([float(slide), float(turns), *f[:3, :3].ravel(), *f[:3, 3]])
+        self._packed = product_constants(self._fixed, self._slides, self._flange)
         self._dh = _as_dh(self) if not any(self._slides) else None
 
     @classmethod
