@@ -28,6 +28,11 @@ compiled = importlib.import_module("robohal.kinematics._kernels")
 source = kernels.load_source()
 compiled_only = pytest.mark.skipif(not compiled.COMPILED, reason="robohal was installed without a C compiler")
 
+OPW_ARMS = {  # (a1, a2, b, c1, c2, c3, c4), offsets, signs: sign flips (KR6 R700) and b != 0 (TX40)
+    "irb2400": ((0.100, -0.135, 0.0, 0.615, 0.705, 0.755, 0.085), (0, 0, -math.pi / 2, 0, 0, 0), (1,) * 6),
+    "kr6_r700": ((0.025, -0.035, 0.0, 0.400, 0.315, 0.365, 0.080), (0, -math.pi / 2, 0, 0, 0, 0), (-1, 1, 1, -1, 1, -1)),
+    "tx40": ((0.0, 0.0, 0.035, 0.320, 0.225, 0.225, 0.065), (0, 0, -math.pi / 2, 0, 0, 0), (1,) * 6),
+}
 # A batch this long runs with the GIL released (_kernels.NOGIL_FROM).
 NOGIL_BATCH = 300
 MODELS = ["franka.fr3", "franka.panda", "abb.irb1410", "abb.irb2400", "arduino.planar2"]
@@ -133,27 +138,32 @@ URDF_FILES = Path(__file__).resolve().parent / "urdf_files"
 
 
 def _product_models():
-    """UrdfChains and DH chains: the batch kernels run both."""
+    """UrdfChains, DH chains and OPW arms (their Jacobian): the batch kernels run them all."""
     yield UrdfChain.from_urdf(URDF_FILES / "slider_gripper.urdf", "world", "tool0")  # a slide, oblique axes, a turned flange
     yield UrdfChain.from_urdf(URDF_FILES / "six_axis.urdf", "base_link", "tool0")
     for model in _chains():
         while not isinstance(model, DHChain):  # the Franka models wrap their chain
             model = model.robot
         yield model
+    for lengths, offsets, signs in OPW_ARMS.values():
+        yield opw.OPW(*lengths, offsets=offsets, signs=signs)
 
 
 @compiled_only
-@pytest.mark.parametrize("model", list(_product_models()), ids=["slider", "six-axis", "fr3", "panda", "dh", "modified-dh"])
+@pytest.mark.parametrize("model", list(_product_models()),
+                         ids=["slider", "six-axis", "fr3", "panda", "dh", "modified-dh", *OPW_ARMS])
 def test_the_compiled_batch_chains_equal_the_interpreted_ones_bit_for_bit(model):
-    packed = model._product if isinstance(model, DHChain) else model._packed
+    packed = model._packed if isinstance(model, UrdfChain) else model._product
     q = np.random.default_rng(9).uniform(-4, 4, (NOGIL_BATCH, model.dof))  # long enough to release the GIL
     for kernel, width in ((compiled.product_forward_batch, 16), (compiled.product_jacobian_batch, 6 * model.dof)):
         fast, slow = np.empty((len(q), width)), np.empty((len(q), width))
         kernel(packed, q, fast)
         getattr(source, kernel.__name__)(packed, q, slow)
         np.testing.assert_array_equal(fast, slow)
-    # and they are the chain's frames (joint_poses computes them independently, in numpy)
+    # and they are the chain's frames and Jacobians (joint_poses in numpy and the scalar path compute them independently)
     np.testing.assert_allclose(model.forward(q[:50]), model.joint_poses(q[:50])[:, -1], atol=1e-12)
+    np.testing.assert_allclose(model.jacobian(q[:50]), [model.frame_and_jacobian_lists(row)[1] for row in q[:50].tolist()],
+                               atol=1e-12)
 
 
 def _interpreted(monkeypatch):
@@ -324,13 +334,6 @@ def test_malformed_calls_raise_instead_of_reading_past_the_end(call, kernels):
 ], ids=repr)
 def test_the_one_pose_forward_leaves_whatever_is_not_six_finite_floats_to_its_caller(kernels, q):
     assert kernels.opw_pose(ARM._packed, q) is None
-
-
-OPW_ARMS = {  # (a1, a2, b, c1, c2, c3, c4), offsets, signs: sign flips (KR6 R700) and b != 0 (TX40)
-    "irb2400": ((0.100, -0.135, 0.0, 0.615, 0.705, 0.755, 0.085), (0, 0, -math.pi / 2, 0, 0, 0), (1,) * 6),
-    "kr6_r700": ((0.025, -0.035, 0.0, 0.400, 0.315, 0.365, 0.080), (0, -math.pi / 2, 0, 0, 0, 0), (-1, 1, 1, -1, 1, -1)),
-    "tx40": ((0.0, 0.0, 0.035, 0.320, 0.225, 0.225, 0.065), (0, 0, -math.pi / 2, 0, 0, 0), (1,) * 6),
-}
 
 
 def _opw_poses(model, rng, count):

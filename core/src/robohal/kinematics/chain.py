@@ -53,13 +53,15 @@ def product_constants(fixed: Sequence[Array], slides: Sequence[bool], flange: Ar
     return packed
 
 
-def _shift(x: float, z: float) -> Array:
+def shift(x: float, y: float, z: float) -> Array:
+    """A pure translation (4, 4)."""
     pose = np.eye(4)
-    pose[0, 3], pose[2, 3] = x, z
+    pose[:3, 3] = x, y, z
     return pose
 
 
-def _turn(axis: str, cos: float, sin: float) -> Array:
+def turn(axis: str, cos: float, sin: float) -> Array:
+    """A rotation (4, 4) about ``axis`` "x" or "z" given its cosine and sine (exact where they are)."""
     pose = np.eye(4)
     first, second = (1, 2) if axis == "x" else (0, 1)
     pose[first, first] = pose[second, second] = cos
@@ -139,14 +141,14 @@ class DHChain(Kinematics):
         exact = {0: (1.0, 0.0), 1: (0.0, 1.0), -1: (0.0, -1.0)}
         before, after = [], []
         for i, kind in enumerate(self._kind):
-            twist = _turn("x", *exact.get(kind, (self._ca[i], self._sa[i])))
-            offset = _turn("z", math.cos(self.offsets[i]), math.sin(self.offsets[i]))
+            twist = turn("x", *exact.get(kind, (self._ca[i], self._sa[i])))
+            offset = turn("z", math.cos(self.offsets[i]), math.sin(self.offsets[i]))
             if self.modified:
-                before.append(twist @ _shift(self.a[i], 0.0) @ offset)
-                after.append(_shift(0.0, self.d[i]))
+                before.append(twist @ shift(self.a[i], 0.0, 0.0) @ offset)
+                after.append(shift(0.0, 0.0, self.d[i]))
             else:
                 before.append(offset)
-                after.append(_shift(0.0, self.d[i]) @ _shift(self.a[i], 0.0) @ twist)
+                after.append(shift(self.a[i], 0.0, self.d[i]) @ twist)
         fixed = [self.base @ before[0], *(done @ then for done, then in zip(after[:-1], before[1:], strict=True))]
         return product_constants(fixed, [False] * self.dof, after[-1] @ self.flange)
 
