@@ -984,6 +984,95 @@ def opw(c: cython.const[cython.double][::1], m, reference, j6) -> tuple:
     return [], ("degenerate",), False
 
 
+# The OPW maths both solvers share: the wrist centre, a shoulder branch, an elbow branch.
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _opw_centre(c: cython.const[cython.double][::1], px: cython.double, py: cython.double, pz: cython.double, r02: cython.double, r12: cython.double, r22: cython.double,
+                ref1: cython.double) -> tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]:
+    """The wrist centre (cx, cy, cz); rho2, its squared distance from the J1 axis less b^2; r, the
+    root of rho2 (0 where rho2 is negative); phi, its azimuth (the model angle ``ref1`` on the
+    axis, where J1 is free); and v, its height above J2."""
+    c4: cython.double = c[6]
+    cx: cython.double = px - c4 * r02
+    cy: cython.double = py - c4 * r12
+    cz: cython.double = pz - c4 * r22
+    rho2: cython.double = cx * cx + cy * cy - c[2] * c[2]
+    r: cython.double = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
+    phi: cython.double = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else ref1
+    return cx, cy, cz, rho2, r, phi, cz - c[3]
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def _opw_shoulder(c: cython.const[cython.double][::1], xp: cython.double, phi: cython.double, v: cython.double, r00: cython.double, r01: cython.double, r02: cython.double, r10: cython.double, r11: cython.double,
+                  r12: cython.double) -> tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]:
+    """One shoulder branch (the wrist centre at ``xp`` = +-r ahead of J1): (u, the cosine of the
+    elbow angle before it is clamped to [-1, 1] (beyond it: out of reach), t1, sin t1, cos t1,
+    the rows h = Rz(t1)^T R of the target's x, y, z columns' first entries, R0_1^T R's (1, 2)
+    entry, the direction of the wrist from J2, the elbow's sine and its angle and share of J2
+    for the positive sine (the negative one negates both: atan2 is odd in y))."""
+    a1: cython.double = c[0]
+    c2: cython.double = c[4]
+    k: cython.double = c[7]
+    u: cython.double = xp - a1
+    reach: cython.double = (u * u + v * v - (c2 * c2 + k * k)) / (2.0 * c2 * k)
+    d: cython.double = reach if reach > -1.0 else -1.0
+    d = d if d < 1.0 else 1.0
+    t1: cython.double = phi - math.atan2(c[2], xp)
+    sn1: cython.double = math.sin(t1)
+    cs1: cython.double = math.cos(t1)
+    root: cython.double = math.sqrt(1.0 - d * d)
+    return (u, reach, t1, sn1, cs1, cs1 * r00 + sn1 * r10, cs1 * r01 + sn1 * r11, cs1 * r02 + sn1 * r12,
+            cs1 * r12 - sn1 * r02, math.atan2(u, v), root, math.atan2(root, d), math.atan2(k * root, c2 + k * d))
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _opw_elbow(c: cython.const[cython.double][::1], down: cython.bint, elbow_angle: cython.double, elbow_share: cython.double, along: cython.double,
+               sn1: cython.double, cs1: cython.double, h_x: cython.double, h_y: cython.double, h_z: cython.double, m12: cython.double, r00: cython.double, r10: cython.double, r20: cython.double, r21: cython.double, r22: cython.double, ref4: cython.double,
+               has_j6: cython.bint, t6_given: cython.double) -> tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]:
+    """One elbow branch of a shoulder branch (``down``: the negative elbow sine): (t2, t3,
+    sin(t2 + t3), cos(t2 + t3), t4, t5, t6, sin t5) for the unflipped wrist. Below the wrist's
+    degenerate sine J4 is the model angle ``ref4`` and J6 keeps t4 + t6 (J5 = 0) or t4 - t6
+    (J5 = pi); 5-DOF (``has_j6``), t6 is ``t6_given``."""
+    t3: cython.double = (-elbow_angle if down else elbow_angle) - c[8]
+    t2: cython.double = along - (-elbow_share if down else elbow_share)
+    t23: cython.double = t2 + t3
+    s23: cython.double = math.sin(t23)
+    c23: cython.double = math.cos(t23)
+    # M = R0_3^T R: its third column and third row give the wrist angles.
+    m02: cython.double = c23 * h_z - s23 * r22
+    m22: cython.double = s23 * h_z + c23 * r22
+    sin5: cython.double = math.sqrt(m02 * m02 + m12 * m12)
+    t4: cython.double
+    t6: cython.double
+    m00: cython.double
+    m10: cython.double
+    if sin5 >= c[25]:
+        t4 = math.atan2(m12, m02)
+        t6 = t6_given if has_j6 else math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
+    else:
+        t4 = ref4
+        if has_j6:
+            t6 = t6_given
+        else:
+            m00 = c23 * h_x - s23 * r20
+            m10 = cs1 * r10 - sn1 * r00
+            if m22 > 0.0:  # J5 = 0: only t4 + t6 is fixed
+                t6 = math.atan2(m10, m00) - t4
+            else:  # J5 = pi: only t4 - t6 is fixed
+                t6 = t4 - math.atan2(-m10, -m00)
+    return t2, t3, s23, c23, t4, math.atan2(sin5, m22), t6, sin5
+
+
 @cython.cfunc
 @cython.cdivision(True)
 @cython.boundscheck(False)
@@ -1004,39 +1093,31 @@ def _solve_pose(c: cython.const[cython.double][::1], r00: cython.double, r01: cy
     c1: cython.double = c[3]
     c2: cython.double = c[4]
     c3: cython.double = c[5]
-    c4: cython.double = c[6]
-    k: cython.double = c[7]
-    psi: cython.double = c[8]
     near_limit: cython.double = c[21]
     rim_slack: cython.double = c[22]
     verify_position: cython.double = c[23]
     verify_rotation: cython.double = c[24]
-    wrist_degenerate: cython.double = c[25]
-    # Wrist centre.
-    cx: cython.double = px - c4 * r02
-    cy: cython.double = py - c4 * r12
-    cz: cython.double = pz - c4 * r22
-    rho2: cython.double = cx * cx + cy * cy - b * b
+    cx: cython.double
+    cy: cython.double
+    cz: cython.double
+    rho2: cython.double
+    r: cython.double
+    phi: cython.double
+    v: cython.double
+    cx, cy, cz, rho2, r, phi, v = _opw_centre(c, px, py, pz, r02, r12, r22, c[9] * reference0 - c[15])
     info[0] = 0.0
     if rho2 < -1e-12:
         info[1], info[2], info[3] = 1.0, cx, cy
         return 0
-    r: cython.double = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
     near_degenerate: cython.bint = r < near_limit
-    # On the J1 axis J1 is free: it stays at the reference.
-    phi: cython.double = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else c[9] * reference0 - c[15]
-    v: cython.double = cz - c1
-    kk: cython.double = c2 * c2 + k * k
-    two_c2k: cython.double = 2.0 * c2 * k
+    ref4: cython.double = c[12] * reference3 - c[18]
     count: cython.int = 0
     out_of_reach: cython.bint = False  # (u, v) of the first shoulder branch out of reach: the reason if none is found
     side: cython.int
     elbow: cython.int
-    elbows: cython.int
     flip: cython.bint
-    xp: cython.double
     u: cython.double
-    d: cython.double
+    reach: cython.double
     t1: cython.double
     sn1: cython.double
     cs1: cython.double
@@ -1046,25 +1127,21 @@ def _solve_pose(c: cython.const[cython.double][::1], r00: cython.double, r01: cy
     m12: cython.double
     along: cython.double
     root: cython.double
+    elbow_angle: cython.double
+    elbow_share: cython.double
     q1: cython.double
     q2: cython.double
     q3: cython.double
-    sin_elbow: cython.double
     t2: cython.double
     t3: cython.double
-    t23: cython.double
     s23: cython.double
     c23: cython.double
     xw: cython.double
     zw: cython.double
-    m02: cython.double
-    m22: cython.double
     sin5: cython.double
     t4: cython.double
     t5: cython.double
     t6: cython.double
-    m00: cython.double
-    m10: cython.double
     sn4: cython.double
     cs4: cython.double
     sn5: cython.double
@@ -1080,62 +1157,29 @@ def _solve_pose(c: cython.const[cython.double][::1], r00: cython.double, r01: cy
     u2: cython.double
     at: cython.int
     for side in range(2):
-        xp = r if side == 0 else -r
-        u = xp - a1
-        d = (u * u + v * v - kk) / two_c2k
-        if abs(d) > 1.0 + rim_slack:
+        u, reach, t1, sn1, cs1, h_x, h_y, h_z, m12, along, root, elbow_angle, elbow_share = _opw_shoulder(
+            c, r if side == 0 else -r, phi, v, r00, r01, r02, r10, r11, r12)
+        if abs(reach) > 1.0 + rim_slack:
             if not out_of_reach:
                 out_of_reach = True
                 info[2], info[3] = u, v
             continue
-        d = d if d > -1.0 else -1.0
-        d = d if d < 1.0 else 1.0
-        t1 = phi - math.atan2(b, xp)
-        sn1, cs1 = math.sin(t1), math.cos(t1)
-        h_x = cs1 * r00 + sn1 * r10
-        h_y = cs1 * r01 + sn1 * r11
-        h_z = cs1 * r02 + sn1 * r12
-        m12 = cs1 * r12 - sn1 * r02
-        along = math.atan2(u, v)
-        root = math.sqrt(1.0 - d * d)
         if root < near_limit:
             near_degenerate = True
         q1 = _wrap(c[9] * (t1 + c[15]))
-        elbows = 2 if root > 0.0 else 1
-        for elbow in range(elbows):
-            sin_elbow = 0.0 if elbows == 1 else (root if elbow == 0 else -root)
-            t3 = math.atan2(sin_elbow, d) - psi
-            t2 = along - math.atan2(k * sin_elbow, c2 + k * d)
-            t23 = t2 + t3
-            s23, c23 = math.sin(t23), math.cos(t23)
+        for elbow in range(2 if root > 0.0 else 1):  # a straight elbow is one branch
+            t2, t3, s23, c23, t4, t5, t6, sin5 = _opw_elbow(c, elbow == 1, elbow_angle, elbow_share, along, sn1, cs1,
+                                                            h_x, h_y, h_z, m12, r00, r10, r20, r21, r22, ref4, has_j6,
+                                                            t6_given)
             # Wrist centre check (the arm part of the forward kinematics).
             xw = a1 + c2 * math.sin(t2) + a2 * c23 + c3 * s23
             zw = c1 + c2 * math.cos(t2) - a2 * s23 + c3 * c23
             if (abs(cs1 * xw - sn1 * b - cx) > verify_position or abs(sn1 * xw + cs1 * b - cy) > verify_position
                     or abs(zw - cz) > verify_position):
                 continue
-            # M = R0_3^T R: its third column and third row give the wrist angles.
-            m02 = c23 * h_z - s23 * r22
-            m22 = s23 * h_z + c23 * r22
-            sin5 = math.sqrt(m02 * m02 + m12 * m12)
-            t5 = math.atan2(sin5, m22)
             if sin5 < near_limit:
                 near_degenerate = True
-            flip = sin5 >= wrist_degenerate
-            if flip:
-                t4 = math.atan2(m12, m02)
-                t6 = t6_given if has_j6 else math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
-            else:
-                t4 = c[12] * reference3 - c[18]
-                if has_j6:
-                    t6 = t6_given
-                else:
-                    m00 = c23 * h_x - s23 * r20
-                    m10 = cs1 * r10 - sn1 * r00
-                    if m22 > 0.0:  # J5 = 0: only t4 + t6 is fixed
-                        t6 = math.atan2(m10, m00) - t4
-                    else:  # J5 = pi: only t4 - t6 is fixed
-                        t6 = t4 - math.atan2(-m10, -m00)
+            flip = sin5 >= c[25]
             # Verify the rotation: R0_3 R3_6 against the target's z (and, unless 5-DOF, x) axis.
             # The flipped wrist (t4 + pi, -t5, t6 + pi) is the same rotation with the signs of
             # sin/cos t4, sin t5 and sin/cos t6 negated: every product below is the same
@@ -1282,16 +1326,8 @@ def _inverse_rows(c: cython.const[cython.double][::1], poses: cython.const[cytho
 def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython.double][:, ::1], lower: cython.const[cython.double][::1],
                  upper: cython.const[cython.double][::1], reference: cython.const[cython.double][::1], out: cython.double[:, :, ::1],
                  i: cython.Py_ssize_t, missing: cython.double) -> cython.int:
-    a1: cython.double = c[0]
-    b: cython.double = c[2]
-    c1: cython.double = c[3]
-    c2: cython.double = c[4]
-    c4: cython.double = c[6]
-    k: cython.double = c[7]
-    psi: cython.double = c[8]
     rim_slack: cython.double = c[22]
     verify: cython.double = c[23]
-    wrist_degenerate: cython.double = c[25]
     r00: cython.double = poses[i, 0]
     r01: cython.double = poses[i, 1]
     r02: cython.double = poses[i, 2]
@@ -1304,25 +1340,21 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
     r21: cython.double = poses[i, 9]
     r22: cython.double = poses[i, 10]
     pz: cython.double = poses[i, 11]
-    ref0: cython.double = c[9] * reference[0] - c[15]
-    ref3: cython.double = c[12] * reference[3] - c[18]
-    cx: cython.double = px - c4 * r02
-    cy: cython.double = py - c4 * r12
-    cz: cython.double = pz - c4 * r22
-    rho2: cython.double = cx * cx + cy * cy - b * b
+    ref4: cython.double = c[12] * reference[3] - c[18]
+    _skip: cython.double  # what the batch does not need of the shared maths
+    rho2: cython.double
+    r: cython.double
+    phi: cython.double
+    v: cython.double
+    _skip, _skip, _skip, rho2, r, phi, v = _opw_centre(c, px, py, pz, r02, r12, r22, c[9] * reference[0] - c[15])
     bad_base: cython.bint = rho2 < -1e-12
-    r: cython.double = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
-    phi: cython.double = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else ref0
-    v: cython.double = cz - c1
     side: cython.int
     elbow: cython.int
     wrist: cython.int
     j: cython.int
     slot: cython.int
     bad: cython.bint
-    xp: cython.double
-    u: cython.double
-    d: cython.double
+    reach: cython.double
     t1: cython.double
     sn1: cython.double
     cs1: cython.double
@@ -1331,22 +1363,14 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
     h_z: cython.double
     m12: cython.double
     along: cython.double
-    root: cython.double
     elbow_angle: cython.double
     elbow_share: cython.double
     t2: cython.double
     t3: cython.double
-    t23: cython.double
-    s23: cython.double
-    c23: cython.double
-    m02: cython.double
-    m22: cython.double
     sin5: cython.double
     t4: cython.double
     t5: cython.double
     t6: cython.double
-    m00: cython.double
-    m10: cython.double
     value: cython.double
     error: cython.double
     degenerate: cython.bint
@@ -1367,41 +1391,13 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
     q = cython.declare(cython.double[6])
     theta = cython.declare(cython.double[6])
     for side in range(2):
-        xp = r if side == 0 else -r
-        u = xp - a1
-        d = (u * u + v * v - (c2 * c2 + k * k)) / (2.0 * c2 * k)
-        unreachable = abs(d) > 1.0 + rim_slack or bad_base
-        d = d if d > -1.0 else -1.0
-        d = d if d < 1.0 else 1.0
-        t1 = phi - math.atan2(b, xp)
-        sn1, cs1 = math.sin(t1), math.cos(t1)
-        h_x = cs1 * r00 + sn1 * r10
-        h_y = cs1 * r01 + sn1 * r11
-        h_z = cs1 * r02 + sn1 * r12
-        m12 = cs1 * r12 - sn1 * r02
-        along = math.atan2(u, v)
-        root = math.sqrt(1.0 - d * d)
-        # The elbow angle and its share of J2 for sin(elbow) = +root; -root negates both (atan2 is odd in y).
-        elbow_angle = math.atan2(root, d)
-        elbow_share = math.atan2(k * root, c2 + k * d)
+        _skip, reach, t1, sn1, cs1, h_x, h_y, h_z, m12, along, _skip, elbow_angle, elbow_share = _opw_shoulder(
+            c, r if side == 0 else -r, phi, v, r00, r01, r02, r10, r11, r12)
+        unreachable = abs(reach) > 1.0 + rim_slack or bad_base
         for elbow in range(2):
-            t3 = (elbow_angle if elbow == 0 else -elbow_angle) - psi
-            t2 = along - (elbow_share if elbow == 0 else -elbow_share)
-            t23 = t2 + t3
-            s23, c23 = math.sin(t23), math.cos(t23)
-            m02 = c23 * h_z - s23 * r22
-            m22 = s23 * h_z + c23 * r22
-            sin5 = math.sqrt(m02 * m02 + m12 * m12)
-            t5 = math.atan2(sin5, m22)
-            degenerate = sin5 < wrist_degenerate
-            if degenerate:  # J5 = 0 (pi): J4 stays at the reference, J6 keeps t4 + t6 (t4 - t6)
-                m00 = c23 * h_x - s23 * r20
-                m10 = cs1 * r10 - sn1 * r00
-                t4 = ref3
-                t6 = math.atan2(m10, m00) - ref3 if m22 > 0.0 else ref3 - math.atan2(-m10, -m00)
-            else:
-                t4 = math.atan2(m12, m02)
-                t6 = math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
+            t2, t3, _skip, _skip, t4, t5, t6, sin5 = _opw_elbow(c, elbow == 1, elbow_angle, elbow_share, along, sn1, cs1,
+                                                            h_x, h_y, h_z, m12, r00, r10, r20, r21, r22, ref4, False, 0.0)
+            degenerate = not (sin5 >= c[25])  # J5 = 0 (pi): J4 stays at the reference, J6 keeps t4 + t6 (t4 - t6)
             arm_ready = False
             for wrist in range(2):
                 slot = 4 * side + 2 * elbow + wrist
