@@ -155,11 +155,20 @@ def _product_models():
 def test_the_compiled_batch_chains_equal_the_interpreted_ones_bit_for_bit(model):
     packed = model._packed if isinstance(model, UrdfChain) else model._product
     q = np.random.default_rng(9).uniform(-4, 4, (NOGIL_BATCH, model.dof))  # long enough to release the GIL
+    batches = []
     for kernel, width in ((compiled.product_forward_batch, 16), (compiled.product_jacobian_batch, 6 * model.dof)):
         fast, slow = np.empty((len(q), width)), np.empty((len(q), width))
         kernel(packed, q, fast)
         getattr(source, kernel.__name__)(packed, q, slow)
         np.testing.assert_array_equal(fast, slow)
+        batches.append(fast[:50])
+    poses, jacobians = batches[0].reshape(-1, 4, 4), batches[1].reshape(-1, 6, model.dof)
+    for row, pose, jac in zip(q[:50].tolist(), poses, jacobians, strict=True):
+        frame, rows = compiled.product_chain(packed, row, True)  # one configuration: the same numbers
+        assert source.product_chain(packed, row, True) == (frame, rows)
+        assert compiled.product_chain(packed, row, False) == (frame, None)
+        np.testing.assert_array_equal(np.column_stack(frame), pose[:3])
+        np.testing.assert_array_equal(rows, jac)
     # and they are the chain's frames and Jacobians (joint_poses in numpy and the scalar path compute them independently)
     np.testing.assert_allclose(model.forward(q[:50]), model.joint_poses(q[:50])[:, -1], atol=1e-12)
     np.testing.assert_allclose(model.jacobian(q[:50]), [model.frame_and_jacobian_lists(row)[1] for row in q[:50].tolist()],
@@ -311,6 +320,8 @@ ARM = opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)
     lambda k: k.product_forward_batch(array("d", [0.0] * 26), np.zeros((3, 2)), np.empty((3, 16))),
     lambda k: k.product_forward_batch(array("d", [0.0] * 26), np.zeros((3, 1)), np.empty((2, 16))),
     lambda k: k.product_jacobian_batch(array("d", [0.0] * 26), np.zeros((3, 1)), np.empty((3, 7))),
+    lambda k: k.product_chain(array("d", [0.0] * 26), [0.0] * 2, True),
+    lambda k: k.product_chain(array("d", [0.0] * 27), [0.0], True),
     lambda k: k.product_jacobian_batch(array("d", [0.0] * (12 + 14 * 40)), np.zeros((3, 40)), np.empty((3, 240))),
     lambda k: k.opw(ARM._packed, [[1.0, 0, 0, 0]] * 2, [0.0] * 6, None),
     lambda k: k.opw(ARM._packed, np.eye(4).tolist(), [0.0] * 5, None),

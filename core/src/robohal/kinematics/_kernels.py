@@ -550,14 +550,14 @@ PRODUCT_PER_JOINT = cython.declare(cython.int, 14)
 
 
 @cython.cfunc
-def _product_dof(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1]) -> cython.Py_ssize_t:
-    """The chain's joint count, checked against the constants' length, the joints' columns and MAX_DOF."""
+def _product_dof(c: cython.const[cython.double][::1], joints: cython.Py_ssize_t) -> cython.Py_ssize_t:
+    """The chain's joint count, checked against the constants' length, the ``joints`` given and MAX_DOF."""
     count: cython.Py_ssize_t = len(c)
     dof: cython.Py_ssize_t = (count - PRODUCT_HEADER) // PRODUCT_PER_JOINT
     if count < PRODUCT_HEADER + PRODUCT_PER_JOINT or (count - PRODUCT_HEADER) % PRODUCT_PER_JOINT:
         raise ValueError("chain constants have the wrong length")
-    if q.shape[1] != dof or dof > MAX_DOF:
-        raise ValueError(f"the joints need {dof} columns (at most {MAX_DOF})")
+    if joints != dof or dof > MAX_DOF:
+        raise ValueError(f"the chain needs {dof} joints (at most {MAX_DOF}), got {joints}")
     return dof
 
 
@@ -565,7 +565,7 @@ def product_forward_batch(c: cython.const[cython.double][::1], q: cython.const[c
                           out: cython.double[:, ::1]) -> None:
     """The tip poses of joints ``q`` (n, dof) into ``out`` (n, 16: 4 x 4 row-major), the GIL
     released on long batches."""
-    _product_dof(c, q)
+    _product_dof(c, q.shape[1])
     if out.shape[0] != q.shape[0] or out.shape[1] != 16:
         raise ValueError("product_forward_batch needs room for (n, 16)")
     if q.shape[0] >= NOGIL_FROM:
@@ -579,7 +579,7 @@ def product_jacobian_batch(c: cython.const[cython.double][::1], q: cython.const[
                            out: cython.double[:, ::1]) -> None:
     """The tip's geometric Jacobians of joints ``q`` (n, dof) into ``out`` (n, 6 * dof: 6 x dof
     row-major; linear rows first, in the base frame), the GIL released on long batches."""
-    dof: cython.Py_ssize_t = _product_dof(c, q)
+    dof: cython.Py_ssize_t = _product_dof(c, q.shape[1])
     if out.shape[0] != q.shape[0] or out.shape[1] != 6 * dof:
         raise ValueError("product_jacobian_batch needs room for (n, 6 * dof)")
     if q.shape[0] >= NOGIL_FROM:
@@ -598,18 +598,16 @@ def _product_rows(c: cython.const[cython.double][::1], q: cython.const[cython.do
                   poses: cython.double[:, ::1], jacobians: cython.double[:, ::1], jacobian: cython.bint) -> cython.int:
     """Each row's tip pose into ``poses`` (n, 16), or its Jacobian into ``jacobians`` (n, 6 dof)."""
     dof: cython.Py_ssize_t = q.shape[1]
+    values = cython.declare(cython.double[32])  # MAX_DOF: the row's joints
     frame = cython.declare(cython.double[12])  # the tip: rotation rows, then p
     axes = cython.declare(cython.double[192])  # 6 x MAX_DOF: each joint's axis, then a point on it
     i: cython.Py_ssize_t
     j: cython.Py_ssize_t
-    wx: cython.double
-    wy: cython.double
-    wz: cython.double
-    rx: cython.double
-    ry: cython.double
-    rz: cython.double
+    column: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
     for i in range(q.shape[0]):
-        _product_walk(c, q, i, frame, axes, jacobian)
+        for j in range(dof):
+            values[j] = q[i, j]
+        _product_walk(c, dof, values, frame, axes, jacobian)
         if not jacobian:
             for j in range(12):
                 poses[i, j] = frame[j]
@@ -619,27 +617,58 @@ def _product_rows(c: cython.const[cython.double][::1], q: cython.const[cython.do
             poses[i, 15] = 1.0
             continue
         for j in range(dof):
-            wx = axes[6 * j]
-            wy = axes[6 * j + 1]
-            wz = axes[6 * j + 2]
-            if c[PRODUCT_HEADER + PRODUCT_PER_JOINT * j] != 0.0:  # a slide moves the tip along its axis
-                jacobians[i, j] = wx
-                jacobians[i, dof + j] = wy
-                jacobians[i, 2 * dof + j] = wz
-                jacobians[i, 3 * dof + j] = 0.0
-                jacobians[i, 4 * dof + j] = 0.0
-                jacobians[i, 5 * dof + j] = 0.0
-            else:
-                rx = frame[3] - axes[6 * j + 3]
-                ry = frame[7] - axes[6 * j + 4]
-                rz = frame[11] - axes[6 * j + 5]
-                jacobians[i, j] = wy * rz - wz * ry
-                jacobians[i, dof + j] = wz * rx - wx * rz
-                jacobians[i, 2 * dof + j] = wx * ry - wy * rx
-                jacobians[i, 3 * dof + j] = wx
-                jacobians[i, 4 * dof + j] = wy
-                jacobians[i, 5 * dof + j] = wz
+            column = _product_column(c, j, frame, axes)
+            jacobians[i, j] = column[0]
+            jacobians[i, dof + j] = column[1]
+            jacobians[i, 2 * dof + j] = column[2]
+            jacobians[i, 3 * dof + j] = column[3]
+            jacobians[i, 4 * dof + j] = column[4]
+            jacobians[i, 5 * dof + j] = column[5]
     return 0
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _product_column(c: cython.const[cython.double][::1], j: cython.Py_ssize_t, frame: cython.p_double,
+                    axes: cython.p_double) -> tuple[cython.double, cython.double, cython.double, cython.double,
+                                                    cython.double, cython.double]:
+    """Joint ``j``'s Jacobian column from the tip and the axes of :func:`_product_walk`."""
+    wx: cython.double = axes[6 * j]
+    wy: cython.double = axes[6 * j + 1]
+    wz: cython.double = axes[6 * j + 2]
+    if c[PRODUCT_HEADER + PRODUCT_PER_JOINT * j] != 0.0:  # a slide moves the tip along its axis
+        return wx, wy, wz, 0.0, 0.0, 0.0
+    rx: cython.double = frame[3] - axes[6 * j + 3]
+    ry: cython.double = frame[7] - axes[6 * j + 4]
+    rz: cython.double = frame[11] - axes[6 * j + 5]
+    return wy * rz - wz * ry, wz * rx - wx * rz, wx * ry - wy * rx, wx, wy, wz
+
+
+def product_chain(c: cython.const[cython.double][::1], q, jacobian: cython.bint) -> tuple:
+    """One configuration ``q`` (dof numbers), as :func:`chain` gives it: the tip frame as
+    (x, y, z, p) column tuples, and its geometric Jacobian as 6 row lists when ``jacobian``
+    (else None)."""
+    dof: cython.Py_ssize_t = _product_dof(c, len(q))
+    values = cython.declare(cython.double[32])  # MAX_DOF
+    frame = cython.declare(cython.double[12])
+    axes = cython.declare(cython.double[192])
+    j: cython.Py_ssize_t
+    for j in range(dof):
+        values[j] = float(q[j])
+    _product_walk(c, dof, values, frame, axes, jacobian)
+    tip = ((frame[0], frame[4], frame[8]), (frame[1], frame[5], frame[9]), (frame[2], frame[6], frame[10]),
+           (frame[3], frame[7], frame[11]))
+    if not jacobian:
+        return tip, None
+    rows = [[0.0] * dof for _ in range(6)]
+    column: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
+    for j in range(dof):
+        column = _product_column(c, j, frame, axes)
+        rows[0][j], rows[1][j], rows[2][j] = column[0], column[1], column[2]
+        rows[3][j], rows[4][j], rows[5][j] = column[3], column[4], column[5]
+    return tip, rows
 
 
 @cython.cfunc
@@ -648,9 +677,9 @@ def _product_rows(c: cython.const[cython.double][::1], q: cython.const[cython.do
 @cython.boundscheck(False)
 @cython.wraparound(False)
 @cython.exceptval(check=False)
-def _product_walk(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1], i: cython.Py_ssize_t,
+def _product_walk(c: cython.const[cython.double][::1], dof: cython.Py_ssize_t, q: cython.p_double,
                   frame: cython.p_double, axes: cython.p_double, with_axes: cython.bint) -> cython.int:
-    """Row ``i``'s tip into ``frame`` (rotation rows, p at 3, 7, 11) and, ``with_axes``, each
+    """The tip of joints ``q`` (dof values) into ``frame`` (rotation rows, p at 3, 7, 11) and, ``with_axes``, each
     joint's axis and origin into ``axes``: pose = pose @ fixed_j @ Rz(q_j) (or Tz(q_j)), then
     the flange. The rotation is kept as its columns x, y, z."""
     x0: cython.double = 1.0
@@ -679,7 +708,7 @@ def _product_walk(c: cython.const[cython.double][::1], q: cython.const[cython.do
     value: cython.double
     ct: cython.double
     st: cython.double
-    for j in range(q.shape[1]):
+    for j in range(dof):
         at = PRODUCT_HEADER + PRODUCT_PER_JOINT * j
         t0, t1, t2 = c[at + 11], c[at + 12], c[at + 13]
         px += x0 * t0 + y0 * t1 + z0 * t2
@@ -697,7 +726,7 @@ def _product_walk(c: cython.const[cython.double][::1], q: cython.const[cython.do
                           x2 * c[at + 4] + y2 * c[at + 7] + z2 * c[at + 10])
             x0, x1, x2 = n0, n1, n2
             y0, y1, y2 = m0, m1, m2
-        value = q[i, j]
+        value = q[j]
         if c[at] != 0.0:
             px += value * z0
             py += value * z1
