@@ -1,6 +1,7 @@
 """The kinematics' hot paths, written once: the differential-IK cycle's joint box and
-damped steps, a DH chain's frame and Jacobian, and the OPW solver and forward
-kinematics for one pose and for many.
+damped steps, a DH chain's frame and Jacobian, a chain of fixed transforms each followed
+by a joint about or along z (UrdfChain; the batches of DH chains and of OPW Jacobians),
+and the OPW solver and forward kinematics for one pose and for many.
 
 This file is Cython's pure-Python mode: the build (core/setup.py) compiles it where a C
 compiler is present, with the C types written in the annotations and the libm functions
@@ -8,7 +9,9 @@ behind ``math`` (_kernels.pxd); elsewhere the interpreter runs this same file. B
 do the same operations in the same order on IEEE doubles (the build turns off
 fused multiply-adds), so they give the same bits; tests/core/kinematics/test_kernels.py
 runs both. ``ROBOHAL_PURE_PYTHON=1`` runs this source even where it was compiled
-(see :mod:`robohal.kinematics.kernels`).
+(see :mod:`robohal.kinematics.kernels`). Where a kernel makes or reads a numpy array
+itself, the compiled form does it through numpy's C API (cimported in _kernels.pxd)
+and the interpreted one through numpy: the same numbers.
 
 Inputs are trusted in value (the callers validate them) but not in shape: a wrong length
 raises ValueError or IndexError, never reads past an end. Powers are written as
