@@ -169,6 +169,9 @@ def test_the_compiled_batch_chains_equal_the_interpreted_ones_bit_for_bit(model)
         assert compiled.product_chain(packed, row, False) == (frame, None)
         np.testing.assert_array_equal(np.column_stack(frame), pose[:3])
         np.testing.assert_array_equal(rows, jac)
+        for form in (compiled, source):  # and as new arrays, from a list or an array
+            np.testing.assert_array_equal(form.product_pose(packed, row), pose)
+            np.testing.assert_array_equal(form.product_jacobian(packed, np.array(row)), jac)
     # and they are the chain's frames and Jacobians (joint_poses in numpy and the scalar path compute them independently)
     np.testing.assert_allclose(model.forward(q[:50]), model.joint_poses(q[:50])[:, -1], atol=1e-12)
     np.testing.assert_allclose(model.jacobian(q[:50]), [model.frame_and_jacobian_lists(row)[1] for row in q[:50].tolist()],
@@ -322,6 +325,8 @@ ARM = opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)
     lambda k: k.product_jacobian_batch(array("d", [0.0] * 26), np.zeros((3, 1)), np.empty((3, 7))),
     lambda k: k.product_chain(array("d", [0.0] * 26), [0.0] * 2, True),
     lambda k: k.product_chain(array("d", [0.0] * 27), [0.0], True),
+    lambda k: k.product_pose(array("d", [0.0] * 27), [0.0]),
+    lambda k: k.product_jacobian(array("d", [0.0] * (12 + 14 * 40)), [0.0] * 40),
     lambda k: k.product_jacobian_batch(array("d", [0.0] * (12 + 14 * 40)), np.zeros((3, 40)), np.empty((3, 240))),
     lambda k: k.opw(ARM._packed, [[1.0, 0, 0, 0]] * 2, [0.0] * 6, None),
     lambda k: k.opw(ARM._packed, np.eye(4).tolist(), [0.0] * 5, None),
@@ -343,8 +348,10 @@ def test_malformed_calls_raise_instead_of_reading_past_the_end(call, kernels):
     [0.0] * 5 + [np.float64(0.0)], np.zeros(5), np.zeros(6, dtype=np.float32), np.zeros((1, 6)),
     np.array([0.0] * 5 + [-math.inf]), "abcdef", None,
 ], ids=repr)
-def test_the_one_pose_forward_leaves_whatever_is_not_six_finite_floats_to_its_caller(kernels, q):
+def test_the_one_pose_paths_leave_whatever_is_not_six_finite_floats_to_their_caller(kernels, q):
     assert kernels.opw_pose(ARM._packed, q) is None
+    assert kernels.product_pose(ARM._product, q) is None
+    assert kernels.product_jacobian(ARM._product, q) is None
 
 
 def _opw_poses(model, rng, count):

@@ -553,15 +553,60 @@ PRODUCT_PER_JOINT = cython.declare(cython.int, 14)
 
 
 @cython.cfunc
-def _product_dof(c: cython.const[cython.double][::1], joints: cython.Py_ssize_t) -> cython.Py_ssize_t:
-    """The chain's joint count, checked against the constants' length, the ``joints`` given and MAX_DOF."""
+def _product_size(c: cython.const[cython.double][::1]) -> cython.Py_ssize_t:
+    """The chain's joint count, checked against the constants' length and MAX_DOF."""
     count: cython.Py_ssize_t = len(c)
     dof: cython.Py_ssize_t = (count - PRODUCT_HEADER) // PRODUCT_PER_JOINT
     if count < PRODUCT_HEADER + PRODUCT_PER_JOINT or (count - PRODUCT_HEADER) % PRODUCT_PER_JOINT:
         raise ValueError("chain constants have the wrong length")
-    if joints != dof or dof > MAX_DOF:
-        raise ValueError(f"the chain needs {dof} joints (at most {MAX_DOF}), got {joints}")
+    if dof > MAX_DOF:
+        raise ValueError(f"a chain of at most {MAX_DOF} joints, not {dof}")
     return dof
+
+
+@cython.cfunc
+def _product_dof(c: cython.const[cython.double][::1], joints: cython.Py_ssize_t) -> cython.Py_ssize_t:
+    """The chain's joint count (:func:`_product_size`), which the ``joints`` given must match."""
+    dof: cython.Py_ssize_t = _product_size(c)
+    if joints != dof:
+        raise ValueError(f"the chain needs {dof} joints, got {joints}")
+    return dof
+
+
+def product_pose(c: cython.const[cython.double][::1], q):
+    """The tip pose (4, 4) of joints ``q`` as a new array, for ``q`` a float64 array (dof,) or
+    a list or tuple of dof floats, all finite; None for anything else (the caller checks that
+    and says what is wrong)."""
+    dof: cython.Py_ssize_t = _product_size(c)
+    values = cython.declare(cython.double[32])  # MAX_DOF
+    frame = cython.declare(cython.double[12])
+    axes = cython.declare(cython.double[192])
+    if not _finite_joints(q, dof, values):
+        return None
+    _product_walk(c, dof, values, frame, axes, False)
+    return _pose_array(frame[0], frame[1], frame[2], frame[3], frame[4], frame[5], frame[6], frame[7], frame[8],
+                       frame[9], frame[10], frame[11])
+
+
+def product_jacobian(c: cython.const[cython.double][::1], q):
+    """The tip's geometric Jacobian (6, dof) of joints ``q`` as a new array, for ``q`` as
+    :func:`product_pose` takes it; None for anything else."""
+    dof: cython.Py_ssize_t = _product_size(c)
+    values = cython.declare(cython.double[32])  # MAX_DOF
+    frame = cython.declare(cython.double[12])
+    axes = cython.declare(cython.double[192])
+    if not _finite_joints(q, dof, values):
+        return None
+    _product_walk(c, dof, values, frame, axes, True)
+    jacobian = _new_array(6, dof)
+    out: cython.p_double = _data(jacobian)
+    j: cython.Py_ssize_t
+    column: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
+    for j in range(dof):
+        column = _product_column(c, j, frame, axes)
+        out[j], out[dof + j], out[2 * dof + j] = column[0], column[1], column[2]
+        out[3 * dof + j], out[4 * dof + j], out[5 * dof + j] = column[3], column[4], column[5]
+    return jacobian
 
 
 def product_forward_batch(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1],
@@ -863,7 +908,7 @@ def opw_pose(c: cython.const[cython.double][::1], q):
     that and says what is wrong). One call from the joints to the pose: a controller's path."""
     _check_opw_constants(c)
     v = cython.declare(cython.double[6])
-    if not _six_finite(q, v):
+    if not _finite_joints(q, 6, v):
         return None
     m: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
     m = _flange(c, v[0], v[1], v[2], v[3], v[4], v[5])
@@ -871,13 +916,13 @@ def opw_pose(c: cython.const[cython.double][::1], q):
 
 
 @cython.cfunc
-def _six_finite(q, v: cython.p_double) -> cython.bint:
-    """Whether ``q`` is 6 finite floats (a float64 array (6,), or a list or tuple of floats), copied to ``v``."""
+def _finite_joints(q, n: cython.Py_ssize_t, v: cython.p_double) -> cython.bint:
+    """Whether ``q`` is ``n`` finite floats (a float64 array (n,), or a list or tuple of floats), copied to ``v``."""
     i: cython.Py_ssize_t
     if type(q) is list or type(q) is tuple:
-        if len(q) != 6:
+        if len(q) != n:
             return False
-        for i in range(6):
+        for i in range(n):
             item = q[i]
             if type(item) is not float:
                 return False
@@ -886,19 +931,19 @@ def _six_finite(q, v: cython.p_double) -> cython.bint:
         if not cnp.PyArray_CheckExact(q):  # noqa: F821 (numpy's C API, cimported in _kernels.pxd)
             return False
         array: cnp.ndarray = q  # noqa: F821
-        if cnp.PyArray_TYPE(array) != cnp.NPY_DOUBLE or cnp.PyArray_NDIM(array) != 1 or cnp.PyArray_DIM(array, 0) != 6:  # noqa: F821
+        if cnp.PyArray_TYPE(array) != cnp.NPY_DOUBLE or cnp.PyArray_NDIM(array) != 1 or cnp.PyArray_DIM(array, 0) != n:  # noqa: F821
             return False
         data: cython.p_char = cnp.PyArray_BYTES(array)  # noqa: F821
         stride: cython.Py_ssize_t = cnp.PyArray_STRIDE(array, 0)  # noqa: F821
-        for i in range(6):
+        for i in range(n):
             v[i] = cython.cast(cython.p_double, data + i * stride)[0]
-    elif type(q) is _ndarray and q.dtype == _float64 and q.shape == (6,):
+    elif type(q) is _ndarray and q.dtype == _float64 and q.shape == (n,):
         values = q.tolist()
-        for i in range(6):
+        for i in range(n):
             v[i] = values[i]
     else:
         return False
-    for i in range(6):
+    for i in range(n):
         if not math.isfinite(v[i]):
             return False
     return True
@@ -909,18 +954,32 @@ def _pose_array(r00: cython.double, r01: cython.double, r02: cython.double, px: 
                 r10: cython.double, r11: cython.double, r12: cython.double, py: cython.double,
                 r20: cython.double, r21: cython.double, r22: cython.double, pz: cython.double):
     """A new pose array (4, 4) of these rows, the last one 0 0 0 1."""
+    pose = _new_array(4, 4)
+    out: cython.p_double = _data(pose)
+    out[0], out[1], out[2], out[3] = r00, r01, r02, px
+    out[4], out[5], out[6], out[7] = r10, r11, r12, py
+    out[8], out[9], out[10], out[11] = r20, r21, r22, pz
+    out[12], out[13], out[14], out[15] = 0.0, 0.0, 0.0, 1.0
+    return pose
+
+
+@cython.cfunc
+def _new_array(rows: cython.Py_ssize_t, columns: cython.Py_ssize_t):
+    """A new float64 array (rows, columns), not yet filled."""
     if cython.compiled:  # numpy's C API: the allocation without a call through Python
-        shape = cython.declare(cnp.npy_intp[2])  # noqa: F821
-        shape[0] = 4
-        shape[1] = 4
-        pose = cnp.PyArray_EMPTY(2, shape, cnp.NPY_DOUBLE, 0)  # noqa: F821
-        out: cython.p_double = cython.cast(cython.p_double, cnp.PyArray_DATA(pose))  # noqa: F821
-        out[0], out[1], out[2], out[3] = r00, r01, r02, px
-        out[4], out[5], out[6], out[7] = r10, r11, r12, py
-        out[8], out[9], out[10], out[11] = r20, r21, r22, pz
-        out[12], out[13], out[14], out[15] = 0.0, 0.0, 0.0, 1.0
-        return pose
-    return _np.array([[r00, r01, r02, px], [r10, r11, r12, py], [r20, r21, r22, pz], [0.0, 0.0, 0.0, 1.0]])
+        shape = cython.declare(cnp.npy_intp[2])  # noqa: F821 (numpy's C API, cimported in _kernels.pxd)
+        shape[0] = rows
+        shape[1] = columns
+        return cnp.PyArray_EMPTY(2, shape, cnp.NPY_DOUBLE, 0)  # noqa: F821
+    return _np.empty((rows, columns))
+
+
+@cython.cfunc
+def _data(array) -> cython.p_double:
+    """The numbers of a new array of :func:`_new_array`, in a row."""
+    if cython.compiled:
+        return cython.cast(cython.p_double, cnp.PyArray_DATA(array))  # noqa: F821
+    return array.reshape(-1)  # (a view: writing to it fills the array)
 
 
 def opw_forward_batch(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1], out: cython.double[:, ::1]) -> None:

@@ -198,13 +198,12 @@ class DHChain(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Flange pose (4, 4) for joints (dof,); (..., 4, 4) for (..., dof)."""
-        if type(q) is np.ndarray and q.shape == (self.dof,) and q.dtype == np.float64:
-            values = q.tolist()
-            if all(map(math.isfinite, values)):
-                return self._pose_array(self._frame(values, False)[0])
+        pose = _kernels.product_pose(self._product, q)  # one configuration of plain floats: one call
+        if pose is not None:
+            return pose
         q = self._joints(q)
         if q.ndim == 1:
-            return self._pose_array(self._frame(q.tolist(), False)[0])
+            return _kernels.product_pose(self._product, q)
         flat = np.ascontiguousarray(q.reshape(-1, self.dof))
         out = np.empty((len(flat), 4, 4))
         _kernels.product_forward_batch(self._product, flat, out.reshape(-1, 16))
@@ -219,9 +218,12 @@ class DHChain(Kinematics):
 
     def jacobian(self, q: ArrayLike) -> Array:
         """Geometric Jacobian (..., 6, dof) of the flange from the joint axes."""
+        jac = _kernels.product_jacobian(self._product, q)  # one configuration of plain floats: one call
+        if jac is not None:
+            return jac
         q = self._joints(q)
         if q.ndim == 1:
-            return self.pose_and_jacobian(q)[1]
+            return _kernels.product_jacobian(self._product, q)
         flat = np.ascontiguousarray(q.reshape(-1, self.dof))
         out = np.empty((len(flat), 6, self.dof))
         _kernels.product_jacobian_batch(self._product, flat, out.reshape(len(flat), 6 * self.dof))

@@ -220,9 +220,12 @@ class OPW(Kinematics):
 
     def jacobian(self, q: ArrayLike) -> Array:
         """Geometric Jacobian (..., 6, 6) from the joint axes (analytic)."""
+        jac = _kernels.product_jacobian(self._product, q)  # one configuration of plain floats: one call
+        if jac is not None:
+            return jac
         q = self._joints(q)
         if q.ndim == 1:
-            return np.array(self.frame_and_jacobian_lists(q.tolist())[1])
+            return _kernels.product_jacobian(self._product, q)
         flat = np.ascontiguousarray(q.reshape(-1, 6))
         out = np.empty((len(flat), 6, 6))
         _kernels.product_jacobian_batch(self._product, flat, out.reshape(-1, 36))

@@ -293,13 +293,12 @@ class UrdfChain(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Tip pose (4, 4) for joints (dof,); (..., 4, 4) for (..., dof)."""
-        if type(q) is np.ndarray and q.shape == (self.dof,) and q.dtype == np.float64:
-            values = q.tolist()  # one configuration, checked in plain floats (a controller's call)
-            if all(map(math.isfinite, values)):
-                return _pose_array(self.frame_and_jacobian_lists(values, False)[0])
+        pose = _kernels.product_pose(self._packed, q)  # one configuration of plain floats: one call
+        if pose is not None:
+            return pose
         q = self._joints(q)
         if q.ndim == 1:
-            return _pose_array(self.frame_and_jacobian_lists(q.tolist(), False)[0])
+            return _kernels.product_pose(self._packed, q)
         flat, shape = self._batch(q)
         out = np.empty((len(flat), 4, 4))
         _kernels.product_forward_batch(self._packed, flat, out.reshape(-1, 16))
@@ -315,9 +314,12 @@ class UrdfChain(Kinematics):
 
     def jacobian(self, q: ArrayLike) -> Array:
         """Geometric Jacobian (..., 6, dof) of the tip from the joint axes."""
+        jac = _kernels.product_jacobian(self._packed, q)  # one configuration of plain floats: one call
+        if jac is not None:
+            return jac
         q = self._joints(q)
         if q.ndim == 1:
-            return self.pose_and_jacobian(q)[1]
+            return _kernels.product_jacobian(self._packed, q)
         flat, shape = self._batch(q)
         out = np.empty((len(flat), 6, self.dof))
         _kernels.product_jacobian_batch(self._packed, flat, out.reshape(len(flat), 6 * self.dof))
