@@ -1465,7 +1465,7 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
     value: cython.double
     error: cython.double
     degenerate: cython.bint
-    unreachable: cython.bint
+    shoulder_ready: cython.bint
     arm_ready: cython.bint
     arm1: cython.double
     arm2: cython.double
@@ -1484,7 +1484,12 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
     for side in range(2):
         _skip, reach, t1, sn1, cs1, h_x, h_y, h_z, m12, along, _skip, elbow_angle, elbow_share = _opw_shoulder(
             c, r if side == 0 else -r, phi, v, r00, r01, r02, r10, r11, r12)
-        unreachable = abs(reach) > 1.0 + rim_slack or bad_base
+        if abs(reach) > 1.0 + rim_slack or bad_base:  # out of reach: no branch of this shoulder
+            for slot in range(4 * side, 4 * side + 4):
+                for j in range(6):
+                    out[i, slot, j] = missing
+            continue
+        shoulder_ready = False
         for elbow in range(2):
             t2, t3, _skip, _skip, t4, t5, t6, sin5 = _opw_elbow(c, elbow == 1, elbow_angle, elbow_share, along, sn1, cs1,
                                                             h_x, h_y, h_z, m12, r00, r10, r20, r21, r22, ref4, False, 0.0)
@@ -1498,8 +1503,7 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
                 theta[3] = t4 if wrist == 0 else t4 + PI
                 theta[4] = t5 if wrist == 0 else -t5
                 theta[5] = t6 if wrist == 0 else t6 + PI
-                # at J5 = 0 the flipped wrist repeats the other
-                bad = unreachable or (degenerate and wrist == 1)
+                bad = degenerate and wrist == 1  # at J5 = 0 the flipped wrist repeats the other
                 for j in range(6):
                     value = _wrap((theta[j] + c[15 + j]) * c[9 + j])
                     # into the limits by a turn where that helps, then inside or out
@@ -1511,13 +1515,16 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
                         bad = True
                     q[j] = value
                 if not bad:
-                    # The forward kinematics of the final joints must give the pose back (both
-                    # wrists share the final J1-J3, so their sines and cosines are taken once).
-                    if not arm_ready:
+                    # The forward kinematics of the final joints must give the pose back (a
+                    # shoulder's branches share the final J1, an elbow's both wrists J2 and J3,
+                    # so their sines and cosines are taken once).
+                    if not shoulder_ready:
                         arm1 = c[9] * q[0] - c[15]
+                        fs1, fc1 = math.sin(arm1), math.cos(arm1)
+                        shoulder_ready = True
+                    if not arm_ready:
                         arm2 = c[10] * q[1] - c[16]
                         arm23 = arm2 + c[11] * q[2] - c[17]
-                        fs1, fc1 = math.sin(arm1), math.cos(arm1)
                         fs2, fc2 = math.sin(arm2), math.cos(arm2)
                         fs23, fc23 = math.sin(arm23), math.cos(arm23)
                         arm_ready = True
