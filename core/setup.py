@@ -17,8 +17,9 @@ setup(
                 ["src/robohal/kinematics/_kernels.py"],
                 include_dirs=[numpy.get_include()],  # numpy's C API (_kernels.pxd)
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                # the same rounding as the interpreted source: no fused multiply-adds
-                extra_compile_args=["-O2", "-ffp-contract=off"],
+                # the same rounding as the interpreted source: no fused multiply-adds (and no
+                # -ffast-math); -O3 over -O2: the batch inverse about 5% faster, measured
+                extra_compile_args=["-O3", "-ffp-contract=off"],
                 optional=True,
             )
         ],
