@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -51,6 +51,37 @@ def product_constants(fixed: Sequence[Array], slides: Sequence[bool], flange: Ar
         turns = not (pose[:3, :3] == np.eye(3)).all()
         packed.extend([float(slide), float(turns), *pose[:3, :3].ravel(), *pose[:3, 3]])
     return packed
+
+
+def product_forward(packed: array, q: ArrayLike, joints: Callable[[ArrayLike], Array]) -> Array:
+    """Tip poses of the chain ``packed`` (:func:`product_constants`) on the kernels: (4, 4) for
+    joints (dof,), (..., 4, 4) for (..., dof). ``joints`` is the model's check of its joints."""
+    pose = _kernels.product_pose(packed, q)  # one configuration of plain floats: one call
+    if pose is not None:
+        return pose
+    q = joints(q)
+    if q.ndim == 1:
+        return _kernels.product_pose(packed, q)
+    flat = np.ascontiguousarray(q.reshape(-1, q.shape[-1]))
+    out = np.empty((len(flat), 4, 4))
+    _kernels.product_forward_batch(packed, flat, out.reshape(-1, 16))
+    return out.reshape(*q.shape[:-1], 4, 4)
+
+
+def product_jacobian(packed: array, q: ArrayLike, joints: Callable[[ArrayLike], Array]) -> Array:
+    """The tip's geometric Jacobians of the chain ``packed`` on the kernels: (6, dof) for
+    joints (dof,), (..., 6, dof) for (..., dof). ``joints`` is the model's check of its joints."""
+    jac = _kernels.product_jacobian(packed, q)  # one configuration of plain floats: one call
+    if jac is not None:
+        return jac
+    q = joints(q)
+    if q.ndim == 1:
+        return _kernels.product_jacobian(packed, q)
+    dof = q.shape[-1]
+    flat = np.ascontiguousarray(q.reshape(-1, dof))
+    out = np.empty((len(flat), 6, dof))
+    _kernels.product_jacobian_batch(packed, flat, out.reshape(len(flat), 6 * dof))
+    return out.reshape(*q.shape[:-1], 6, dof)
 
 
 def shift(x: float, y: float, z: float) -> Array:
@@ -198,16 +229,7 @@ class DHChain(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Flange pose (4, 4) for joints (dof,); (..., 4, 4) for (..., dof)."""
-        pose = _kernels.product_pose(self._product, q)  # one configuration of plain floats: one call
-        if pose is not None:
-            return pose
-        q = self._joints(q)
-        if q.ndim == 1:
-            return _kernels.product_pose(self._product, q)
-        flat = np.ascontiguousarray(q.reshape(-1, self.dof))
-        out = np.empty((len(flat), 4, 4))
-        _kernels.product_forward_batch(self._product, flat, out.reshape(-1, 16))
-        return out.reshape(*q.shape[:-1], 4, 4)
+        return product_forward(self._product, q, self._joints)
 
     @staticmethod
     def _pose_array(frame: tuple) -> Array:
@@ -218,16 +240,7 @@ class DHChain(Kinematics):
 
     def jacobian(self, q: ArrayLike) -> Array:
         """Geometric Jacobian (..., 6, dof) of the flange from the joint axes."""
-        jac = _kernels.product_jacobian(self._product, q)  # one configuration of plain floats: one call
-        if jac is not None:
-            return jac
-        q = self._joints(q)
-        if q.ndim == 1:
-            return _kernels.product_jacobian(self._product, q)
-        flat = np.ascontiguousarray(q.reshape(-1, self.dof))
-        out = np.empty((len(flat), 6, self.dof))
-        _kernels.product_jacobian_batch(self._product, flat, out.reshape(len(flat), 6 * self.dof))
-        return out.reshape(*q.shape[:-1], 6, self.dof)
+        return product_jacobian(self._product, q, self._joints)
 
     # The scalar path: one configuration, plain floats -------------------------------------
 

@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics, Solutions, pose_rows
-from .chain import product_constants, shift, turn
+from .chain import product_constants, product_jacobian, shift, turn
 from .constraints import Constraints
 from .kernels import module as _kernels
 from .limits import JointLimits
@@ -220,16 +220,7 @@ class OPW(Kinematics):
 
     def jacobian(self, q: ArrayLike) -> Array:
         """Geometric Jacobian (..., 6, 6) from the joint axes (analytic)."""
-        jac = _kernels.product_jacobian(self._product, q)  # one configuration of plain floats: one call
-        if jac is not None:
-            return jac
-        q = self._joints(q)
-        if q.ndim == 1:
-            return _kernels.product_jacobian(self._product, q)
-        flat = np.ascontiguousarray(q.reshape(-1, 6))
-        out = np.empty((len(flat), 6, 6))
-        _kernels.product_jacobian_batch(self._product, flat, out.reshape(-1, 36))
-        return out.reshape(*q.shape[:-1], 6, 6)
+        return product_jacobian(self._product, q, self._joints)
 
     def singularity(self, q: ArrayLike, threshold: float = WRIST_SINGULARITY):
         """'wrist' when J5 is within ``threshold`` (0.01 deg) of 0 or +-pi, else None;

@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics
-from .chain import DHChain, product_constants
+from .chain import DHChain, product_constants, product_forward, product_jacobian
 from .kernels import module as _kernels
 from .limits import JointLimits
 
@@ -288,21 +288,12 @@ class UrdfChain(Kinematics):
         return pose.reshape(*shape, 4, 4)
 
     def _batch(self, q: Array) -> tuple[Array, tuple[int, ...]]:
-        """Joints (..., dof) as (m, dof) rows in a row, and the leading shape to give results back."""
-        return np.ascontiguousarray(q.reshape(-1, self.dof)), q.shape[:-1]
+        """Joints (..., dof) as (m, dof), and the leading shape to give results back."""
+        return q.reshape(-1, self.dof), q.shape[:-1]
 
     def forward(self, q: ArrayLike) -> Array:
         """Tip pose (4, 4) for joints (dof,); (..., 4, 4) for (..., dof)."""
-        pose = _kernels.product_pose(self._packed, q)  # one configuration of plain floats: one call
-        if pose is not None:
-            return pose
-        q = self._joints(q)
-        if q.ndim == 1:
-            return _kernels.product_pose(self._packed, q)
-        flat, shape = self._batch(q)
-        out = np.empty((len(flat), 4, 4))
-        _kernels.product_forward_batch(self._packed, flat, out.reshape(-1, 16))
-        return out.reshape(*shape, 4, 4)
+        return product_forward(self._packed, q, self._joints)
 
     def joint_poses(self, q: ArrayLike) -> Array:
         """Each moving joint's child link frame, then the tip: (..., dof + 1, 4, 4)."""
@@ -314,18 +305,7 @@ class UrdfChain(Kinematics):
 
     def jacobian(self, q: ArrayLike) -> Array:
         """Geometric Jacobian (..., 6, dof) of the tip from the joint axes."""
-        jac = _kernels.product_jacobian(self._packed, q)  # one configuration of plain floats: one call
-        if jac is not None:
-            return jac
-        q = self._joints(q)
-        if q.ndim == 1:
-            return _kernels.product_jacobian(self._packed, q)
-        flat, shape = self._batch(q)
-        out = np.empty((len(flat), 6, self.dof))
-        _kernels.product_jacobian_batch(self._packed, flat, out.reshape(len(flat), 6 * self.dof))
-        return out.reshape(*shape, 6, self.dof)
-
-    # The scalar path: one configuration, plain floats -----------------------------------------
+        return product_jacobian(self._packed, q, self._joints)
 
     def pose_and_jacobian(self, q: ArrayLike) -> tuple[Array, Array]:
         """Tip pose (4, 4) and geometric Jacobian (6, dof) of one configuration."""
