@@ -1,30 +1,37 @@
 """Kinematics speed, as ratios against py-opw-kinematics (Rust core) measured in
 the same run on the same 100,000 IRB 2400 poses, then how the batch inverse scales
-(time per pose and working memory at N = 1e3 to 1e6), the planar batch inverse and
-one differential-IK cycle on the FR3.
+(time per pose and working memory at N = 1e3 to 1e6), the chains' batched forward
+kinematics and Jacobian against pinocchio's, the planar batch inverse and one
+differential-IK cycle on the FR3.
 
 Peers: py-opw-kinematics 1.3 through its raw 4x4 interface (the fastest way to
 call it): ``batch_inverse`` (one solution per pose), ``reach`` (all 8 branches,
-one thread), ``batch_forward``, ``inverse`` and ``forward``. Batch figures are the
-best of a few interleaved repeats, single-pose figures the median of many calls
-(the machine is shared). Nothing is asserted.
+one thread), ``batch_forward``, ``inverse`` and ``forward``; and pinocchio (PyPI
+``pin``) on the same URDFs, one configuration per call (it has no batch call; see
+_chains.py). Batch figures are the best of a few interleaved repeats, single-pose
+figures the median of many calls (the machine is shared). Nothing is asserted.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import robohal
-from robohal.kinematics import OPW, DifferentialIk, PlanarTwoLink, kernels
+from _chains import arms, interleaved_best, pinocchio_loops
+from robohal.kinematics import OPW, DifferentialIk, PlanarTwoLink, UrdfChain, kernels
 
 POSES = 100_000
 REPEATS = 3
 SINGLE_CALLS = 3000
 IK_CYCLES = 3000
+CHAIN_BATCH = 20_000
+PIN_CALLS = 3_000
 SCALING = (1_000, 10_000, 100_000, 1_000_000)
 IRB2400 = dict(a1=0.100, a2=-0.135, b=0.0, c1=0.615, c2=0.705, c3=0.755, c4=0.085)
 J3_OFFSET = -math.pi / 2
@@ -39,13 +46,15 @@ def best_of(call, repeats: int = REPEATS) -> float:
     return best
 
 
-def per_call_median(call, calls: int = SINGLE_CALLS) -> float:
-    samples = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+def per_call_medians(calls: dict, count: int = SINGLE_CALLS) -> dict[str, float]:
+    """Median microseconds per call of each call, the calls taking turns (all see the same load)."""
+    samples = {name: [] for name in calls}
+    for _ in range(count):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
 
 
 def working_memory(call) -> tuple[int, int]:
@@ -75,28 +84,23 @@ def main() -> None:
     form = "compiled" if kernels.COMPILED else "interpreted (no C compiler at install, or ROBOHAL_PURE_PYTHON set)"
     print(f"kinematics kernels: {form}")
 
-    # Interleave ours and the peer's so both see the same machine load.
-    times = {"ours inverse_batch": math.inf, "peer batch_inverse": math.inf, "peer reach": math.inf,
-             "ours forward": math.inf, "peer batch_forward": math.inf}
-    for _ in range(REPEATS):
-        times["ours inverse_batch"] = min(times["ours inverse_batch"], best_of(lambda: ours.inverse_batch(poses), 1))
-        times["peer batch_inverse"] = min(times["peer batch_inverse"], best_of(lambda: peer.batch_inverse(flat, None, None), 1))
-        times["peer reach"] = min(times["peer reach"], best_of(lambda: peer.reach(flat, None, None, 1), 1))
-        times["ours forward"] = min(times["ours forward"], best_of(lambda: ours.forward(joints), 1))
-        times["peer batch_forward"] = min(times["peer batch_forward"], best_of(lambda: peer.batch_forward(joints), 1))
-    us = {name: value / POSES * 1e6 for name, value in times.items()}
-
+    us = interleaved_best({  # microseconds per pose
+        "ours inverse_batch": (lambda: ours.inverse_batch(poses), POSES),
+        "peer batch_inverse": (lambda: peer.batch_inverse(flat, None, None), POSES),
+        "peer reach": (lambda: peer.reach(flat, None, None, 1), POSES),
+        "ours forward": (lambda: ours.forward(joints), POSES),
+        "peer batch_forward": (lambda: peer.batch_forward(joints), POSES),
+    }, REPEATS)
     pose = poses[123]
     q = joints[123]
     q_tuple = tuple(q)
-    single = {
-        "ours inverse": per_call_median(lambda: ours.inverse(pose)),
-        "peer inverse": per_call_median(lambda: peer.inverse(pose, None, None)),
-        "ours forward": per_call_median(lambda: ours.forward(q)),
-        "peer forward": per_call_median(lambda: peer.forward(q_tuple, None)),
-        "ours continuing": per_call_median(lambda: ours.inverse_continuing(pose, q)),
-    }
-    single_us = {name: value * 1e6 for name, value in single.items()}
+    single_us = per_call_medians({
+        "ours inverse": lambda: ours.inverse(pose),
+        "peer inverse": lambda: peer.inverse(pose, None, None),
+        "ours forward": lambda: ours.forward(q),
+        "peer forward": lambda: peer.forward(q_tuple, None),
+        "ours continuing": lambda: ours.inverse_continuing(pose, q),
+    })
 
     batch = ours.inverse_batch(poses)
     branches = int((~np.isnan(batch[..., 0])).sum())
@@ -129,6 +133,8 @@ def main() -> None:
               f" (N, 8, 6) result {result / 1e6:8.2f} MB: {(peak - result) / 1e3:.1f} kB of working memory")
         del sample
 
+    chains_against_pinocchio(rng)
+
     planar = PlanarTwoLink(0.3, 0.25)
     planar_poses = planar.forward(rng.uniform(-np.pi, np.pi, (POSES, 2)))
     planar_time = best_of(lambda: planar.inverse_batch(planar_poses))
@@ -152,6 +158,38 @@ def main() -> None:
     kernel = "compiled kernel" if kernels.COMPILED else "interpreted kernel"
     print(f"FR3 differential IK ({kernel}), one IkOptions() cycle: p50 {p50:.0f} us, p90 {p90:.0f} us, p99 {p99:.0f} us"
           f" (the tail is mostly scheduling on a loaded machine; residual after the circle {ik.last_residual:.1e})")
+
+
+def chains_against_pinocchio(rng: np.random.Generator) -> None:
+    """Batched forward kinematics and Jacobian per configuration, of the robohal model and of
+    the UrdfChain read from the same arm's URDF, against pinocchio's one call each."""
+    try:
+        import pinocchio as pin
+    except ImportError:
+        print("pinocchio is not installed (pip install 'robohal[test]'); no chains compared with it")
+        return
+    print(f"chains against pinocchio: {CHAIN_BATCH} configurations batched, pinocchio {PIN_CALLS} calls one at a time")
+    print(f"  {'arm':<10} {'model':<30} {'path':<9} {'robohal':>13} {'pinocchio':>13}   ratio")
+    with tempfile.TemporaryDirectory() as folder:
+        for label, path, base, tip, name in arms(Path(folder)):
+            chain = UrdfChain.from_urdf(path, base, tip)
+            model = robohal.get_model(name)
+            q = rng.uniform(chain.limits.lower, chain.limits.upper, (CHAIN_BATCH, chain.dof))
+            pin_forward, pin_jacobian = pinocchio_loops(pin, path, tip, q[:PIN_CALLS])
+            us = interleaved_best({
+                "model forward": (lambda model=model, q=q: model.forward(q), CHAIN_BATCH),
+                "model jacobian": (lambda model=model, q=q: model.jacobian(q), CHAIN_BATCH),
+                "urdf forward": (lambda chain=chain, q=q: chain.forward(q), CHAIN_BATCH),
+                "urdf jacobian": (lambda chain=chain, q=q: chain.jacobian(q), CHAIN_BATCH),
+                "pin forward": (pin_forward, PIN_CALLS),
+                "pin jacobian": (pin_jacobian, PIN_CALLS),
+            }, REPEATS)
+            kind = type(model).__name__ + (f" of {type(model.robot).__name__}" if hasattr(model, "robot") else "")
+            for source, title in (("model", f"{name} ({kind})"), ("urdf", "UrdfChain")):
+                for what in ("forward", "jacobian"):
+                    ours, theirs = us[f"{source} {what}"], us[f"pin {what}"]
+                    print(f"  {label:<10} {title:<30} {what:<9} {ours:>6.3f} us/cfg {theirs:>6.3f} us/cfg"
+                          f"   {theirs / ours:5.2f}x faster")
 
 
 if __name__ == "__main__":

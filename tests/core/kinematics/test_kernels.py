@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import robohal
-from robohal.kinematics import chain, diffik, kernels, opw
+from robohal.kinematics import UrdfChain, chain, diffik, kernels, opw
 from robohal.kinematics.chain import DHChain
 from robohal.kinematics.diffik import DifferentialIk, IkOptions
 
@@ -28,6 +28,13 @@ compiled = importlib.import_module("robohal.kinematics._kernels")
 source = kernels.load_source()
 compiled_only = pytest.mark.skipif(not compiled.COMPILED, reason="robohal was installed without a C compiler")
 
+OPW_ARMS = {  # (a1, a2, b, c1, c2, c3, c4), offsets, signs: sign flips (KR6 R700) and b != 0 (TX40)
+    "irb2400": ((0.100, -0.135, 0.0, 0.615, 0.705, 0.755, 0.085), (0, 0, -math.pi / 2, 0, 0, 0), (1,) * 6),
+    "kr6_r700": ((0.025, -0.035, 0.0, 0.400, 0.315, 0.365, 0.080), (0, -math.pi / 2, 0, 0, 0, 0), (-1, 1, 1, -1, 1, -1)),
+    "tx40": ((0.0, 0.0, 0.035, 0.320, 0.225, 0.225, 0.065), (0, 0, -math.pi / 2, 0, 0, 0), (1,) * 6),
+}
+# A batch this long runs with the GIL released (_kernels.NOGIL_FROM).
+NOGIL_BATCH = 300
 MODELS = ["franka.fr3", "franka.panda", "abb.irb1410", "abb.irb2400", "arduino.planar2"]
 
 
@@ -115,7 +122,7 @@ def test_the_compiled_chain_equals_the_interpreted_chain_bit_for_bit(model):
         frame, jac = source.chain(model._packed, q, True)
         assert compiled.chain(model._packed, q, True) == (frame, jac)
         assert compiled.chain(model._packed, q, False) == (frame, None)
-    # the frame and Jacobian are the chain's (the batched numpy path computes them independently)
+    # the frame and Jacobian are the chain's (joint_poses and the batch kernel compute them independently)
     q = rng.uniform(-4, 4, (5, model.dof))
     for one in q:
         frame, jac = compiled.chain(model._packed, one.tolist(), True)
@@ -125,6 +132,50 @@ def test_the_compiled_chain_equals_the_interpreted_chain_bit_for_bit(model):
         np.testing.assert_allclose(pose, model.joint_poses(one[None])[0, -1], atol=1e-12)
     np.testing.assert_allclose(np.array([compiled.chain(model._packed, one.tolist(), True)[1] for one in q]),
                                model.jacobian(q), atol=1e-12)
+
+
+URDF_FILES = Path(__file__).resolve().parent / "urdf_files"
+
+
+def _product_models():
+    """UrdfChains, DH chains and OPW arms (their Jacobian): the batch kernels run them all."""
+    yield UrdfChain.from_urdf(URDF_FILES / "slider_gripper.urdf", "world", "tool0")  # a slide, oblique axes, a turned flange
+    yield UrdfChain.from_urdf(URDF_FILES / "six_axis.urdf", "base_link", "tool0")
+    for model in _chains():
+        while not isinstance(model, DHChain):  # the Franka models wrap their chain
+            model = model.robot
+        yield model
+    for lengths, offsets, signs in OPW_ARMS.values():
+        yield opw.OPW(*lengths, offsets=offsets, signs=signs)
+
+
+@compiled_only
+@pytest.mark.parametrize("model", list(_product_models()),
+                         ids=["slider", "six-axis", "fr3", "panda", "dh", "modified-dh", *OPW_ARMS])
+def test_the_compiled_batch_chains_equal_the_interpreted_ones_bit_for_bit(model):
+    packed = model._packed if isinstance(model, UrdfChain) else model._product
+    q = np.random.default_rng(9).uniform(-4, 4, (NOGIL_BATCH, model.dof))  # long enough to release the GIL
+    batches = []
+    for kernel, width in ((compiled.product_forward_batch, 16), (compiled.product_jacobian_batch, 6 * model.dof)):
+        fast, slow = np.empty((len(q), width)), np.empty((len(q), width))
+        kernel(packed, q, fast)
+        getattr(source, kernel.__name__)(packed, q, slow)
+        np.testing.assert_array_equal(fast, slow)
+        batches.append(fast[:50])
+    poses, jacobians = batches[0].reshape(-1, 4, 4), batches[1].reshape(-1, 6, model.dof)
+    for row, pose, jac in zip(q[:50].tolist(), poses, jacobians, strict=True):
+        frame, rows = compiled.product_chain(packed, row, True)  # one configuration: the same numbers
+        assert source.product_chain(packed, row, True) == (frame, rows)
+        assert compiled.product_chain(packed, row, False) == (frame, None)
+        np.testing.assert_array_equal(np.column_stack(frame), pose[:3])
+        np.testing.assert_array_equal(rows, jac)
+        for form in (compiled, source):  # and as new arrays, from a list or an array
+            np.testing.assert_array_equal(form.product_pose(packed, row), pose)
+            np.testing.assert_array_equal(form.product_jacobian(packed, np.array(row)), jac)
+    # and they are the chain's frames and Jacobians (joint_poses in numpy and the scalar path compute them independently)
+    np.testing.assert_allclose(model.forward(q[:50]), model.joint_poses(q[:50])[:, -1], atol=1e-12)
+    np.testing.assert_allclose(model.jacobian(q[:50]), [model.frame_and_jacobian_lists(row)[1] for row in q[:50].tolist()],
+                               atol=1e-12)
 
 
 def _interpreted(monkeypatch):
@@ -267,7 +318,16 @@ ARM = opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)
     lambda k: k.steps([[0.0] * 40] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
     lambda k: k.opw_flange(array("d", [0.0]), [0.0] * 6),
     lambda k: k.opw_flange(ARM._packed, [0.0] * 5),
-    lambda k: k.opw_forward(ARM._packed, [0.0] * 6, np.empty((3, 4))),
+    lambda k: k.opw_pose(array("d", [0.0]), [0.0] * 6),
+    lambda k: k.product_forward_batch(array("d", [0.0] * 25), np.zeros((3, 1)), np.empty((3, 16))),
+    lambda k: k.product_forward_batch(array("d", [0.0] * 26), np.zeros((3, 2)), np.empty((3, 16))),
+    lambda k: k.product_forward_batch(array("d", [0.0] * 26), np.zeros((3, 1)), np.empty((2, 16))),
+    lambda k: k.product_jacobian_batch(array("d", [0.0] * 26), np.zeros((3, 1)), np.empty((3, 7))),
+    lambda k: k.product_chain(array("d", [0.0] * 26), [0.0] * 2, True),
+    lambda k: k.product_chain(array("d", [0.0] * 27), [0.0], True),
+    lambda k: k.product_pose(array("d", [0.0] * 27), [0.0]),
+    lambda k: k.product_jacobian(array("d", [0.0] * (12 + 14 * 40)), [0.0] * 40),
+    lambda k: k.product_jacobian_batch(array("d", [0.0] * (12 + 14 * 40)), np.zeros((3, 40)), np.empty((3, 240))),
     lambda k: k.opw(ARM._packed, [[1.0, 0, 0, 0]] * 2, [0.0] * 6, None),
     lambda k: k.opw(ARM._packed, np.eye(4).tolist(), [0.0] * 5, None),
     lambda k: k.opw_forward_batch(ARM._packed, np.zeros((3, 5)), np.empty((3, 16))),
@@ -282,11 +342,16 @@ def test_malformed_calls_raise_instead_of_reading_past_the_end(call, kernels):
         call(kernels)
 
 
-OPW_ARMS = {  # (a1, a2, b, c1, c2, c3, c4), offsets, signs: sign flips (KR6 R700) and b != 0 (TX40)
-    "irb2400": ((0.100, -0.135, 0.0, 0.615, 0.705, 0.755, 0.085), (0, 0, -math.pi / 2, 0, 0, 0), (1,) * 6),
-    "kr6_r700": ((0.025, -0.035, 0.0, 0.400, 0.315, 0.365, 0.080), (0, -math.pi / 2, 0, 0, 0, 0), (-1, 1, 1, -1, 1, -1)),
-    "tx40": ((0.0, 0.0, 0.035, 0.320, 0.225, 0.225, 0.065), (0, 0, -math.pi / 2, 0, 0, 0), (1,) * 6),
-}
+@pytest.mark.parametrize("kernels", [compiled, source], ids=["compiled", "interpreted"])
+@pytest.mark.parametrize("q", [
+    [0.0] * 5, [0.0] * 7, (0.0,) * 5, [0.0] * 5 + [math.nan], (0.0,) * 5 + (math.inf,), [0] * 6,
+    [0.0] * 5 + [np.float64(0.0)], np.zeros(5), np.zeros(6, dtype=np.float32), np.zeros((1, 6)),
+    np.array([0.0] * 5 + [-math.inf]), "abcdef", None,
+], ids=repr)
+def test_the_one_pose_paths_leave_whatever_is_not_six_finite_floats_to_their_caller(kernels, q):
+    assert kernels.opw_pose(ARM._packed, q) is None
+    assert kernels.product_pose(ARM._product, q) is None
+    assert kernels.product_jacobian(ARM._product, q) is None
 
 
 def _opw_poses(model, rng, count):
@@ -320,10 +385,9 @@ def test_the_compiled_opw_solver_and_forward_equal_the_interpreted_ones_bit_for_
             assert solved == source.opw(c, rows, reference, j6)
             for q in solved[0]:
                 assert compiled.opw_flange(c, q) == source.opw_flange(c, q)
-                fast, slow = np.empty((4, 4)), np.empty((4, 4))
-                compiled.opw_forward(c, q, fast)
-                source.opw_forward(c, q, slow)
-                np.testing.assert_array_equal(fast, slow)
+                fast = compiled.opw_pose(c, q)
+                np.testing.assert_array_equal(fast, source.opw_pose(c, q))
+                np.testing.assert_array_equal(fast, compiled.opw_pose(c, np.array(q)))
             failure = solved[1]
             outcomes.add(failure[0] if failure else "solved")
     assert outcomes >= ({"solved", "reach", "offset"} if model.b else {"solved", "reach"})

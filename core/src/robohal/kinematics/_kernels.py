@@ -1,6 +1,7 @@
 """The kinematics' hot paths, written once: the differential-IK cycle's joint box and
-damped steps, a DH chain's frame and Jacobian, and the OPW solver and forward
-kinematics for one pose and for many.
+damped steps, a DH chain's frame and Jacobian, a chain of fixed transforms each followed
+by a joint about or along z (UrdfChain; the batches of DH chains and of OPW Jacobians),
+and the OPW solver and forward kinematics for one pose and for many.
 
 This file is Cython's pure-Python mode: the build (core/setup.py) compiles it where a C
 compiler is present, with the C types written in the annotations and the libm functions
@@ -8,7 +9,9 @@ behind ``math`` (_kernels.pxd); elsewhere the interpreter runs this same file. B
 do the same operations in the same order on IEEE doubles (the build turns off
 fused multiply-adds), so they give the same bits; tests/core/kinematics/test_kernels.py
 runs both. ``ROBOHAL_PURE_PYTHON=1`` runs this source even where it was compiled
-(see :mod:`robohal.kinematics.kernels`).
+(see :mod:`robohal.kinematics.kernels`). Where a kernel makes or reads a numpy array
+itself, the compiled form does it through numpy's C API (cimported in _kernels.pxd)
+and the interpreted one through numpy: the same numbers.
 
 Inputs are trusted in value (the callers validate them) but not in shape: a wrong length
 raises ValueError or IndexError, never reads past an end. Powers are written as
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as _np
+
 try:
     import cython
 except ModuleNotFoundError:  # Cython is not installed: run as plain Python
@@ -27,6 +32,11 @@ except ModuleNotFoundError:  # Cython is not installed: run as plain Python
 
 #: whether this module runs compiled
 COMPILED = cython.compiled
+# What the interpreted form checks arrays against (compiled, numpy's C API does).
+_ndarray = _np.ndarray
+_float64 = _np.dtype(_np.float64)
+if cython.compiled:
+    cnp.import_array()  # noqa: F821 (numpy's C API, cimported in _kernels.pxd, needs this before any use)
 
 PI = cython.declare(cython.double, 3.141592653589793)
 TWO_PI = cython.declare(cython.double, 6.283185307179586)
@@ -533,6 +543,262 @@ def _store_axis(rows: list, i: cython.Py_ssize_t, wx: cython.double, wy: cython.
     return 0
 
 
+# A chain of fixed transforms, each followed by a joint about or along z (urdf.UrdfChain) --------
+
+# Layout of UrdfChain._packed: the flange's rotation rows (9) and shift (3), then per joint
+# whether it slides (1.0) or turns (0.0), whether its fixed transform turns (1.0) or only
+# shifts (0.0), that transform's rotation rows (9) and shift (3).
+PRODUCT_HEADER = cython.declare(cython.int, 12)
+PRODUCT_PER_JOINT = cython.declare(cython.int, 14)
+
+
+@cython.cfunc
+def _product_size(c: cython.const[cython.double][::1]) -> cython.Py_ssize_t:
+    """The chain's joint count, checked against the constants' length and MAX_DOF."""
+    count: cython.Py_ssize_t = len(c)
+    dof: cython.Py_ssize_t = (count - PRODUCT_HEADER) // PRODUCT_PER_JOINT
+    if count < PRODUCT_HEADER + PRODUCT_PER_JOINT or (count - PRODUCT_HEADER) % PRODUCT_PER_JOINT:
+        raise ValueError("chain constants have the wrong length")
+    if dof > MAX_DOF:
+        raise ValueError(f"a chain of at most {MAX_DOF} joints, not {dof}")
+    return dof
+
+
+@cython.cfunc
+def _product_dof(c: cython.const[cython.double][::1], joints: cython.Py_ssize_t) -> cython.Py_ssize_t:
+    """The chain's joint count (:func:`_product_size`), which the ``joints`` given must match."""
+    dof: cython.Py_ssize_t = _product_size(c)
+    if joints != dof:
+        raise ValueError(f"the chain needs {dof} joints, got {joints}")
+    return dof
+
+
+def product_pose(c: cython.const[cython.double][::1], q):
+    """The tip pose (4, 4) of joints ``q`` as a new array, for ``q`` a float64 array (dof,) or
+    a list or tuple of dof floats, all finite; None for anything else (the caller checks that
+    and says what is wrong)."""
+    dof: cython.Py_ssize_t = _product_size(c)
+    values = cython.declare(cython.double[32])  # MAX_DOF
+    frame = cython.declare(cython.double[12])
+    axes = cython.declare(cython.double[192])
+    if not _finite_joints(q, dof, values):
+        return None
+    _product_walk(c, dof, values, frame, axes, False)
+    return _pose_array(frame[0], frame[1], frame[2], frame[3], frame[4], frame[5], frame[6], frame[7], frame[8],
+                       frame[9], frame[10], frame[11])
+
+
+def product_jacobian(c: cython.const[cython.double][::1], q):
+    """The tip's geometric Jacobian (6, dof) of joints ``q`` as a new array, for ``q`` as
+    :func:`product_pose` takes it; None for anything else."""
+    dof: cython.Py_ssize_t = _product_size(c)
+    values = cython.declare(cython.double[32])  # MAX_DOF
+    frame = cython.declare(cython.double[12])
+    axes = cython.declare(cython.double[192])
+    if not _finite_joints(q, dof, values):
+        return None
+    _product_walk(c, dof, values, frame, axes, True)
+    jacobian = _new_array(6, dof)
+    out: cython.p_double = _data(jacobian)
+    j: cython.Py_ssize_t
+    column: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
+    for j in range(dof):
+        column = _product_column(c, j, frame, axes)
+        out[j], out[dof + j], out[2 * dof + j] = column[0], column[1], column[2]
+        out[3 * dof + j], out[4 * dof + j], out[5 * dof + j] = column[3], column[4], column[5]
+    return jacobian
+
+
+def product_forward_batch(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1],
+                          out: cython.double[:, ::1]) -> None:
+    """The tip poses of joints ``q`` (n, dof) into ``out`` (n, 16: 4 x 4 row-major), the GIL
+    released on long batches."""
+    _product_dof(c, q.shape[1])
+    if out.shape[0] != q.shape[0] or out.shape[1] != 16:
+        raise ValueError("product_forward_batch needs room for (n, 16)")
+    if q.shape[0] >= NOGIL_FROM:
+        with cython.nogil:
+            _product_rows(c, q, out, out, False)
+    else:
+        _product_rows(c, q, out, out, False)
+
+
+def product_jacobian_batch(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1],
+                           out: cython.double[:, ::1]) -> None:
+    """The tip's geometric Jacobians of joints ``q`` (n, dof) into ``out`` (n, 6 * dof: 6 x dof
+    row-major; linear rows first, in the base frame), the GIL released on long batches."""
+    dof: cython.Py_ssize_t = _product_dof(c, q.shape[1])
+    if out.shape[0] != q.shape[0] or out.shape[1] != 6 * dof:
+        raise ValueError("product_jacobian_batch needs room for (n, 6 * dof)")
+    if q.shape[0] >= NOGIL_FROM:
+        with cython.nogil:
+            _product_rows(c, q, out, out, True)
+    else:
+        _product_rows(c, q, out, out, True)
+
+
+@cython.cfunc
+@cython.nogil
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _product_rows(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1],
+                  poses: cython.double[:, ::1], jacobians: cython.double[:, ::1], jacobian: cython.bint) -> cython.int:
+    """Each row's tip pose into ``poses`` (n, 16), or its Jacobian into ``jacobians`` (n, 6 dof)."""
+    dof: cython.Py_ssize_t = q.shape[1]
+    values = cython.declare(cython.double[32])  # MAX_DOF: the row's joints
+    frame = cython.declare(cython.double[12])  # the tip: rotation rows, then p
+    axes = cython.declare(cython.double[192])  # 6 x MAX_DOF: each joint's axis, then a point on it
+    i: cython.Py_ssize_t
+    j: cython.Py_ssize_t
+    column: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
+    for i in range(q.shape[0]):
+        for j in range(dof):
+            values[j] = q[i, j]
+        _product_walk(c, dof, values, frame, axes, jacobian)
+        if not jacobian:
+            for j in range(12):
+                poses[i, j] = frame[j]
+            poses[i, 12] = 0.0
+            poses[i, 13] = 0.0
+            poses[i, 14] = 0.0
+            poses[i, 15] = 1.0
+            continue
+        for j in range(dof):
+            column = _product_column(c, j, frame, axes)
+            jacobians[i, j] = column[0]
+            jacobians[i, dof + j] = column[1]
+            jacobians[i, 2 * dof + j] = column[2]
+            jacobians[i, 3 * dof + j] = column[3]
+            jacobians[i, 4 * dof + j] = column[4]
+            jacobians[i, 5 * dof + j] = column[5]
+    return 0
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _product_column(c: cython.const[cython.double][::1], j: cython.Py_ssize_t, frame: cython.p_double,
+                    axes: cython.p_double) -> tuple[cython.double, cython.double, cython.double, cython.double,
+                                                    cython.double, cython.double]:
+    """Joint ``j``'s Jacobian column from the tip and the axes of :func:`_product_walk`."""
+    wx: cython.double = axes[6 * j]
+    wy: cython.double = axes[6 * j + 1]
+    wz: cython.double = axes[6 * j + 2]
+    if c[PRODUCT_HEADER + PRODUCT_PER_JOINT * j] != 0.0:  # a slide moves the tip along its axis
+        return wx, wy, wz, 0.0, 0.0, 0.0
+    rx: cython.double = frame[3] - axes[6 * j + 3]
+    ry: cython.double = frame[7] - axes[6 * j + 4]
+    rz: cython.double = frame[11] - axes[6 * j + 5]
+    return wy * rz - wz * ry, wz * rx - wx * rz, wx * ry - wy * rx, wx, wy, wz
+
+
+def product_chain(c: cython.const[cython.double][::1], q, jacobian: cython.bint) -> tuple:
+    """One configuration ``q`` (dof numbers), as :func:`chain` gives it: the tip frame as
+    (x, y, z, p) column tuples, and its geometric Jacobian as 6 row lists when ``jacobian``
+    (else None)."""
+    dof: cython.Py_ssize_t = _product_dof(c, len(q))
+    values = cython.declare(cython.double[32])  # MAX_DOF
+    frame = cython.declare(cython.double[12])
+    axes = cython.declare(cython.double[192])
+    j: cython.Py_ssize_t
+    for j in range(dof):
+        values[j] = float(q[j])
+    _product_walk(c, dof, values, frame, axes, jacobian)
+    tip = ((frame[0], frame[4], frame[8]), (frame[1], frame[5], frame[9]), (frame[2], frame[6], frame[10]),
+           (frame[3], frame[7], frame[11]))
+    if not jacobian:
+        return tip, None
+    rows = [[0.0] * dof for _ in range(6)]
+    column: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
+    for j in range(dof):
+        column = _product_column(c, j, frame, axes)
+        rows[0][j], rows[1][j], rows[2][j] = column[0], column[1], column[2]
+        rows[3][j], rows[4][j], rows[5][j] = column[3], column[4], column[5]
+    return tip, rows
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.boundscheck(False)
+@cython.wraparound(False)
+@cython.exceptval(check=False)
+def _product_walk(c: cython.const[cython.double][::1], dof: cython.Py_ssize_t, q: cython.p_double,
+                  frame: cython.p_double, axes: cython.p_double, with_axes: cython.bint) -> cython.int:
+    """The tip of joints ``q`` (dof values) into ``frame`` (rotation rows, p at 3, 7, 11) and, ``with_axes``, each
+    joint's axis and origin into ``axes``: pose = pose @ fixed_j @ Rz(q_j) (or Tz(q_j)), then
+    the flange. The rotation is kept as its columns x, y, z."""
+    x0: cython.double = 1.0
+    x1: cython.double = 0.0
+    x2: cython.double = 0.0
+    y0: cython.double = 0.0
+    y1: cython.double = 1.0
+    y2: cython.double = 0.0
+    z0: cython.double = 0.0
+    z1: cython.double = 0.0
+    z2: cython.double = 1.0
+    px: cython.double = 0.0
+    py: cython.double = 0.0
+    pz: cython.double = 0.0
+    j: cython.Py_ssize_t
+    at: cython.Py_ssize_t
+    t0: cython.double
+    t1: cython.double
+    t2: cython.double
+    n0: cython.double
+    n1: cython.double
+    n2: cython.double
+    m0: cython.double
+    m1: cython.double
+    m2: cython.double
+    value: cython.double
+    ct: cython.double
+    st: cython.double
+    for j in range(dof):
+        at = PRODUCT_HEADER + PRODUCT_PER_JOINT * j
+        t0, t1, t2 = c[at + 11], c[at + 12], c[at + 13]
+        px += x0 * t0 + y0 * t1 + z0 * t2
+        py += x1 * t0 + y1 * t1 + z1 * t2
+        pz += x2 * t0 + y2 * t1 + z2 * t2
+        if c[at + 1] != 0.0:  # R = R A: column k is x A[0][k] + y A[1][k] + z A[2][k]
+            n0 = x0 * c[at + 2] + y0 * c[at + 5] + z0 * c[at + 8]
+            n1 = x1 * c[at + 2] + y1 * c[at + 5] + z1 * c[at + 8]
+            n2 = x2 * c[at + 2] + y2 * c[at + 5] + z2 * c[at + 8]
+            m0 = x0 * c[at + 3] + y0 * c[at + 6] + z0 * c[at + 9]
+            m1 = x1 * c[at + 3] + y1 * c[at + 6] + z1 * c[at + 9]
+            m2 = x2 * c[at + 3] + y2 * c[at + 6] + z2 * c[at + 9]
+            z0, z1, z2 = (x0 * c[at + 4] + y0 * c[at + 7] + z0 * c[at + 10],
+                          x1 * c[at + 4] + y1 * c[at + 7] + z1 * c[at + 10],
+                          x2 * c[at + 4] + y2 * c[at + 7] + z2 * c[at + 10])
+            x0, x1, x2 = n0, n1, n2
+            y0, y1, y2 = m0, m1, m2
+        value = q[j]
+        if c[at] != 0.0:
+            px += value * z0
+            py += value * z1
+            pz += value * z2
+        else:
+            ct, st = math.cos(value), math.sin(value)
+            n0, n1, n2 = ct * x0 + st * y0, ct * x1 + st * y1, ct * x2 + st * y2
+            y0, y1, y2 = ct * y0 - st * x0, ct * y1 - st * x1, ct * y2 - st * x2
+            x0, x1, x2 = n0, n1, n2
+        if with_axes:
+            axes[6 * j], axes[6 * j + 1], axes[6 * j + 2] = z0, z1, z2
+            axes[6 * j + 3], axes[6 * j + 4], axes[6 * j + 5] = px, py, pz
+    # The flange: p += R shift, R = R F.
+    t0, t1, t2 = c[9], c[10], c[11]
+    frame[3] = px + x0 * t0 + y0 * t1 + z0 * t2
+    frame[7] = py + x1 * t0 + y1 * t1 + z1 * t2
+    frame[11] = pz + x2 * t0 + y2 * t1 + z2 * t2
+    for j in range(3):  # column j of R F
+        frame[j] = x0 * c[j] + y0 * c[3 + j] + z0 * c[6 + j]
+        frame[4 + j] = x1 * c[j] + y1 * c[3 + j] + z1 * c[6 + j]
+        frame[8 + j] = x2 * c[j] + y2 * c[3 + j] + z2 * c[6 + j]
+    return 0
+
+
 # OPW (opw.OPW) --------------------------------------------------------------------------------
 
 # Layout of OPW._packed: a1, a2, b, c1, c2, c3, c4, k, psi, signs (6), offsets (6), then the
@@ -636,17 +902,84 @@ def opw_flange(c: cython.const[cython.double][::1], q) -> tuple:
     return _flange(c, float(q[0]), float(q[1]), float(q[2]), float(q[3]), float(q[4]), float(q[5]))
 
 
-def opw_forward(c: cython.const[cython.double][::1], q, out: cython.double[:, ::1]) -> None:
-    """The flange pose of joints ``q`` (6 numbers) into ``out`` (4, 4)."""
+def opw_pose(c: cython.const[cython.double][::1], q):
+    """The flange pose (4, 4) of joints ``q`` as a new array, for ``q`` a float64 array (6,)
+    or a list or tuple of 6 floats, all finite; None for anything else (the caller checks
+    that and says what is wrong). One call from the joints to the pose: a controller's path."""
     _check_opw_constants(c)
-    if len(q) != 6 or out.shape[0] != 4 or out.shape[1] != 4:
-        raise ValueError("opw_forward needs 6 joints and a (4, 4) pose to fill")
+    v = cython.declare(cython.double[6])
+    if not _finite_joints(q, 6, v):
+        return None
     m: tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]
-    m = _flange(c, float(q[0]), float(q[1]), float(q[2]), float(q[3]), float(q[4]), float(q[5]))
-    out[0, 0], out[0, 1], out[0, 2], out[0, 3] = m[0], m[1], m[2], m[9]
-    out[1, 0], out[1, 1], out[1, 2], out[1, 3] = m[3], m[4], m[5], m[10]
-    out[2, 0], out[2, 1], out[2, 2], out[2, 3] = m[6], m[7], m[8], m[11]
-    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
+    m = _flange(c, v[0], v[1], v[2], v[3], v[4], v[5])
+    return _pose_array(m[0], m[1], m[2], m[9], m[3], m[4], m[5], m[10], m[6], m[7], m[8], m[11])
+
+
+@cython.cfunc
+def _finite_joints(q, n: cython.Py_ssize_t, v: cython.p_double) -> cython.bint:
+    """Whether ``q`` is ``n`` finite floats (a float64 array (n,), or a list or tuple of floats), copied to ``v``."""
+    i: cython.Py_ssize_t
+    if type(q) is list or type(q) is tuple:
+        if len(q) != n:
+            return False
+        for i in range(n):
+            item = q[i]
+            if type(item) is not float:
+                return False
+            v[i] = item
+    elif cython.compiled:  # the array's memory read in place
+        if not cnp.PyArray_CheckExact(q):  # noqa: F821 (numpy's C API, cimported in _kernels.pxd)
+            return False
+        array: cnp.ndarray = q  # noqa: F821
+        if cnp.PyArray_TYPE(array) != cnp.NPY_DOUBLE or cnp.PyArray_NDIM(array) != 1 or cnp.PyArray_DIM(array, 0) != n:  # noqa: F821
+            return False
+        data: cython.p_char = cnp.PyArray_BYTES(array)  # noqa: F821
+        stride: cython.Py_ssize_t = cnp.PyArray_STRIDE(array, 0)  # noqa: F821
+        for i in range(n):
+            v[i] = cython.cast(cython.p_double, data + i * stride)[0]
+    elif type(q) is _ndarray and q.dtype == _float64 and q.shape == (n,):
+        values = q.tolist()
+        for i in range(n):
+            v[i] = values[i]
+    else:
+        return False
+    for i in range(n):
+        if not math.isfinite(v[i]):
+            return False
+    return True
+
+
+@cython.cfunc
+def _pose_array(r00: cython.double, r01: cython.double, r02: cython.double, px: cython.double,
+                r10: cython.double, r11: cython.double, r12: cython.double, py: cython.double,
+                r20: cython.double, r21: cython.double, r22: cython.double, pz: cython.double):
+    """A new pose array (4, 4) of these rows, the last one 0 0 0 1."""
+    pose = _new_array(4, 4)
+    out: cython.p_double = _data(pose)
+    out[0], out[1], out[2], out[3] = r00, r01, r02, px
+    out[4], out[5], out[6], out[7] = r10, r11, r12, py
+    out[8], out[9], out[10], out[11] = r20, r21, r22, pz
+    out[12], out[13], out[14], out[15] = 0.0, 0.0, 0.0, 1.0
+    return pose
+
+
+@cython.cfunc
+def _new_array(rows: cython.Py_ssize_t, columns: cython.Py_ssize_t):
+    """A new float64 array (rows, columns), not yet filled."""
+    if cython.compiled:  # numpy's C API: the allocation without a call through Python
+        shape = cython.declare(cnp.npy_intp[2])  # noqa: F821 (numpy's C API, cimported in _kernels.pxd)
+        shape[0] = rows
+        shape[1] = columns
+        return cnp.PyArray_EMPTY(2, shape, cnp.NPY_DOUBLE, 0)  # noqa: F821
+    return _np.empty((rows, columns))
+
+
+@cython.cfunc
+def _data(array) -> cython.p_double:
+    """The numbers of a new array of :func:`_new_array`, in a row."""
+    if cython.compiled:
+        return cython.cast(cython.p_double, cnp.PyArray_DATA(array))  # noqa: F821
+    return array.reshape(-1)  # (a view: writing to it fills the array)
 
 
 def opw_forward_batch(c: cython.const[cython.double][::1], q: cython.const[cython.double][:, ::1], out: cython.double[:, ::1]) -> None:
@@ -742,6 +1075,95 @@ def opw(c: cython.const[cython.double][::1], m, reference, j6) -> tuple:
     return [], ("degenerate",), False
 
 
+# The OPW maths both solvers share: the wrist centre, a shoulder branch, an elbow branch.
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _opw_centre(c: cython.const[cython.double][::1], px: cython.double, py: cython.double, pz: cython.double, r02: cython.double, r12: cython.double, r22: cython.double,
+                ref1: cython.double) -> tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]:
+    """The wrist centre (cx, cy, cz); rho2, its squared distance from the J1 axis less b^2; r, the
+    root of rho2 (0 where rho2 is negative); phi, its azimuth (the model angle ``ref1`` on the
+    axis, where J1 is free); and v, its height above J2."""
+    c4: cython.double = c[6]
+    cx: cython.double = px - c4 * r02
+    cy: cython.double = py - c4 * r12
+    cz: cython.double = pz - c4 * r22
+    rho2: cython.double = cx * cx + cy * cy - c[2] * c[2]
+    r: cython.double = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
+    phi: cython.double = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else ref1
+    return cx, cy, cz, rho2, r, phi, cz - c[3]
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def _opw_shoulder(c: cython.const[cython.double][::1], xp: cython.double, phi: cython.double, v: cython.double, r00: cython.double, r01: cython.double, r02: cython.double, r10: cython.double, r11: cython.double,
+                  r12: cython.double) -> tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]:
+    """One shoulder branch (the wrist centre at ``xp`` = +-r ahead of J1): (u, the cosine of the
+    elbow angle before it is clamped to [-1, 1] (beyond it: out of reach), t1, sin t1, cos t1,
+    the rows h = Rz(t1)^T R of the target's x, y, z columns' first entries, R0_1^T R's (1, 2)
+    entry, the direction of the wrist from J2, the elbow's sine and its angle and share of J2
+    for the positive sine (the negative one negates both: atan2 is odd in y))."""
+    a1: cython.double = c[0]
+    c2: cython.double = c[4]
+    k: cython.double = c[7]
+    u: cython.double = xp - a1
+    reach: cython.double = (u * u + v * v - (c2 * c2 + k * k)) / (2.0 * c2 * k)
+    d: cython.double = reach if reach > -1.0 else -1.0
+    d = d if d < 1.0 else 1.0
+    t1: cython.double = phi - math.atan2(c[2], xp)
+    sn1: cython.double = math.sin(t1)
+    cs1: cython.double = math.cos(t1)
+    root: cython.double = math.sqrt(1.0 - d * d)
+    return (u, reach, t1, sn1, cs1, cs1 * r00 + sn1 * r10, cs1 * r01 + sn1 * r11, cs1 * r02 + sn1 * r12,
+            cs1 * r12 - sn1 * r02, math.atan2(u, v), root, math.atan2(root, d), math.atan2(k * root, c2 + k * d))
+
+
+@cython.cfunc
+@cython.inline
+@cython.nogil
+@cython.exceptval(check=False)
+def _opw_elbow(c: cython.const[cython.double][::1], down: cython.bint, elbow_angle: cython.double, elbow_share: cython.double, along: cython.double,
+               sn1: cython.double, cs1: cython.double, h_x: cython.double, h_y: cython.double, h_z: cython.double, m12: cython.double, r00: cython.double, r10: cython.double, r20: cython.double, r21: cython.double, r22: cython.double, ref4: cython.double,
+               has_j6: cython.bint, t6_given: cython.double) -> tuple[cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double, cython.double]:
+    """One elbow branch of a shoulder branch (``down``: the negative elbow sine): (t2, t3,
+    sin(t2 + t3), cos(t2 + t3), t4, t5, t6, sin t5) for the unflipped wrist. Below the wrist's
+    degenerate sine J4 is the model angle ``ref4`` and J6 keeps t4 + t6 (J5 = 0) or t4 - t6
+    (J5 = pi); 5-DOF (``has_j6``), t6 is ``t6_given``."""
+    t3: cython.double = (-elbow_angle if down else elbow_angle) - c[8]
+    t2: cython.double = along - (-elbow_share if down else elbow_share)
+    t23: cython.double = t2 + t3
+    s23: cython.double = math.sin(t23)
+    c23: cython.double = math.cos(t23)
+    # M = R0_3^T R: its third column and third row give the wrist angles.
+    m02: cython.double = c23 * h_z - s23 * r22
+    m22: cython.double = s23 * h_z + c23 * r22
+    sin5: cython.double = math.sqrt(m02 * m02 + m12 * m12)
+    t4: cython.double
+    t6: cython.double
+    m00: cython.double
+    m10: cython.double
+    if sin5 >= c[25]:
+        t4 = math.atan2(m12, m02)
+        t6 = t6_given if has_j6 else math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
+    else:
+        t4 = ref4
+        if has_j6:
+            t6 = t6_given
+        else:
+            m00 = c23 * h_x - s23 * r20
+            m10 = cs1 * r10 - sn1 * r00
+            if m22 > 0.0:  # J5 = 0: only t4 + t6 is fixed
+                t6 = math.atan2(m10, m00) - t4
+            else:  # J5 = pi: only t4 - t6 is fixed
+                t6 = t4 - math.atan2(-m10, -m00)
+    return t2, t3, s23, c23, t4, math.atan2(sin5, m22), t6, sin5
+
+
 @cython.cfunc
 @cython.cdivision(True)
 @cython.boundscheck(False)
@@ -762,39 +1184,31 @@ def _solve_pose(c: cython.const[cython.double][::1], r00: cython.double, r01: cy
     c1: cython.double = c[3]
     c2: cython.double = c[4]
     c3: cython.double = c[5]
-    c4: cython.double = c[6]
-    k: cython.double = c[7]
-    psi: cython.double = c[8]
     near_limit: cython.double = c[21]
     rim_slack: cython.double = c[22]
     verify_position: cython.double = c[23]
     verify_rotation: cython.double = c[24]
-    wrist_degenerate: cython.double = c[25]
-    # Wrist centre.
-    cx: cython.double = px - c4 * r02
-    cy: cython.double = py - c4 * r12
-    cz: cython.double = pz - c4 * r22
-    rho2: cython.double = cx * cx + cy * cy - b * b
+    cx: cython.double
+    cy: cython.double
+    cz: cython.double
+    rho2: cython.double
+    r: cython.double
+    phi: cython.double
+    v: cython.double
+    cx, cy, cz, rho2, r, phi, v = _opw_centre(c, px, py, pz, r02, r12, r22, c[9] * reference0 - c[15])
     info[0] = 0.0
     if rho2 < -1e-12:
         info[1], info[2], info[3] = 1.0, cx, cy
         return 0
-    r: cython.double = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
     near_degenerate: cython.bint = r < near_limit
-    # On the J1 axis J1 is free: it stays at the reference.
-    phi: cython.double = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else c[9] * reference0 - c[15]
-    v: cython.double = cz - c1
-    kk: cython.double = c2 * c2 + k * k
-    two_c2k: cython.double = 2.0 * c2 * k
+    ref4: cython.double = c[12] * reference3 - c[18]
     count: cython.int = 0
     out_of_reach: cython.bint = False  # (u, v) of the first shoulder branch out of reach: the reason if none is found
     side: cython.int
     elbow: cython.int
-    elbows: cython.int
     flip: cython.bint
-    xp: cython.double
     u: cython.double
-    d: cython.double
+    reach: cython.double
     t1: cython.double
     sn1: cython.double
     cs1: cython.double
@@ -804,25 +1218,21 @@ def _solve_pose(c: cython.const[cython.double][::1], r00: cython.double, r01: cy
     m12: cython.double
     along: cython.double
     root: cython.double
+    elbow_angle: cython.double
+    elbow_share: cython.double
     q1: cython.double
     q2: cython.double
     q3: cython.double
-    sin_elbow: cython.double
     t2: cython.double
     t3: cython.double
-    t23: cython.double
     s23: cython.double
     c23: cython.double
     xw: cython.double
     zw: cython.double
-    m02: cython.double
-    m22: cython.double
     sin5: cython.double
     t4: cython.double
     t5: cython.double
     t6: cython.double
-    m00: cython.double
-    m10: cython.double
     sn4: cython.double
     cs4: cython.double
     sn5: cython.double
@@ -838,62 +1248,29 @@ def _solve_pose(c: cython.const[cython.double][::1], r00: cython.double, r01: cy
     u2: cython.double
     at: cython.int
     for side in range(2):
-        xp = r if side == 0 else -r
-        u = xp - a1
-        d = (u * u + v * v - kk) / two_c2k
-        if abs(d) > 1.0 + rim_slack:
+        u, reach, t1, sn1, cs1, h_x, h_y, h_z, m12, along, root, elbow_angle, elbow_share = _opw_shoulder(
+            c, r if side == 0 else -r, phi, v, r00, r01, r02, r10, r11, r12)
+        if abs(reach) > 1.0 + rim_slack:
             if not out_of_reach:
                 out_of_reach = True
                 info[2], info[3] = u, v
             continue
-        d = d if d > -1.0 else -1.0
-        d = d if d < 1.0 else 1.0
-        t1 = phi - math.atan2(b, xp)
-        sn1, cs1 = math.sin(t1), math.cos(t1)
-        h_x = cs1 * r00 + sn1 * r10
-        h_y = cs1 * r01 + sn1 * r11
-        h_z = cs1 * r02 + sn1 * r12
-        m12 = cs1 * r12 - sn1 * r02
-        along = math.atan2(u, v)
-        root = math.sqrt(1.0 - d * d)
         if root < near_limit:
             near_degenerate = True
         q1 = _wrap(c[9] * (t1 + c[15]))
-        elbows = 2 if root > 0.0 else 1
-        for elbow in range(elbows):
-            sin_elbow = 0.0 if elbows == 1 else (root if elbow == 0 else -root)
-            t3 = math.atan2(sin_elbow, d) - psi
-            t2 = along - math.atan2(k * sin_elbow, c2 + k * d)
-            t23 = t2 + t3
-            s23, c23 = math.sin(t23), math.cos(t23)
+        for elbow in range(2 if root > 0.0 else 1):  # a straight elbow is one branch
+            t2, t3, s23, c23, t4, t5, t6, sin5 = _opw_elbow(c, elbow == 1, elbow_angle, elbow_share, along, sn1, cs1,
+                                                            h_x, h_y, h_z, m12, r00, r10, r20, r21, r22, ref4, has_j6,
+                                                            t6_given)
             # Wrist centre check (the arm part of the forward kinematics).
             xw = a1 + c2 * math.sin(t2) + a2 * c23 + c3 * s23
             zw = c1 + c2 * math.cos(t2) - a2 * s23 + c3 * c23
             if (abs(cs1 * xw - sn1 * b - cx) > verify_position or abs(sn1 * xw + cs1 * b - cy) > verify_position
                     or abs(zw - cz) > verify_position):
                 continue
-            # M = R0_3^T R: its third column and third row give the wrist angles.
-            m02 = c23 * h_z - s23 * r22
-            m22 = s23 * h_z + c23 * r22
-            sin5 = math.sqrt(m02 * m02 + m12 * m12)
-            t5 = math.atan2(sin5, m22)
             if sin5 < near_limit:
                 near_degenerate = True
-            flip = sin5 >= wrist_degenerate
-            if flip:
-                t4 = math.atan2(m12, m02)
-                t6 = t6_given if has_j6 else math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
-            else:
-                t4 = c[12] * reference3 - c[18]
-                if has_j6:
-                    t6 = t6_given
-                else:
-                    m00 = c23 * h_x - s23 * r20
-                    m10 = cs1 * r10 - sn1 * r00
-                    if m22 > 0.0:  # J5 = 0: only t4 + t6 is fixed
-                        t6 = math.atan2(m10, m00) - t4
-                    else:  # J5 = pi: only t4 - t6 is fixed
-                        t6 = t4 - math.atan2(-m10, -m00)
+            flip = sin5 >= c[25]
             # Verify the rotation: R0_3 R3_6 against the target's z (and, unless 5-DOF, x) axis.
             # The flipped wrist (t4 + pi, -t5, t6 + pi) is the same rotation with the signs of
             # sin/cos t4, sin t5 and sin/cos t6 negated: every product below is the same
@@ -1040,16 +1417,8 @@ def _inverse_rows(c: cython.const[cython.double][::1], poses: cython.const[cytho
 def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython.double][:, ::1], lower: cython.const[cython.double][::1],
                  upper: cython.const[cython.double][::1], reference: cython.const[cython.double][::1], out: cython.double[:, :, ::1],
                  i: cython.Py_ssize_t, missing: cython.double) -> cython.int:
-    a1: cython.double = c[0]
-    b: cython.double = c[2]
-    c1: cython.double = c[3]
-    c2: cython.double = c[4]
-    c4: cython.double = c[6]
-    k: cython.double = c[7]
-    psi: cython.double = c[8]
     rim_slack: cython.double = c[22]
     verify: cython.double = c[23]
-    wrist_degenerate: cython.double = c[25]
     r00: cython.double = poses[i, 0]
     r01: cython.double = poses[i, 1]
     r02: cython.double = poses[i, 2]
@@ -1062,25 +1431,21 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
     r21: cython.double = poses[i, 9]
     r22: cython.double = poses[i, 10]
     pz: cython.double = poses[i, 11]
-    ref0: cython.double = c[9] * reference[0] - c[15]
-    ref3: cython.double = c[12] * reference[3] - c[18]
-    cx: cython.double = px - c4 * r02
-    cy: cython.double = py - c4 * r12
-    cz: cython.double = pz - c4 * r22
-    rho2: cython.double = cx * cx + cy * cy - b * b
+    ref4: cython.double = c[12] * reference[3] - c[18]
+    _skip: cython.double  # what the batch does not need of the shared maths
+    rho2: cython.double
+    r: cython.double
+    phi: cython.double
+    v: cython.double
+    _skip, _skip, _skip, rho2, r, phi, v = _opw_centre(c, px, py, pz, r02, r12, r22, c[9] * reference[0] - c[15])
     bad_base: cython.bint = rho2 < -1e-12
-    r: cython.double = math.sqrt(rho2 if rho2 > 0.0 else 0.0)
-    phi: cython.double = math.atan2(cy, cx) if cx * cx + cy * cy > 1e-24 else ref0
-    v: cython.double = cz - c1
     side: cython.int
     elbow: cython.int
     wrist: cython.int
     j: cython.int
     slot: cython.int
     bad: cython.bint
-    xp: cython.double
-    u: cython.double
-    d: cython.double
+    reach: cython.double
     t1: cython.double
     sn1: cython.double
     cs1: cython.double
@@ -1089,26 +1454,18 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
     h_z: cython.double
     m12: cython.double
     along: cython.double
-    root: cython.double
     elbow_angle: cython.double
     elbow_share: cython.double
     t2: cython.double
     t3: cython.double
-    t23: cython.double
-    s23: cython.double
-    c23: cython.double
-    m02: cython.double
-    m22: cython.double
     sin5: cython.double
     t4: cython.double
     t5: cython.double
     t6: cython.double
-    m00: cython.double
-    m10: cython.double
     value: cython.double
     error: cython.double
     degenerate: cython.bint
-    unreachable: cython.bint
+    shoulder_ready: cython.bint
     arm_ready: cython.bint
     arm1: cython.double
     arm2: cython.double
@@ -1125,41 +1482,18 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
     q = cython.declare(cython.double[6])
     theta = cython.declare(cython.double[6])
     for side in range(2):
-        xp = r if side == 0 else -r
-        u = xp - a1
-        d = (u * u + v * v - (c2 * c2 + k * k)) / (2.0 * c2 * k)
-        unreachable = abs(d) > 1.0 + rim_slack or bad_base
-        d = d if d > -1.0 else -1.0
-        d = d if d < 1.0 else 1.0
-        t1 = phi - math.atan2(b, xp)
-        sn1, cs1 = math.sin(t1), math.cos(t1)
-        h_x = cs1 * r00 + sn1 * r10
-        h_y = cs1 * r01 + sn1 * r11
-        h_z = cs1 * r02 + sn1 * r12
-        m12 = cs1 * r12 - sn1 * r02
-        along = math.atan2(u, v)
-        root = math.sqrt(1.0 - d * d)
-        # The elbow angle and its share of J2 for sin(elbow) = +root; -root negates both (atan2 is odd in y).
-        elbow_angle = math.atan2(root, d)
-        elbow_share = math.atan2(k * root, c2 + k * d)
+        _skip, reach, t1, sn1, cs1, h_x, h_y, h_z, m12, along, _skip, elbow_angle, elbow_share = _opw_shoulder(
+            c, r if side == 0 else -r, phi, v, r00, r01, r02, r10, r11, r12)
+        if abs(reach) > 1.0 + rim_slack or bad_base:  # out of reach: no branch of this shoulder
+            for slot in range(4 * side, 4 * side + 4):
+                for j in range(6):
+                    out[i, slot, j] = missing
+            continue
+        shoulder_ready = False
         for elbow in range(2):
-            t3 = (elbow_angle if elbow == 0 else -elbow_angle) - psi
-            t2 = along - (elbow_share if elbow == 0 else -elbow_share)
-            t23 = t2 + t3
-            s23, c23 = math.sin(t23), math.cos(t23)
-            m02 = c23 * h_z - s23 * r22
-            m22 = s23 * h_z + c23 * r22
-            sin5 = math.sqrt(m02 * m02 + m12 * m12)
-            t5 = math.atan2(sin5, m22)
-            degenerate = sin5 < wrist_degenerate
-            if degenerate:  # J5 = 0 (pi): J4 stays at the reference, J6 keeps t4 + t6 (t4 - t6)
-                m00 = c23 * h_x - s23 * r20
-                m10 = cs1 * r10 - sn1 * r00
-                t4 = ref3
-                t6 = math.atan2(m10, m00) - ref3 if m22 > 0.0 else ref3 - math.atan2(-m10, -m00)
-            else:
-                t4 = math.atan2(m12, m02)
-                t6 = math.atan2(s23 * h_y + c23 * r21, -(s23 * h_x + c23 * r20))
+            t2, t3, _skip, _skip, t4, t5, t6, sin5 = _opw_elbow(c, elbow == 1, elbow_angle, elbow_share, along, sn1, cs1,
+                                                            h_x, h_y, h_z, m12, r00, r10, r20, r21, r22, ref4, False, 0.0)
+            degenerate = not (sin5 >= c[25])  # J5 = 0 (pi): J4 stays at the reference, J6 keeps t4 + t6 (t4 - t6)
             arm_ready = False
             for wrist in range(2):
                 slot = 4 * side + 2 * elbow + wrist
@@ -1169,8 +1503,7 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
                 theta[3] = t4 if wrist == 0 else t4 + PI
                 theta[4] = t5 if wrist == 0 else -t5
                 theta[5] = t6 if wrist == 0 else t6 + PI
-                # at J5 = 0 the flipped wrist repeats the other
-                bad = unreachable or (degenerate and wrist == 1)
+                bad = degenerate and wrist == 1  # at J5 = 0 the flipped wrist repeats the other
                 for j in range(6):
                     value = _wrap((theta[j] + c[15 + j]) * c[9 + j])
                     # into the limits by a turn where that helps, then inside or out
@@ -1182,13 +1515,16 @@ def _inverse_row(c: cython.const[cython.double][::1], poses: cython.const[cython
                         bad = True
                     q[j] = value
                 if not bad:
-                    # The forward kinematics of the final joints must give the pose back (both
-                    # wrists share the final J1-J3, so their sines and cosines are taken once).
-                    if not arm_ready:
+                    # The forward kinematics of the final joints must give the pose back (a
+                    # shoulder's branches share the final J1, an elbow's both wrists J2 and J3,
+                    # so their sines and cosines are taken once).
+                    if not shoulder_ready:
                         arm1 = c[9] * q[0] - c[15]
+                        fs1, fc1 = math.sin(arm1), math.cos(arm1)
+                        shoulder_ready = True
+                    if not arm_ready:
                         arm2 = c[10] * q[1] - c[16]
                         arm23 = arm2 + c[11] * q[2] - c[17]
-                        fs1, fc1 = math.sin(arm1), math.cos(arm1)
                         fs2, fc2 = math.sin(arm2), math.cos(arm2)
                         fs23, fc23 = math.sin(arm23), math.cos(arm23)
                         arm_ready = True

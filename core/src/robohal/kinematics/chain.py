@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -39,6 +39,64 @@ def _vector(values: ArrayLike, n: int, name: str) -> tuple[float, ...]:
 
 def _fixed(pose: Array) -> Array:
     pose.setflags(write=False)
+    return pose
+
+
+def product_constants(fixed: Sequence[Array], slides: Sequence[bool], flange: Array) -> array:
+    """The constants of the batch kernels (layout: _kernels.PRODUCT_HEADER) for the chain
+    ``fixed[0] @ J(q_0) @ fixed[1] @ J(q_1) ... @ flange``, each J a turn about z or, where
+    ``slides``, a slide along it."""
+    packed = array("d", [*flange[:3, :3].ravel(), *flange[:3, 3]])
+    for pose, slide in zip(fixed, slides, strict=True):
+        turns = not (pose[:3, :3] == np.eye(3)).all()
+        packed.extend([float(slide), float(turns), *pose[:3, :3].ravel(), *pose[:3, 3]])
+    return packed
+
+
+def product_forward(packed: array, q: ArrayLike, joints: Callable[[ArrayLike], Array]) -> Array:
+    """Tip poses of the chain ``packed`` (:func:`product_constants`) on the kernels: (4, 4) for
+    joints (dof,), (..., 4, 4) for (..., dof). ``joints`` is the model's check of its joints."""
+    pose = _kernels.product_pose(packed, q)  # one configuration of plain floats: one call
+    if pose is not None:
+        return pose
+    q = joints(q)
+    if q.ndim == 1:
+        return _kernels.product_pose(packed, q)
+    flat = np.ascontiguousarray(q.reshape(-1, q.shape[-1]))
+    out = np.empty((len(flat), 4, 4))
+    _kernels.product_forward_batch(packed, flat, out.reshape(-1, 16))
+    return out.reshape(*q.shape[:-1], 4, 4)
+
+
+def product_jacobian(packed: array, q: ArrayLike, joints: Callable[[ArrayLike], Array]) -> Array:
+    """The tip's geometric Jacobians of the chain ``packed`` on the kernels: (6, dof) for
+    joints (dof,), (..., 6, dof) for (..., dof). ``joints`` is the model's check of its joints."""
+    jac = _kernels.product_jacobian(packed, q)  # one configuration of plain floats: one call
+    if jac is not None:
+        return jac
+    q = joints(q)
+    if q.ndim == 1:
+        return _kernels.product_jacobian(packed, q)
+    dof = q.shape[-1]
+    flat = np.ascontiguousarray(q.reshape(-1, dof))
+    out = np.empty((len(flat), 6, dof))
+    _kernels.product_jacobian_batch(packed, flat, out.reshape(len(flat), 6 * dof))
+    return out.reshape(*q.shape[:-1], 6, dof)
+
+
+def shift(x: float, y: float, z: float) -> Array:
+    """A pure translation (4, 4)."""
+    pose = np.eye(4)
+    pose[:3, 3] = x, y, z
+    return pose
+
+
+def turn(axis: str, cos: float, sin: float) -> Array:
+    """A rotation (4, 4) about ``axis`` "x" or "z" given its cosine and sine (exact where they are)."""
+    pose = np.eye(4)
+    first, second = (1, 2) if axis == "x" else (0, 1)
+    pose[first, first] = pose[second, second] = cos
+    pose[second, first], pose[first, second] = sin, -sin
     return pose
 
 
@@ -93,6 +151,7 @@ class DHChain(Kinematics):
             *(x for joint in zip(self.offsets, self._kind, self.a, self.d, self._ca, self._sa, strict=True)
               for x in joint),
         ])
+        self._product = self._product_constants()
 
     @property
     def reach_bound(self) -> tuple[Array, float]:
@@ -104,6 +163,25 @@ class DHChain(Kinematics):
     def __repr__(self) -> str:
         kind = "modified" if self.modified else "classic"
         return f"DHChain({kind}, dof={self.dof}, a={list(self.a)}, d={list(self.d)}, alpha={[round(x, 6) for x in self.alpha]})"
+
+    def _product_constants(self) -> array:
+        """The chain as fixed transforms each followed by a turn about z, for the batch kernels:
+        classic links are Rz(offset) J(q) then Tz(d) Tx(a) Rx(alpha), modified ones Rx(alpha)
+        Tx(a) Rz(offset) J(q) then Tz(d); what follows one joint and precedes the next is one
+        fixed transform. Twists of 0 and +-90 deg are exact permutations, as on the scalar path."""
+        exact = {0: (1.0, 0.0), 1: (0.0, 1.0), -1: (0.0, -1.0)}
+        before, after = [], []
+        for i, kind in enumerate(self._kind):
+            twist = turn("x", *exact.get(kind, (self._ca[i], self._sa[i])))
+            offset = turn("z", math.cos(self.offsets[i]), math.sin(self.offsets[i]))
+            if self.modified:
+                before.append(twist @ shift(self.a[i], 0.0, 0.0) @ offset)
+                after.append(shift(0.0, 0.0, self.d[i]))
+            else:
+                before.append(offset)
+                after.append(shift(self.a[i], 0.0, self.d[i]) @ twist)
+        fixed = [self.base @ before[0], *(done @ then for done, then in zip(after[:-1], before[1:], strict=True))]
+        return product_constants(fixed, [False] * self.dof, after[-1] @ self.flange)
 
     # Batched frames -------------------------------------------------------------------
 
@@ -151,17 +229,7 @@ class DHChain(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Flange pose (4, 4) for joints (dof,); (..., 4, 4) for (..., dof)."""
-        if type(q) is np.ndarray and q.shape == (self.dof,) and q.dtype == np.float64:
-            values = q.tolist()
-            if all(map(math.isfinite, values)):
-                return self._pose_array(self._frame(values, False)[0])
-        q = self._joints(q)
-        if q.ndim == 1:
-            return self._pose_array(self._frame(q.tolist(), False)[0])
-        pose = np.broadcast_to(self.base, (*q.shape[:-1], 4, 4))
-        for i in range(self.dof):
-            pose = pose @ self._link(i, q[..., i] + self.offsets[i])
-        return pose @ self.flange
+        return product_forward(self._product, q, self._joints)
 
     @staticmethod
     def _pose_array(frame: tuple) -> Array:
@@ -172,20 +240,7 @@ class DHChain(Kinematics):
 
     def jacobian(self, q: ArrayLike) -> Array:
         """Geometric Jacobian (..., 6, dof) of the flange from the joint axes."""
-        q = self._joints(q)
-        if q.ndim == 1:
-            return self.pose_and_jacobian(q)[1]
-        frames = self.joint_poses(q)
-        tip = frames[..., -1, :3, 3]
-        if self.modified:
-            axes = frames[..., :-1, :3, 2]
-            origins = frames[..., :-1, :3, 3]
-        else:
-            before = np.concatenate([np.broadcast_to(self.base, (*q.shape[:-1], 1, 4, 4)), frames[..., :-2, :, :]], axis=-3)
-            axes = before[..., :3, 2]
-            origins = before[..., :3, 3]
-        linear = np.cross(axes, tip[..., None, :] - origins)
-        return np.concatenate([np.swapaxes(linear, -1, -2), np.swapaxes(axes, -1, -2)], axis=-2)
+        return product_jacobian(self._product, q, self._joints)
 
     # The scalar path: one configuration, plain floats -------------------------------------
 

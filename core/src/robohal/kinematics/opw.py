@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics, Solutions, pose_rows
+from .chain import product_constants, product_jacobian, shift, turn
 from .constraints import Constraints
 from .kernels import module as _kernels
 from .limits import JointLimits
@@ -113,6 +114,23 @@ class OPW(Kinematics):
         # The same constants for the kernels (layout: see _kernels.py).
         self._packed = array("d", [*self._constants, *self.signs, *self.offsets, NEAR_DEGENERATE, RIM_SLACK,
                                    VERIFY_POSITION, VERIFY_ROTATION, WRIST_DEGENERATE])
+        self._product = self._product_constants()
+
+    def _product_constants(self) -> array:
+        """The arm as fixed transforms each followed by a turn about z, for the batched
+        Jacobian's kernel: a turn about y is one about z seen through Rx(-90 deg), a joint of
+        sign -1 one seen through Rx(180 deg), and each offset a fixed turn about the axis."""
+        to_y, from_y = turn("x", 0.0, -1.0), turn("x", 0.0, 1.0)
+        about_y = (False, True, True, False, True, False)
+        shifts = (shift(0.0, 0.0, 0.0), shift(self.a1, self.b, self.c1), shift(0.0, 0.0, self.c2),
+                  shift(self.a2, 0.0, self.c3), shift(0.0, 0.0, 0.0), shift(0.0, 0.0, 0.0))
+        fixed, after = [], np.eye(4)
+        for move, sideways, sign, offset in zip(shifts, about_y, self.signs, self.offsets, strict=True):
+            flip = turn("x", sign, 0.0)  # the identity or Rx(180 deg)
+            into = to_y if sideways else np.eye(4)
+            fixed.append(after @ move @ into @ turn("z", math.cos(offset), -math.sin(offset)) @ flip)
+            after = flip @ (from_y if sideways else np.eye(4))
+        return product_constants(fixed, [False] * 6, after @ shift(0.0, 0.0, self.c4))
 
     def __repr__(self) -> str:
         return (f"OPW(a1={self.a1}, a2={self.a2}, b={self.b}, c1={self.c1}, c2={self.c2}, c3={self.c3},"
@@ -168,16 +186,12 @@ class OPW(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Flange pose (4, 4) for joints (6,); (..., 4, 4) for (..., 6)."""
-        if (type(q) is np.ndarray and q.shape == (6,) and q.dtype == np.float64) or (
-                type(q) in (list, tuple) and len(q) == 6 and all(type(x) is float for x in q)):
-            values = q.tolist() if type(q) is np.ndarray else q
-            if all(map(math.isfinite, values)):
-                pose = np.empty((4, 4))
-                _kernels.opw_forward(self._packed, values, pose)
-                return pose
+        pose = _kernels.opw_pose(self._packed, q)  # one configuration of plain floats: one call
+        if pose is not None:
+            return pose
         q = self._joints(q)
         if q.ndim == 1:
-            return self.forward(q.tolist())
+            return _kernels.opw_pose(self._packed, q)
         flat = np.ascontiguousarray(q.reshape(-1, 6))
         out = np.empty((flat.shape[0], 4, 4))
         _kernels.opw_forward_batch(self._packed, flat, out.reshape(-1, 16))
@@ -206,15 +220,7 @@ class OPW(Kinematics):
 
     def jacobian(self, q: ArrayLike) -> Array:
         """Geometric Jacobian (..., 6, 6) from the joint axes (analytic)."""
-        frames = self.joint_poses(q)
-        tip = frames[..., 6, :3, 3]
-        axis_column = (2, 1, 1, 2, 1, 2)  # J1, J4, J6 turn about z; J2, J3, J5 about y
-        columns = []
-        for i, column in enumerate(axis_column):
-            axis = frames[..., i, :3, column]
-            linear = np.cross(axis, tip - frames[..., i, :3, 3])
-            columns.append(self.signs[i] * np.concatenate([linear, axis], axis=-1))
-        return np.stack(columns, axis=-1)
+        return product_jacobian(self._product, q, self._joints)
 
     def singularity(self, q: ArrayLike, threshold: float = WRIST_SINGULARITY):
         """'wrist' when J5 is within ``threshold`` (0.01 deg) of 0 or +-pi, else None;

@@ -9,9 +9,11 @@ and those after the last moving joint into the flange transform.
 
 Internally each joint's frame is turned so that its axis is z, which makes the
 chain the DH chain's recipe with general fixed transforms:
-``pose = pose @ fixed_i @ Rz(q_i)`` (or ``Tz(q_i)`` for a slide). The Jacobian
-comes from the joint axes; the inverse is numeric and the differential IK runs
-through the scalar path (:meth:`UrdfChain.frame_and_jacobian_lists`).
+``pose = pose @ fixed_i @ Rz(q_i)`` (or ``Tz(q_i)`` for a slide), which the
+kinematics kernels compute for a batch and for one configuration (compiled where
+the build had a C compiler). The Jacobian comes from the joint axes; the inverse
+is numeric and the differential IK runs through the one-configuration path
+(:meth:`UrdfChain.frame_and_jacobian_lists`).
 
 A chain of turning joints only is also a modified-DH chain (consecutive joint axes
 are two lines: their common normal gives a, alpha, d and the angle offset), so one
@@ -35,7 +37,8 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics
-from .chain import DHChain
+from .chain import DHChain, product_constants, product_forward, product_jacobian
+from .kernels import module as _kernels
 from .limits import JointLimits
 
 #: the joint types a chain moves with; ``continuous`` is a revolute joint without a range
@@ -138,11 +141,8 @@ class UrdfChain(Kinematics):
         # Back from a turned joint frame to its child link's frame (joint_poses reports links).
         self._to_link = _frozen(np.array([_transform(turn.T) for turn in turns]))
         self._slides = tuple(kind == "prismatic" for kind in kinds)
-        # Plain-float constants of the scalar path: per joint (rotation rows or None, shift, slides).
-        self._scalar = [(None if (f[:3, :3] == np.eye(3)).all() else f[:3, :3].tolist(), f[:3, 3].tolist(), slide)
-                        for f, slide in zip(self._fixed, self._slides, strict=True)]
-        self._flange_rotation = None if (self._flange[:3, :3] == np.eye(3)).all() else self._flange[:3, :3].tolist()
-        self._flange_shift = self._flange[:3, 3].tolist()
+        # The constants of the kernels (layout: see _kernels.py, PRODUCT_HEADER).
+        self._packed = product_constants(self._fixed, self._slides, self._flange)
         self._dh = _as_dh(self) if not any(self._slides) else None
 
     @classmethod
@@ -293,16 +293,7 @@ class UrdfChain(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Tip pose (4, 4) for joints (dof,); (..., 4, 4) for (..., dof)."""
-        if type(q) is np.ndarray and q.shape == (self.dof,) and q.dtype == np.float64:
-            values = q.tolist()  # one configuration, checked in plain floats (a controller's call)
-            if all(map(math.isfinite, values)):
-                return _pose_array(self.frame_and_jacobian_lists(values, False)[0])
-        q = self._joints(q)
-        if q.ndim == 1:
-            return _pose_array(self.frame_and_jacobian_lists(q.tolist(), False)[0])
-        flat, shape = self._batch(q)
-        rotation, position, _ = self._walk(flat, False)
-        return self._tip(rotation, position, shape)
+        return product_forward(self._packed, q, self._joints)
 
     def joint_poses(self, q: ArrayLike) -> Array:
         """Each moving joint's child link frame, then the tip: (..., dof + 1, 4, 4)."""
@@ -314,75 +305,7 @@ class UrdfChain(Kinematics):
 
     def jacobian(self, q: ArrayLike) -> Array:
         """Geometric Jacobian (..., 6, dof) of the tip from the joint axes."""
-        q = self._joints(q)
-        if q.ndim == 1:
-            return self.pose_and_jacobian(q)[1]
-        flat, shape = self._batch(q)
-        rotation, position, frames = self._walk(flat, True)
-        tip = position + (self._flange[:3, 3] @ rotation.reshape(3, -1)).reshape(position.shape)
-        jac = np.empty((6, self.dof, len(flat)))
-        for i, ((r, p), slide) in enumerate(zip(frames, self._slides, strict=True)):
-            axis = r[2]
-            if slide:
-                jac[:3, i] = axis
-                jac[3:, i] = 0.0
-            else:
-                d = tip - p
-                jac[0, i] = axis[1] * d[2] - axis[2] * d[1]
-                jac[1, i] = axis[2] * d[0] - axis[0] * d[2]
-                jac[2, i] = axis[0] * d[1] - axis[1] * d[0]
-                jac[3:, i] = axis
-        return jac.transpose(2, 0, 1).reshape(*shape, 6, self.dof)
-
-    # The scalar path: one configuration, plain floats -----------------------------------------
-
-    def _fk(self, q: list[float], jac: list | None) -> tuple:
-        """Tip frame as (x, y, z, p) column tuples; fills ``jac`` (6 lists) when given."""
-        x0, x1, x2, y0, y1, y2, z0, z1, z2 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
-        px = py = pz = 0.0
-        axes = []
-        for qi, (rows, (t0, t1, t2), slide) in zip(q, self._scalar, strict=True):
-            px += x0 * t0 + y0 * t1 + z0 * t2
-            py += x1 * t0 + y1 * t1 + z1 * t2
-            pz += x2 * t0 + y2 * t1 + z2 * t2
-            if rows is not None:  # R = R A: column j is x A[0][j] + y A[1][j] + z A[2][j]
-                (a00, a01, a02), (a10, a11, a12), (a20, a21, a22) = rows
-                x0, x1, x2, y0, y1, y2, z0, z1, z2 = (
-                    x0 * a00 + y0 * a10 + z0 * a20, x1 * a00 + y1 * a10 + z1 * a20, x2 * a00 + y2 * a10 + z2 * a20,
-                    x0 * a01 + y0 * a11 + z0 * a21, x1 * a01 + y1 * a11 + z1 * a21, x2 * a01 + y2 * a11 + z2 * a21,
-                    x0 * a02 + y0 * a12 + z0 * a22, x1 * a02 + y1 * a12 + z1 * a22, x2 * a02 + y2 * a12 + z2 * a22)
-            if slide:
-                px += qi * z0
-                py += qi * z1
-                pz += qi * z2
-            else:
-                c, s = math.cos(qi), math.sin(qi)
-                x0, x1, x2, y0, y1, y2 = (c * x0 + s * y0, c * x1 + s * y1, c * x2 + s * y2,
-                                          c * y0 - s * x0, c * y1 - s * x1, c * y2 - s * x2)
-            axes.append((z0, z1, z2, px, py, pz, slide))
-        t0, t1, t2 = self._flange_shift
-        px += x0 * t0 + y0 * t1 + z0 * t2
-        py += x1 * t0 + y1 * t1 + z1 * t2
-        pz += x2 * t0 + y2 * t1 + z2 * t2
-        x, y, z = (x0, x1, x2), (y0, y1, y2), (z0, z1, z2)
-        if self._flange_rotation is not None:
-            f = self._flange_rotation
-            x, y, z = ((x0 * f[0][j] + y0 * f[1][j] + z0 * f[2][j], x1 * f[0][j] + y1 * f[1][j] + z1 * f[2][j],
-                        x2 * f[0][j] + y2 * f[1][j] + z2 * f[2][j]) for j in range(3))
-        if jac is not None:
-            j0, j1, j2, j3, j4, j5 = jac
-            for i, (wx, wy, wz, ox, oy, oz, slide) in enumerate(axes):
-                if slide:
-                    j0[i], j1[i], j2[i] = wx, wy, wz
-                    continue
-                rx, ry, rz = px - ox, py - oy, pz - oz
-                j0[i] = wy * rz - wz * ry
-                j1[i] = wz * rx - wx * rz
-                j2[i] = wx * ry - wy * rx
-                j3[i] = wx
-                j4[i] = wy
-                j5[i] = wz
-        return x, y, z, (px, py, pz)
+        return product_jacobian(self._packed, q, self._joints)
 
     def pose_and_jacobian(self, q: ArrayLike) -> tuple[Array, Array]:
         """Tip pose (4, 4) and geometric Jacobian (6, dof) of one configuration."""
@@ -394,8 +317,7 @@ class UrdfChain(Kinematics):
         """The scalar path's raw result (no validation): ((x, y, z, p) columns, 6 Jacobian rows)."""
         if self._dh is not None:
             return self._dh.frame_and_jacobian_lists(q, jacobian)
-        jac = [[0.0] * self.dof for _ in range(6)] if jacobian else None
-        return self._fk(q, jac), jac
+        return _kernels.product_chain(self._packed, q, jacobian)
 
     @property
     def uses_dh_path(self) -> bool:
