@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import viser  # the optional extra: robohal[view]
@@ -37,6 +38,7 @@ from ..control.lifecycle import LifecycleState
 from ..errors import InvalidArgument, RobohalError
 from ..robot import Robot
 from ..state import Array
+from .body import UrdfBody, Visuals, find_visuals
 from .controls import RobotControls
 from .scene import ArmScene, arm_size
 
@@ -88,7 +90,8 @@ class RobotView:
     :meth:`add` and :meth:`remove` change which robots it shows."""
 
     def __init__(self, robots: Robot | Iterable[Robot] = (), *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                 watch: bool = False, allow_control: bool = False, frame_rate: float = FRAME_RATE) -> None:
+                 watch: bool = False, allow_control: bool = False, frame_rate: float = FRAME_RATE,
+                 urdf: str | Path | None = None) -> None:
         robots = [robots] if isinstance(robots, Robot) else list(robots)
         if not all(isinstance(r, Robot) for r in robots):
             raise InvalidArgument("the view shows connected robots (robohal.Robot)")
@@ -115,7 +118,7 @@ class RobotView:
             if not self.commands_allowed:
                 self._server.gui.add_markdown("**Watching**: this page shows the robots and commands none of them.")
             for robot in robots:
-                self.add(robot)
+                self.add(robot, urdf=urdf)
         except BaseException:
             with _quiet():
                 self._server.stop()
@@ -135,10 +138,13 @@ class RobotView:
         with self._lock:
             return [station.robot for station in self._stations]
 
-    def add(self, robot: Robot) -> None:
-        """Show ``robot`` too, beside the others (with its controls on pages that may command)."""
+    def add(self, robot: Robot, *, urdf: str | Path | None = None) -> None:
+        """Show ``robot`` too, beside the others (with its controls on pages that may command);
+        drawn from ``urdf``'s meshes where given, else as :func:`~.body.find_visuals` finds."""
         if not isinstance(robot, Robot):
             raise InvalidArgument(f"the view shows connected robots (robohal.Robot), got {type(robot).__name__}")
+        visuals = find_visuals(robot.model, urdf)
+        loaded = None if visuals is None else _load(visuals, named=urdf is not None)
         state = robot.state
         size = arm_size(robot.model, state.q)
         with self._lock:
@@ -148,7 +154,8 @@ class RobotView:
             station = Station(robot, name, np.array([0.0, y, 0.0]), size)
             key = f"/robot{id(station)}"
             server = self._server
-            station.scene = ArmScene(server.scene, key, robot.model, state.q, offset=station.offset)
+            body = None if loaded is None else UrdfBody(server, key, visuals, loaded, offset=station.offset)
+            station.scene = ArmScene(server.scene, key, robot.model, state.q, offset=station.offset, body=body)
             station.figures = server.gui.add_markdown(_figures(station, state, 0.0))
             if getattr(robot.model, "position_only", False):
                 station.trace = server.scene.add_line_segments(
@@ -364,6 +371,18 @@ def _extend_trace(station: Station, q: Array) -> None:
     if len(station.pen) > 1:
         points = np.array(station.pen)
         station.trace.points = np.stack([points[:-1], points[1:]], 1)
+
+
+def _load(visuals: Visuals, *, named: bool):
+    """The URDF's meshes for one robot, or None where they will not load: then the stick
+    figure (a URDF the caller named must load)."""
+    try:
+        return visuals.load()
+    except Exception as exc:  # a mesh file trimesh cannot read, missing, or an unknown format
+        if named:
+            raise InvalidArgument(f"{visuals.path}: its meshes cannot be drawn: {exc}") from None
+        log.warning("%s: drawing the links instead of its meshes, which cannot be loaded: %s", visuals.path, exc)
+        return None
 
 
 def serve(robots: Robot | Iterable[Robot], **options) -> RobotView:
