@@ -78,7 +78,7 @@ def find_visuals(model: Kinematics, urdf: str | Path | None = None) -> Visuals |
     chain = _unwrapped(model)
     if isinstance(chain, UrdfChain) and chain.source:
         path = Path(chain.source)
-        return match(model, path, base=chain.link_names[0]) if has_visuals(path) else None
+        return match(model, path, joints=chain.joint_names) if has_visuals(path) else None
     for path in _installed_descriptions():
         found = match(model, path, same_limits=True)
         if found is not None:
@@ -86,9 +86,11 @@ def find_visuals(model: Kinematics, urdf: str | Path | None = None) -> Visuals |
     return None
 
 
-def match(model: Kinematics, path: Path, *, base: str | None = None, same_limits: bool = False) -> Visuals | None:
-    """The URDF at ``path`` as a drawing of ``model`` (from ``base``, by default its root
-    link), or None where none of its links follows the model's flange."""
+def match(model: Kinematics, path: Path, *, joints: tuple[str, ...] | None = None,
+          same_limits: bool = False) -> Visuals | None:
+    """The URDF at ``path`` as a drawing of ``model``, or None where none of its links
+    follows the model's flange. The model's base is the URDF's root link, or, given the
+    ``joints`` the model turns (a UrdfChain's), a link the first of them hangs from."""
     import yourdfpy  # here: it loads trimesh (a second), which a view of stick figures need not pay
 
     try:
@@ -96,20 +98,22 @@ def match(model: Kinematics, path: Path, *, base: str | None = None, same_limits
                                   build_collision_scene_graph=False, load_collision_meshes=False)
     except Exception as exc:  # whatever the parser raises on a file it cannot read
         raise InvalidArgument(f"{path}: not a readable URDF: {type(exc).__name__}: {exc}") from None
-    base = base or urdf.base_link
     probes = _probes(model)
     flanges = model.forward(probes)
-    for tip, joints in _chains(urdf, base, model.dof):
-        if same_limits and not _same_ranges(urdf, joints, model):
-            continue
-        poses = []
-        index = _indices(urdf, joints)
-        for q in probes:
-            urdf.update_cfg(_configuration(urdf, index, q))
-            poses.append(urdf.get_transform(tip, base))
-        offset = spatial.invert(poses[0]) @ flanges[0]  # the flange in the tip link's frame
-        if all(np.abs(pose @ offset - flange).max() < AGREE for pose, flange in zip(poses, flanges, strict=True)):
-            return Visuals(path, base, tuple(joints))
+    for base in [urdf.base_link] if joints is None else _fixed_above(urdf, urdf.joint_map[joints[0]].parent):
+        for tip, path_joints in _chains(urdf, base, model.dof):
+            if joints is not None and path_joints != tuple(joints):
+                continue
+            if same_limits and not _same_ranges(urdf, path_joints, model):
+                continue
+            index = _indices(urdf, path_joints)
+            poses = []
+            for q in probes:
+                urdf.update_cfg(_configuration(urdf, index, q))
+                poses.append(urdf.get_transform(tip, base))
+            offset = spatial.invert(poses[0]) @ flanges[0]  # the flange in the tip link's frame
+            if all(np.abs(pose @ offset - flange).max() < AGREE for pose, flange in zip(poses, flanges, strict=True)):
+                return Visuals(path, base, path_joints)
     return None
 
 
@@ -134,8 +138,7 @@ class UrdfBody:
         self.drawn.update_cfg(_configuration(self.urdf, self.index, q))
 
     def remove(self) -> None:
-        self.drawn.remove()
-        self.root.remove()
+        self.root.remove()  # and with it every frame and mesh below (ViserUrdf.remove would remove those twice)
 
 
 def has_visuals(path: Path) -> bool:
@@ -166,6 +169,16 @@ def _installed_descriptions() -> list[Path]:
             if str(file).endswith(inside):
                 found.append(Path(importlib.metadata.distribution(distribution).locate_file(file)))
     return found
+
+
+def _fixed_above(urdf, link: str) -> list[str]:
+    """``link`` and the links it hangs from through fixed joints, nearest first."""
+    parents = {joint.child: joint for joint in urdf.robot.joints}
+    links = [link]
+    while link in parents and parents[link].type == "fixed":
+        link = parents[link].parent
+        links.append(link)
+    return links
 
 
 def _chains(urdf, base: str, dof: int):
