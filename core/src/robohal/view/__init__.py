@@ -52,6 +52,7 @@ TRACE_POINTS = 4000  # pen positions kept in a planar arm's trace
 ACTIONS = ("joints", "pose", "pen", "stop", "recover")
 ARRIVED = 1e-9  # rad: the setpoints have the page's joint target
 POSE_ARRIVED = 1e-6  # m and rad: ... its pose target (differential IK closes in on it, never exactly)
+GROUND = 4.0  # m: the grid's side at the least
 HOLD_AT_MOST = 30.0  # s: a target the arm cannot reach (IK off a limit) stops being sent
 
 
@@ -114,7 +115,7 @@ class RobotView:
         self.port = self._server.get_port()
         self._stop = threading.Event()
         try:
-            self._server.scene.add_grid("/ground", width=4.0, height=4.0, cell_size=0.1, section_size=0.5)
+            self._server.scene.add_grid("/ground", width=GROUND, height=GROUND, cell_size=0.1, section_size=0.5)
             if not self.commands_allowed:
                 self._server.gui.add_markdown("**Watching**: this page shows the robots and commands none of them.")
             for robot in robots:
@@ -264,15 +265,28 @@ class RobotView:
         self._controls.setdefault(client.client_id, {})[id(station)] = RobotControls(client, station, command)
 
     def _frame_camera(self) -> None:
-        """Look at the robots from the front and above, all of them in sight."""
+        """Look at the robots from the front and above, all of them in sight, on ground under
+        them all: for pages that open from now on and for the open ones (a robot added to a
+        page being watched, as ``robohal demo --view`` does, comes into sight)."""
         ys = [s.offset[1] for s in self._stations]
         size = max(s.size for s in self._stations)
         middle = np.array([0.0, (min(ys) + max(ys)) / 2, size * 0.35])
         span = max(ys) - min(ys) + size
+        # several robots: a little closer, and looking past the middle so the panel (right) hides none
+        distance = 1.44 * size if len(ys) == 1 else 0.9 * span
+        middle[1] += 0.1 * (span - size)
+        position = middle + np.array([1.1, -0.35, 0.45]) * distance
+        self._server.scene.add_grid("/ground", width=max(GROUND, 2.5 * size), height=max(GROUND, span + 1.5 * size),
+                                    cell_size=0.1, section_size=0.5, position=(0.0, middle[1], 0.0))
         camera = self._server.initial_camera
-        camera.look_at = tuple(middle)
-        camera.position = tuple(middle + np.array([1.1, -0.35, 0.45]) * max(span, 1.2 * size) * 1.2)
-        camera.up = (0.0, 0.0, 1.0)
+        camera.look_at, camera.position, camera.up = tuple(middle), tuple(position), (0.0, 0.0, 1.0)
+        for client in self._server.get_clients().values():
+            try:
+                with client.atomic():
+                    client.camera.position = position  # moves look_at along: set it after
+                    client.camera.look_at = middle
+            except AssertionError:  # viser's: the page has not reported its camera yet; it opens on the initial one
+                continue
 
     # Drawing ------------------------------------------------------------------------------------
 
@@ -295,7 +309,9 @@ class RobotView:
         states = {}
         for station in stations:
             if station.robot.lifecycle is LifecycleState.DISCONNECTED:
-                continue  # closed: its last picture stays until it is removed
+                if figures:  # closed: its last picture stays until it is removed
+                    station.figures.content = f"**{station.robot.name or station.name}**: closed"
+                continue
             try:
                 states[id(station)] = station.robot.state
             except RobohalError:  # a lost link: the same, and the figures already say why
