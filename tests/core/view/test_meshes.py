@@ -152,3 +152,13 @@ def test_the_page_draws_the_urdf_s_meshes_and_moves_them(models, page, port):
             page.page.goto("about:blank")  # leave before the server stops: a page that lost it logs errors
     assert page.differ(shots["test.arm3"], shots["test.bare3"])  # meshes, not the stick figure
     assert page.errors == []
+
+
+def test_robohal_view_refuses_a_urdf_that_does_not_follow_the_robot_in_one_line(models, port):
+    from click.testing import CliRunner
+    from robohal.cli.main import main
+
+    result = CliRunner().invoke(main, ["view", "sim://?model=generic.planar2", "--port", str(port),
+                                       "--urdf", str(models / "arm3.urdf")])
+    assert result.exit_code == 2, result.output
+    assert "robohal: error:" in result.stderr and "no link of this URDF follows the model's flange" in result.stderr
