@@ -6,14 +6,17 @@
         robot.move_joints(...)     # the page shows it live
 
 The page draws each arm from its model (links, joints coloured by their limit margin, the
-flange frame, the commanded pose as a translucent ghost), the backend's figures and the
+flange frame, the commanded pose as a translucent ghost), or from a URDF's meshes where one
+agrees with the model (:mod:`.body`), the backend's figures and the
 robot's mode, and, where commands are allowed, joint sliders, a flange gizmo (a pad for a
 planar arm, with the pen's trace) and Stop / Recover.
 
 Who may move the arm: the page has no login, so whoever opens it may command the robot.
 Bound to a loopback address that is the local user. Bound anywhere else the view only
 watches, unless ``allow_control=True``: then a page must first give the view's token (printed
-with the address), and commands from any other page are refused.
+with the address), and commands from any other page are refused. The token is typed into the
+page: viser's client leaves the address's query out of its connection and its server API
+offers no page address, so a ``?token=`` could never reach the view.
 """
 
 from __future__ import annotations
