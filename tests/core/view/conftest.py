@@ -73,6 +73,11 @@ class Page:
         return pixels(self.page.screenshot())
 
     @staticmethod
+    def robots_part(shot: np.ndarray) -> np.ndarray:
+        """The part of a screenshot the robots stand in."""
+        return shot[MIDDLE]
+
+    @staticmethod
     def differ(a: np.ndarray, b: np.ndarray) -> bool:
         """Whether two screenshots show the robots differently."""
         return changed(a, b) > MIN_CHANGE
