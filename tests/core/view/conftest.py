@@ -72,11 +72,21 @@ class Page:
     def shot(self) -> np.ndarray:
         return pixels(self.page.screenshot())
 
+    @staticmethod
+    def robots_part(shot: np.ndarray) -> np.ndarray:
+        """The part of a screenshot the robots stand in."""
+        return shot[MIDDLE]
+
+    @staticmethod
+    def differ(a: np.ndarray, b: np.ndarray) -> bool:
+        """Whether two screenshots show the robots differently."""
+        return changed(a, b) > MIN_CHANGE
+
     def changes_from(self, before: np.ndarray, what: str) -> np.ndarray:
         """A screenshot once the robots' part of the picture differs from ``before``."""
         def differs() -> np.ndarray | None:
             now = self.shot()
-            return now if changed(now, before) > MIN_CHANGE else None
+            return now if self.differ(now, before) else None
 
         return wait_for(differs, what)
 

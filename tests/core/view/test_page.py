@@ -69,7 +69,9 @@ def test_a_slider_moves_the_robot_by_its_angle(robot, page, port, wait_for):
             page.page.keyboard.press("ArrowRight")
         wait_for(lambda: abs(robot.state.q[0] - (START[0] + 0.05)) < 1e-9 and robot.lifecycle is LifecycleState.READY,
                  "joint 1 to stop 0.05 rad on")
-        # dragging: the robot goes to the angle the slider shows
+        # dragging: the robot goes to the angle the slider shows; first the figures above the
+        # sliders say so too, so the panel's lines no longer change under the pointer
+        wait_for(lambda: page.page.get_by_text(f"{robot.name}: ready").count() > 0, "the figures to say ready")
         box = joint2.bounding_box()
         x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
         page.page.mouse.move(x, y)

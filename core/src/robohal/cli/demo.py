@@ -185,7 +185,8 @@ def plot_run(run: DemoRun, folder: Path) -> Path | None:
 
 def run_demo(out: str, tasks: list[DemoSpec] | None = None, *, view: Any = None) -> int:
     """Run ``tasks`` (default: every installed backend's demo), print the table, write plots;
-    with a :class:`~robohal.view.RobotView`, each task's robot is shown in it while it runs."""
+    with a :class:`~robohal.view.RobotView`, each task's robot is shown in it, beside the
+    earlier ones (at their last pose), until all have run."""
     from rich.console import Console
     from rich.table import Table
 
@@ -204,10 +205,6 @@ def run_demo(out: str, tasks: list[DemoSpec] | None = None, *, view: Any = None)
             except Exception as exc:  # one robot's failure must not hide the others' results
                 run.error = f"{type(exc).__name__}: {exc}"
                 (folder / f"{name.lower().replace(' ', '-')}-error.txt").write_text(traceback.format_exc())
-            finally:
-                if view is not None:
-                    for robot in view.robots:
-                        view.remove(robot)
         run.seconds = time.monotonic() - start
         console.print(f"{'[red]failed[/red]' if run.error else '[green]done[/green]'}  {name} in {run.seconds:.1f} s")
         runs.append(run)
@@ -233,6 +230,9 @@ def run_demo(out: str, tasks: list[DemoSpec] | None = None, *, view: Any = None)
         if plot:
             plots.append(plot)
     console.print(table)
+    if view is not None:
+        for robot in view.robots:
+            view.remove(robot)
     if plots:
         console.print(f"plots in {folder.resolve()}/: " + ", ".join(p.name for p in plots))
     elif matplotlib_pyplot() is None:

@@ -365,12 +365,15 @@ def demo(out: str, show: bool, port: int) -> None:
 @click.option("--watch", is_flag=True, help="Show the robot, never command it (watch a cell another program drives).")
 @click.option("--allow-control", is_flag=True,
               help="With --host on another interface: pages that give the printed token may command the robot.")
-def view(uri: str, host: str, port: int, watch: bool, allow_control: bool) -> None:
+@click.option("--urdf", type=click.Path(dir_okay=False), default=None,
+              help="Draw the robot with this URDF's meshes (it must follow the model's joints).")
+def view(uri: str, host: str, port: int, watch: bool, allow_control: bool, urdf: str | None) -> None:
     """Show a robot live in the browser, with sliders, a flange gizmo, Stop and Recover."""
     from ..connection import open_robot
 
     serve = _view_serve()
-    with open_robot(uri) as robot, serve(robot, host=host, port=port, watch=watch, allow_control=allow_control) as page:
+    with open_robot(uri) as robot, serve(robot, host=host, port=port, watch=watch, allow_control=allow_control,
+                                         urdf=urdf) as page:
         click.echo(f"robohal view of {robot.name}: {page.url}")
         if page.token:
             click.echo(f"commands need this token (give it in the page): {page.token}")

@@ -6,14 +6,17 @@
         robot.move_joints(...)     # the page shows it live
 
 The page draws each arm from its model (links, joints coloured by their limit margin, the
-flange frame, the commanded pose as a translucent ghost), the backend's figures and the
+flange frame, the commanded pose as a translucent ghost), or from a URDF's meshes where one
+agrees with the model (:mod:`.body`), the backend's figures and the
 robot's mode, and, where commands are allowed, joint sliders, a flange gizmo (a pad for a
 planar arm, with the pen's trace) and Stop / Recover.
 
 Who may move the arm: the page has no login, so whoever opens it may command the robot.
 Bound to a loopback address that is the local user. Bound anywhere else the view only
 watches, unless ``allow_control=True``: then a page must first give the view's token (printed
-with the address), and commands from any other page are refused.
+with the address), and commands from any other page are refused. The token is typed into the
+page: viser's client leaves the address's query out of its connection and its server API
+offers no page address, so a ``?token=`` could never reach the view.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import viser  # the optional extra: robohal[view]
@@ -37,6 +41,7 @@ from ..control.lifecycle import LifecycleState
 from ..errors import InvalidArgument, RobohalError
 from ..robot import Robot
 from ..state import Array
+from .body import UrdfBody, Visuals, find_visuals
 from .controls import RobotControls
 from .scene import ArmScene, arm_size
 
@@ -50,6 +55,7 @@ TRACE_POINTS = 4000  # pen positions kept in a planar arm's trace
 ACTIONS = ("joints", "pose", "pen", "stop", "recover")
 ARRIVED = 1e-9  # rad: the setpoints have the page's joint target
 POSE_ARRIVED = 1e-6  # m and rad: ... its pose target (differential IK closes in on it, never exactly)
+GROUND = 4.0  # m: the grid's side at the least
 HOLD_AT_MOST = 30.0  # s: a target the arm cannot reach (IK off a limit) stops being sent
 
 
@@ -88,7 +94,8 @@ class RobotView:
     :meth:`add` and :meth:`remove` change which robots it shows."""
 
     def __init__(self, robots: Robot | Iterable[Robot] = (), *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                 watch: bool = False, allow_control: bool = False, frame_rate: float = FRAME_RATE) -> None:
+                 watch: bool = False, allow_control: bool = False, frame_rate: float = FRAME_RATE,
+                 urdf: str | Path | None = None) -> None:
         robots = [robots] if isinstance(robots, Robot) else list(robots)
         if not all(isinstance(r, Robot) for r in robots):
             raise InvalidArgument("the view shows connected robots (robohal.Robot)")
@@ -111,11 +118,11 @@ class RobotView:
         self.port = self._server.get_port()
         self._stop = threading.Event()
         try:
-            self._server.scene.add_grid("/ground", width=4.0, height=4.0, cell_size=0.1, section_size=0.5)
+            self._server.scene.add_grid("/ground", width=GROUND, height=GROUND, cell_size=0.1, section_size=0.5)
             if not self.commands_allowed:
                 self._server.gui.add_markdown("**Watching**: this page shows the robots and commands none of them.")
             for robot in robots:
-                self.add(robot)
+                self.add(robot, urdf=urdf)
         except BaseException:
             with _quiet():
                 self._server.stop()
@@ -135,10 +142,13 @@ class RobotView:
         with self._lock:
             return [station.robot for station in self._stations]
 
-    def add(self, robot: Robot) -> None:
-        """Show ``robot`` too, beside the others (with its controls on pages that may command)."""
+    def add(self, robot: Robot, *, urdf: str | Path | None = None) -> None:
+        """Show ``robot`` too, beside the others (with its controls on pages that may command);
+        drawn from ``urdf``'s meshes where given, else as :func:`~.body.find_visuals` finds."""
         if not isinstance(robot, Robot):
             raise InvalidArgument(f"the view shows connected robots (robohal.Robot), got {type(robot).__name__}")
+        visuals = find_visuals(robot.model, urdf)
+        loaded = None if visuals is None else _load(visuals, named=urdf is not None)
         state = robot.state
         size = arm_size(robot.model, state.q)
         with self._lock:
@@ -148,7 +158,8 @@ class RobotView:
             station = Station(robot, name, np.array([0.0, y, 0.0]), size)
             key = f"/robot{id(station)}"
             server = self._server
-            station.scene = ArmScene(server.scene, key, robot.model, state.q, offset=station.offset)
+            body = None if loaded is None else UrdfBody(server, key, visuals, loaded, offset=station.offset)
+            station.scene = ArmScene(server.scene, key, robot.model, state.q, offset=station.offset, body=body)
             station.figures = server.gui.add_markdown(_figures(station, state, 0.0))
             if getattr(robot.model, "position_only", False):
                 station.trace = server.scene.add_line_segments(
@@ -257,15 +268,28 @@ class RobotView:
         self._controls.setdefault(client.client_id, {})[id(station)] = RobotControls(client, station, command)
 
     def _frame_camera(self) -> None:
-        """Look at the robots from the front and above, all of them in sight."""
+        """Look at the robots from the front and above, all of them in sight, on ground under
+        them all: for pages that open from now on and for the open ones (a robot added to a
+        page being watched, as ``robohal demo --view`` does, comes into sight)."""
         ys = [s.offset[1] for s in self._stations]
         size = max(s.size for s in self._stations)
         middle = np.array([0.0, (min(ys) + max(ys)) / 2, size * 0.35])
         span = max(ys) - min(ys) + size
+        # several robots: a little closer, and looking past the middle so the panel (right) hides none
+        distance = 1.44 * size if len(ys) == 1 else 0.9 * span
+        middle[1] += 0.1 * (span - size)
+        position = middle + np.array([1.1, -0.35, 0.45]) * distance
+        self._server.scene.add_grid("/ground", width=max(GROUND, 2.5 * size), height=max(GROUND, span + 1.5 * size),
+                                    cell_size=0.1, section_size=0.5, position=(0.0, middle[1], 0.0))
         camera = self._server.initial_camera
-        camera.look_at = tuple(middle)
-        camera.position = tuple(middle + np.array([1.1, -0.35, 0.45]) * max(span, 1.2 * size) * 1.2)
-        camera.up = (0.0, 0.0, 1.0)
+        camera.look_at, camera.position, camera.up = tuple(middle), tuple(position), (0.0, 0.0, 1.0)
+        for client in self._server.get_clients().values():
+            try:
+                with client.atomic():
+                    client.camera.position = position  # moves look_at along: set it after
+                    client.camera.look_at = middle
+            except AssertionError:  # viser's: the page has not reported its camera yet; it opens on the initial one
+                continue
 
     # Drawing ------------------------------------------------------------------------------------
 
@@ -288,7 +312,9 @@ class RobotView:
         states = {}
         for station in stations:
             if station.robot.lifecycle is LifecycleState.DISCONNECTED:
-                continue  # closed: its last picture stays until it is removed
+                if figures:  # closed: its last picture stays until it is removed
+                    station.figures.content = f"**{station.robot.name or station.name}**: closed"
+                continue
             try:
                 states[id(station)] = station.robot.state
             except RobohalError:  # a lost link: the same, and the figures already say why
@@ -364,6 +390,18 @@ def _extend_trace(station: Station, q: Array) -> None:
     if len(station.pen) > 1:
         points = np.array(station.pen)
         station.trace.points = np.stack([points[:-1], points[1:]], 1)
+
+
+def _load(visuals: Visuals, *, named: bool):
+    """The URDF's meshes for one robot, or None where they will not load: then the stick
+    figure (a URDF the caller named must load)."""
+    try:
+        return visuals.load()
+    except Exception as exc:  # a mesh file trimesh cannot read, missing, or an unknown format
+        if named:
+            raise InvalidArgument(f"{visuals.path}: its meshes cannot be drawn: {exc}") from None
+        log.warning("%s: drawing the links instead of its meshes, which cannot be loaded: %s", visuals.path, exc)
+        return None
 
 
 def serve(robots: Robot | Iterable[Robot], **options) -> RobotView:

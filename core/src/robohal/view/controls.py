@@ -69,7 +69,9 @@ class RobotControls:
         if self.dragging or time.monotonic() - self.touched < HANDS_OFF:
             return
         for slider, value in zip(self.sliders, q, strict=True):
-            slider.value = float(np.clip(value, slider.min, slider.max))
+            value = float(np.clip(value, slider.min, slider.max))
+            if abs(value - slider.value) > slider.step / 2:  # a change the slider can show: send no other
+                slider.value = value
         self._place_gizmo(self.station.robot.model.forward(q))
 
     def remove(self) -> None:

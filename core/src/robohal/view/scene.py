@@ -5,7 +5,8 @@ Every model can be drawn, because every model reports its link frames
 (:meth:`~robohal.kinematics.Kinematics.joint_poses`): a link is a cylinder from one frame's
 origin to the next, a joint a sphere coloured by how close it is to a limit. Each of the arm
 and the ghost is two batched meshes (all links, all joints), so a frame costs a handful of
-messages, not one per part.
+messages, not one per part. Where a URDF draws the model (:mod:`.body`), its meshes take the
+measured arm's place and the stick figure stays for the ghost.
 """
 
 from __future__ import annotations
@@ -108,10 +109,13 @@ def arm_size(model: Kinematics, q: Array) -> float:
 
 class ArmScene:
     """One arm in a scene (``scene`` is a viser SceneApi), under ``name``, at ``offset`` (m):
-    call :meth:`show` with the measured and commanded joints at every frame."""
+    call :meth:`show` with the measured and commanded joints at every frame. A ``body``
+    (:class:`~.body.UrdfBody`) draws the measured arm instead of the links and joints."""
 
-    def __init__(self, scene, name: str, model: Kinematics, q: Array, *, offset: Array = (0.0, 0.0, 0.0)) -> None:
+    def __init__(self, scene, name: str, model: Kinematics, q: Array, *, offset: Array = (0.0, 0.0, 0.0),
+                 body=None) -> None:
         self.model = model
+        self.body = body
         self.name = name
         self.offset = np.asarray(offset, dtype=np.float64)
         size = arm_size(model, q)
@@ -129,18 +133,23 @@ class ArmScene:
             f"{name}/ghost/joints", *sphere, *_at_rest(joints), batched_colors=GHOST_COLOUR,
             opacity=GHOST_OPACITY, lod="off", cast_shadow=False)
         self.flange = scene.add_frame(f"{name}/flange", axes_length=0.3 * size / 2, axes_radius=self.radius / 4)
+        self.links.visible = self.joints.visible = body is None
         self.show(q, q)
 
     def remove(self) -> None:
-        for part in (self.links, self.joints, self.ghost_links, self.ghost_joints, self.flange):
-            part.remove()
+        for part in (self.links, self.joints, self.ghost_links, self.ghost_joints, self.flange, self.body):
+            if part is not None:
+                part.remove()
 
     def show(self, q: Array, q_commanded: Array | None) -> None:
         """Draw the arm at the measured ``q``, its ghost at ``q_commanded`` (hidden when None)."""
         both = np.stack([q, q if q_commanded is None else q_commanded])
         poses = self.model.joint_poses(both)
         points = np.concatenate([np.zeros((2, 1, 3)), poses[..., :3, 3]], axis=-2) + self.offset
-        self._place(self.links, self.joints, points[0], self.radius, margin_colours(margins(q, self.model.limits)))
+        if self.body is not None:
+            self.body.show(q)
+        else:
+            self._place(self.links, self.joints, points[0], self.radius, margin_colours(margins(q, self.model.limits)))
         self.ghost_links.visible = self.ghost_joints.visible = q_commanded is not None
         if q_commanded is not None:
             self._place(self.ghost_links, self.ghost_joints, points[1], self.radius * 1.15, None)
