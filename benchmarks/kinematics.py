@@ -27,7 +27,9 @@ from _chains import arms, interleaved_best, pinocchio_loops
 from robohal.kinematics import OPW, DifferentialIk, PlanarTwoLink, UrdfChain, kernels
 
 POSES = 100_000
-REPEATS = 3
+# best of this many rounds: a 100,000-pose batch varies by 15-20% from round to round on a
+# shared machine (measured); the same count for ours and the peer's calls
+REPEATS = 7
 SINGLE_CALLS = 3000
 IK_CYCLES = 3000
 CHAIN_BATCH = 20_000
