@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +76,26 @@ class HilTarget:
         if self.simulator is not None:
             self.simulator.stop()
             self.simulator = None
+
+    @contextmanager
+    def dedicated_simulators(self) -> Iterator[Callable[..., HilTarget]]:
+        """``start(**options)`` starts a simulator of this target's kind and model of its own,
+        with simulator options (``loss="0.1"`` is ``sim_loss=0.1``), held to the same safety;
+        every one started is stopped when the block ends. For tests that inject faults."""
+        started: list[HilTarget] = []
+
+        def start(**sim_options: str) -> HilTarget:
+            params = "".join(f"&sim_{key}={value}" for key, value in sim_options.items())
+            target = HilTarget.start(f"{self.spec.scheme}://sim?model={self.model_name}{params}", self.registry,
+                                     safety=self.safety)
+            started.append(target)
+            return target
+
+        try:
+            yield start
+        finally:
+            for target in started:
+                target.close()
 
     def __str__(self) -> str:
         return self.requested

@@ -57,18 +57,8 @@ def faulty(hil_target: HilTarget) -> Iterator:
     """Start a dedicated simulated controller with options (``loss="0.1"``) and yield its target."""
     if hil_target.simulator is None:
         pytest.skip("needs the simulated controller's fault injection")
-    started: list[HilTarget] = []
-
-    def start(**sim_options: str) -> HilTarget:
-        params = "".join(f"&sim_{key}={value}" for key, value in sim_options.items())
-        target = HilTarget.start(f"abb-egm://sim?model={hil_target.model_name}{params}", hil_target.registry,
-                                 safety=hil_target.safety)
-        started.append(target)
-        return target
-
-    yield start
-    for target in started:
-        target.close()
+    with hil_target.dedicated_simulators() as start:
+        yield start
 
 
 def test_joint_move_reaches_its_target(robot, hil_target: HilTarget) -> None:

@@ -53,18 +53,8 @@ def simulator_stats(hil_target: HilTarget) -> dict | None:
 def faulty(hil_target: HilTarget) -> Iterator:
     """A dedicated simulated robot with simulator options (``stall_after="0.5"``, as ``sim_stall_after=0.5``)."""
     fci_simulator(hil_target)
-    started: list[HilTarget] = []
-
-    def start(**sim_options: str) -> HilTarget:
-        params = "".join(f"&sim_{key}={value}" for key, value in sim_options.items())
-        target = HilTarget.start(f"franka://sim?model={hil_target.model_name}{params}", hil_target.registry,
-                                 safety=hil_target.safety)
-        started.append(target)
-        return target
-
-    yield start
-    for target in started:
-        target.close()
+    with hil_target.dedicated_simulators() as start:
+        yield start
 
 
 def test_cartesian_path_is_tracked_with_zero_reflexes(robot, hil_target: HilTarget) -> None:
