@@ -161,8 +161,9 @@ class Robot:
         time-optimally within the limits, taking over from any running motion. A target outside a
         joint range is clamped into it. ``velocity`` (rad/s, clamped into the velocity limits) is
         the one to pass ``q`` at, a feed-forward: samples of a path streamed with their velocities
-        are tracked, not trailed (reached, the joints go on at it until the next target); None
-        comes to rest at ``q``. When no call comes for :attr:`servo_timeout` seconds, the arm
+        are followed more closely than bare ones, which are each approached to rest (reached, the
+        joints go on at it until the next target; a target just ahead at a high velocity needs a
+        run-up, so stream paths that start at rest); None comes to rest at ``q``. When no call comes for :attr:`servo_timeout` seconds, the arm
         brakes to rest. Returns at once."""
         self._steer("joints", q, velocity)
 

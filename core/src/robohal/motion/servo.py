@@ -1,9 +1,9 @@
 """Streaming targets: a motion that follows the newest target of a stream.
 
 A :class:`Servo` follows joint positions (through the online generator: time-optimal,
-jerk-limited; a position may come with the velocity to pass it at, a feed-forward that lets a
-stream of path samples be tracked instead of trailed: reached, the joints go on at that velocity
-until the next target), joint velocities (the same, by velocity) or flange poses (one differential-IK
+jerk-limited; a position may come with the velocity to pass it at, a feed-forward that keeps a
+stream of path samples closer to the path than samples each approached to rest: reached, the
+joints go on at that velocity until the next target), joint velocities (the same, by velocity) or flange poses (one differential-IK
 cycle per control cycle, inside the cycle's joint box: the IkOptions cycle). New targets arrive
 from any thread at any rate through :meth:`Servo.update`; the motion picks up the newest at
 its next cycle. When none arrives for ``timeout`` seconds (of the robot's clock) it brakes to
