@@ -156,12 +156,16 @@ class Robot:
         return self.backend.run(with_reactions(motion, until), wait=wait)
 
     # Streams of targets
-    def servo(self, q: ArrayLike) -> None:
+    def servo(self, q: ArrayLike, *, velocity: ArrayLike | None = None) -> None:
         """Stream joint targets (rad): call at any rate, from any thread; the arm follows the newest,
         time-optimally within the limits, taking over from any running motion. A target outside a
-        joint range is clamped into it. When no call comes for :attr:`servo_timeout` seconds, the
-        arm brakes to rest. Returns at once."""
-        self._steer("joints", q)
+        joint range is clamped into it. ``velocity`` (rad/s, clamped into the velocity limits) is
+        the one to pass ``q`` at, a feed-forward: samples of a path streamed with their velocities
+        are followed more closely than bare ones, which are each approached to rest (reached, the
+        joints go on at it until the next target; a target just ahead at a high velocity needs a
+        run-up, so stream paths that start at rest); None comes to rest at ``q``. When no call comes for :attr:`servo_timeout` seconds, the arm
+        brakes to rest. Returns at once."""
+        self._steer("joints", q, velocity)
 
     def servo_pose(self, pose: ArrayLike) -> None:
         """Stream flange pose targets ((4, 4), base frame, metres): one differential-IK cycle per
@@ -174,8 +178,8 @@ class Robot:
         newest until an end of travel stops them. Otherwise as :meth:`servo`."""
         self._steer("velocity", dq)
 
-    def _steer(self, kind: str, value: ArrayLike) -> None:
-        self.backend.steer(servo_target(kind, value, self.model.dof), timeout=self.servo_timeout,
+    def _steer(self, kind: str, value: ArrayLike, velocity: ArrayLike | None = None) -> None:
+        self.backend.steer(servo_target(kind, value, self.model.dof, velocity), timeout=self.servo_timeout,
                            dynamics=self._speed)
 
     def relative_target(self, delta: ArrayLike, frame: str, q: Array) -> Array:

@@ -289,3 +289,11 @@ def test_a_failing_stroke_leaves_the_pen_up() -> None:
         with pytest.raises(robohal.RobohalError):
             drawing.draw(robot, broken)
     assert pen.log and pen.down is False
+
+
+def test_path_velocities_are_central_differences_at_rest_at_both_ends() -> None:
+    t = np.arange(6) * PERIOD
+    joints = np.column_stack([t**2, 3.0 * t])
+    velocities = drawing.path_velocities(joints, PERIOD)
+    assert np.allclose(velocities[1:-1], np.column_stack([2.0 * t, np.full(6, 3.0)])[1:-1])
+    assert not velocities[0].any() and not velocities[-1].any()

@@ -433,8 +433,8 @@ def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
 @click.option("--elbow", type=click.Choice(["auto", "up", "down"]), default="auto", show_default=True)
 @click.option("--dry-run", is_flag=True, help="Plan and check the shape, then stop (the robot is connected, nothing moves).")
 @click.option("--live", is_flag=True,
-              help="Stream the path to the arm as targets at 50 Hz (robot.servo), as a tablet would, instead of"
-                   " running the planned setpoints.")
+              help="Stream the path to the arm as targets at 50 Hz, each with its joint velocity (robot.servo),"
+                   " as a tablet would, instead of running the planned setpoints.")
 def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float, side: float,
          line_start: tuple[float, float] | None, line_end: tuple[float, float] | None,
          polyline_file: str | None, speed: float, elbow: str, dry_run: bool, live: bool) -> None:

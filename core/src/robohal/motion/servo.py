@@ -1,14 +1,17 @@
 """Streaming targets: a motion that follows the newest target of a stream.
 
 A :class:`Servo` follows joint positions (through the online generator: time-optimal,
-jerk-limited), joint velocities (the same, by velocity) or flange poses (one differential-IK
+jerk-limited; a position may come with the velocity to pass it at, a feed-forward that keeps a
+stream of path samples closer to the path than samples each approached to rest: reached, the
+joints go on at that velocity until the next target), joint velocities (the same, by velocity) or flange poses (one differential-IK
 cycle per control cycle, inside the cycle's joint box: the IkOptions cycle). New targets arrive
 from any thread at any rate through :meth:`Servo.update`; the motion picks up the newest at
 its next cycle. When none arrives for ``timeout`` seconds (of the robot's clock) it brakes to
 rest (ruckig, to zero velocity) and ends. A target that arrives while it brakes resumes it.
 
 Targets outside the limits are made safe, never refused mid-stream: joint positions are
-clamped into the joint ranges, velocities into the velocity limits, and a pose the arm cannot
+clamped into the joint ranges, velocities into the velocity limits (a joint clamped onto an end of
+its range passes it at no speed), and a pose the arm cannot
 reach is approached as closely as the joint box allows. NaN, inf and wrong shapes are refused
 when the target is made (:class:`ServoTarget`).
 """
@@ -38,10 +41,12 @@ DEFAULT_TIMEOUT = 0.2
 @dataclass(frozen=True)
 class ServoTarget:
     """One target of a stream: ``kind`` is ``"joints"`` (rad), ``"velocity"`` (rad/s) or
-    ``"pose"`` (a (4, 4) flange pose in the base frame, metres)."""
+    ``"pose"`` (a (4, 4) flange pose in the base frame, metres). A ``"joints"`` target may carry
+    the ``velocity`` (rad/s) to pass it at; None: come to rest there."""
 
     kind: str
     value: Array
+    velocity: Array | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -49,15 +54,26 @@ class ServoTarget:
         if self.kind == "pose":
             value = spatial.as_pose(self.value, "servo pose")
         else:
-            value = spatial.as_finite(self.value, f"servo {self.kind}")
-            if value.ndim != 1:
-                raise InvalidArgument(f"servo {self.kind} must be one value per joint, got shape {value.shape}")
+            value = _per_joint(self.value, f"servo {self.kind}")
         object.__setattr__(self, "value", value)
+        if self.velocity is not None:
+            if self.kind != "joints":
+                raise InvalidArgument(f"only a joints target passes at a velocity, not a {self.kind} target")
+            object.__setattr__(self, "velocity", _per_joint(self.velocity, "servo joints velocity"))
 
     def check(self, dof: int) -> ServoTarget:
-        if self.kind != "pose" and self.value.shape != (dof,):
-            raise InvalidArgument(f"servo {self.kind} must have {dof} values, got {self.value.shape[0]}")
+        for what, value in ((self.kind, None if self.kind == "pose" else self.value),
+                            ("joints velocity", self.velocity)):
+            if value is not None and value.shape != (dof,):
+                raise InvalidArgument(f"servo {what} must have {dof} values, got {value.shape[0]}")
         return self
+
+
+def _per_joint(value: ArrayLike, what: str) -> Array:
+    array = spatial.as_finite(value, what)
+    if array.ndim != 1:
+        raise InvalidArgument(f"{what} must be one value per joint, got shape {array.shape}")
+    return array
 
 
 class Servo:
@@ -82,6 +98,7 @@ class Servo:
         self._last_target_time = 0.0
         self._braking = False
         self._recent: list[Array] = []  # the last three setpoints, oldest first
+        self._passing: Array | None = None  # the velocity the joints target is passed at, if not at rest
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -139,6 +156,11 @@ class Servo:
             q = self._ik.step_rows(self._pose)
         else:
             q = self._generator.step()
+            if self._passing is not None and self._generator.finished:
+                # passed the target at its velocity before the next came: go on at it (a stream
+                # that stops is braked by the timeout; an end of travel stops the joints before it)
+                self._generator.velocity_target(self._passing)
+                self._passing = None
         self._recent = [*self._recent[1:], q]
         return q
 
@@ -157,6 +179,7 @@ class Servo:
         limits = self._model.limits
         was_pose = self._kind == "pose" and not self._braking
         self._braking = False
+        self._passing = None
         if target.kind == "pose":
             if not was_pose:  # from the generator's setpoints to the IK's cycles: hand the history over
                 self._ik.history = np.array(self._recent)
@@ -166,18 +189,29 @@ class Servo:
                 self._generator.reset(*self.setpoint_state())
             if target.kind == "joints":
                 q = limits.clip(target.value)
-                self.clamped += int(not np.array_equal(q, target.value))
+                clamped = not np.array_equal(q, target.value)
+                v = None
+                if target.velocity is not None:
+                    v = self._clip_velocity(target.velocity)
+                    clamped |= not np.array_equal(v, target.velocity)
+                    v[q != target.value] = 0.0  # clamped onto an end: it cannot pass on
+                    self._passing = v if v.any() else None
+                self.clamped += int(clamped)
                 try:
-                    self._generator.target(q)
+                    self._generator.target(q, v)
                 except LimitViolation:  # inside an end-of-travel zone it may not move toward: stop
                     self.clamped += 1
+                    self._passing = None
                     self._generator.hold()
             else:
-                bound = limits.velocity * self.dynamics
-                v = np.clip(target.value, -bound, bound)
+                v = self._clip_velocity(target.value)
                 self.clamped += int(not np.array_equal(v, target.value))
                 self._generator.velocity_target(v)
         self._kind = target.kind
+
+    def _clip_velocity(self, v: Array) -> Array:
+        bound = self._model.limits.velocity * self.dynamics
+        return np.clip(v, -bound, bound)
 
     def _brake(self) -> None:
         """The stream stopped: come to rest (ruckig, to zero velocity)."""
@@ -185,8 +219,9 @@ class Servo:
             self._generator.reset(*self.setpoint_state())
         self._generator.hold()
         self._braking = True
+        self._passing = None
 
 
-def servo_target(kind: str, value: ArrayLike, dof: int) -> ServoTarget:
+def servo_target(kind: str, value: ArrayLike, dof: int, velocity: ArrayLike | None = None) -> ServoTarget:
     """A checked target for a robot of ``dof`` joints (raises on NaN, inf or a wrong shape)."""
-    return ServoTarget(kind, value).check(dof)  # type: ignore[arg-type]
+    return ServoTarget(kind, value, velocity).check(dof)  # type: ignore[arg-type]
