@@ -72,14 +72,19 @@ def test_a_slider_moves_the_robot_by_its_angle(robot, page, port, wait_for):
         # dragging: the robot goes to the angle the slider shows; first the figures above the
         # sliders say so too, so the panel's lines no longer change under the pointer
         wait_for(lambda: page.page.get_by_text(f"{robot.name}: ready").count() > 0, "the figures to say ready")
+        joint2.hover()  # waits until the thumb is visible, stable and the element the pointer hits
         box = joint2.bounding_box()
         x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
         page.page.mouse.move(x, y)
         page.page.mouse.down()
         page.page.mouse.move(x + 30, y, steps=5)
         page.page.mouse.up()
-        shown = float(joint2.get_attribute("aria-valuenow"))
-        assert shown > START[1] + 0.2  # the drag moved the slider
+
+        def slider_value() -> float:  # the page draws the slider's new value in a frame of its own
+            return float(joint2.get_attribute("aria-valuenow"))
+
+        wait_for(lambda: slider_value() > START[1] + 0.2, "the drag to move the slider")
+        shown = slider_value()
         wait_for(lambda: abs(robot.state.q[1] - shown) < 1e-9 and robot.lifecycle is LifecycleState.READY,
                  f"joint 2 to stop at the slider's {shown} rad")
         np.testing.assert_allclose(robot.state.q[2:], START[2:], atol=1e-12)  # the others stayed
