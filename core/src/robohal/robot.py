@@ -156,16 +156,21 @@ class Robot:
         return self.backend.run(with_reactions(motion, until), wait=wait)
 
     # Streams of targets
-    def servo(self, q: ArrayLike, *, velocity: ArrayLike | None = None) -> None:
+    def servo(self, q: ArrayLike, *, velocity: ArrayLike | None = None, acceleration: ArrayLike | None = None,
+              duration: float | None = None) -> None:
         """Stream joint targets (rad): call at any rate, from any thread; the arm follows the newest,
         time-optimally within the limits, taking over from any running motion. A target outside a
         joint range is clamped into it. ``velocity`` (rad/s, clamped into the velocity limits) is
         the one to pass ``q`` at, a feed-forward: samples of a path streamed with their velocities
         are followed more closely than bare ones, which are each approached to rest (reached, the
         joints go on at it until the next target; a target just ahead at a high velocity needs a
-        run-up, so stream paths that start at rest); None comes to rest at ``q``. When no call comes for :attr:`servo_timeout` seconds, the arm
-        brakes to rest. Returns at once."""
-        self._steer("joints", q, velocity)
+        run-up, so stream paths that start at rest); None comes to rest at ``q``.
+        ``acceleration`` (rad/s^2, clamped into the acceleration limits; needs ``velocity``) is the
+        one to pass ``q`` with, and ``duration`` (s) the least time to take to reach it (None: as
+        soon as the limits allow): a path's samples streamed one ``duration`` ahead of their time,
+        each with its velocity and acceleration, are followed on the path and at its pace. When no
+        call comes for :attr:`servo_timeout` seconds, the arm brakes to rest. Returns at once."""
+        self._steer("joints", q, velocity, acceleration, duration)
 
     def servo_pose(self, pose: ArrayLike) -> None:
         """Stream flange pose targets ((4, 4), base frame, metres): one differential-IK cycle per
@@ -178,8 +183,10 @@ class Robot:
         newest until an end of travel stops them. Otherwise as :meth:`servo`."""
         self._steer("velocity", dq)
 
-    def _steer(self, kind: str, value: ArrayLike, velocity: ArrayLike | None = None) -> None:
-        self.backend.steer(servo_target(kind, value, self.model.dof, velocity), timeout=self.servo_timeout,
+    def _steer(self, kind: str, value: ArrayLike, velocity: ArrayLike | None = None,
+               acceleration: ArrayLike | None = None, duration: float | None = None) -> None:
+        target = servo_target(kind, value, self.model.dof, velocity, acceleration, duration)
+        self.backend.steer(target, timeout=self.servo_timeout,
                            dynamics=self._speed)
 
     def relative_target(self, delta: ArrayLike, frame: str, q: Array) -> Array:

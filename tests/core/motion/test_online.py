@@ -182,3 +182,55 @@ def test_a_target_where_the_arm_allows_no_speed_toward_it_is_refused(fr3):
     target[3] = fr3.limits.upper[3] - 1e-4  # inside FR3's end-of-travel dead zone of joint 4
     with pytest.raises(LimitViolation, match="too close to"):
         generator.target(target)
+
+
+def test_a_target_with_a_duration_is_reached_no_sooner(fr3):
+    generator = OnlineGenerator(fr3.limits, PERIOD)
+    generator.reset(READY)
+    target = READY + 0.01
+    generator.target(target, duration=0.5)  # far longer than the limits need
+    guard = fresh_guard(fr3, READY)
+    sent = follow(generator, guard, 2000)
+    assert len(sent) == 500 and np.allclose(sent[-1], target) and not np.allclose(sent[-2], target)
+
+
+def arduino_square_state():
+    """The 41st and 42nd samples of a 30 mm square on the servo arm, as a drawing streams them
+    (position, velocity, acceleration): the arm slowing toward a corner."""
+    from robohal.cli import drawing
+
+    model = robohal.get_model("arduino.planar2")
+    plan = drawing.plan_drawing(model, drawing.square(drawing.workspace_middle(model)[0], 0.03), period=0.02)
+    rows = [(q, v, a) for q, v, a in zip(plan.joints, drawing.path_velocities(plan.joints, 0.02),
+                                          drawing.path_accelerations(plan.joints, 0.02), strict=True)]
+    return model, rows[41], rows[42]
+
+
+def test_a_duration_ruckig_can_only_exceed_many_times_over_is_met_as_early_as_the_limits_allow():
+    model, now, then = arduino_square_state()
+    # ruckig alone: 19 ms at the earliest, but none from 20 ms (a blocked interval) to 145 ms
+    otg, inp, trajectory = Ruckig(2, 0.02), InputParameter(2), Trajectory(2)
+    inp.current_position, inp.current_velocity, inp.current_acceleration = (x.tolist() for x in now)
+    inp.target_position, inp.target_velocity, inp.target_acceleration = (x.tolist() for x in then)
+    inp.max_velocity, inp.max_acceleration, inp.max_jerk = (x.tolist() for x in (
+        model.limits.velocity * 0.98, model.limits.acceleration * 0.98, model.limits.jerk * 0.98))
+    inp.minimum_duration = 0.02
+    otg.calculate(inp, trajectory)
+    assert trajectory.duration > 0.1
+    generator = OnlineGenerator(model.limits, 0.02)
+    generator.reset(*now)
+    generator.target(*then, duration=0.02)
+    generator.step()
+    assert generator.finished, "at the sample within the period (by 19 ms), not 0.1 s late"
+
+
+def test_bad_durations_and_accelerations_are_refused(fr3):
+    generator = OnlineGenerator(fr3.limits, PERIOD)
+    generator.reset(READY)
+    for duration in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(InvalidArgument, match="duration"):
+            generator.target(READY, duration=duration)
+    with pytest.raises(InvalidArgument, match="velocity"):
+        generator.target(READY, a=np.ones(7))
+    with pytest.raises(InvalidArgument, match="NaN"):
+        generator.target(READY, np.zeros(7), np.full(7, np.nan))

@@ -127,11 +127,13 @@ def test_bad_servo_targets_are_refused_at_the_call(robot):
         robot.servo(HOME)
 
 
-def streamed_path_error(feed_forward: bool) -> float:
+def streamed_path_error(feed: str) -> float:
     """Stream a drawing's joint path (a 30 mm square on the servo arm, rest to rest per side) to
     a Servo motion one sample per cycle, stepped here as a backend's loop steps it (no thread, no
-    clock: the same every run), with or without each sample's velocity; returns the pen's largest
-    distance (m) from the square."""
+    clock: the same every run); returns the pen's largest distance (m) from the square. ``feed``:
+    ``"bare"`` each sample alone, ``"velocity"`` with its velocity, ``"timed"`` one cycle ahead of
+    its time with its velocity, acceleration and one period as its duration (as
+    :func:`robohal.cli.drawing.stream` sends them)."""
     from robohal.cli import drawing
     from robohal.plugins.registry import default_registry
     from robohal.state import RobotState
@@ -141,30 +143,71 @@ def streamed_path_error(feed_forward: bool) -> float:
     plan = drawing.plan_drawing(model, drawing.square(drawing.workspace_middle(model)[0], 0.03), period=period,
                                 elbow="up")
     velocities = drawing.path_velocities(plan.joints, period)
+    accelerations = drawing.path_accelerations(plan.joints, period)
     servo = Servo(ServoTarget("joints", plan.joints[0]))
     servo.start(RobotState(0.0, plan.joints[0], np.zeros(2)), plan.joints[0], model, period)
     setpoints = []
+    last = len(plan.joints) - 1
     for k in range(len(plan.joints) + 100):
-        q = plan.joints[min(k, len(plan.joints) - 1)]
-        dq = velocities[min(k, len(plan.joints) - 1)]
-        servo.update(ServoTarget("joints", q, dq if feed_forward else None))
+        i = min(k + (feed == "timed"), last)
+        q, dq, ddq = plan.joints[i], velocities[i], accelerations[i]
+        if feed == "timed":
+            target = ServoTarget("joints", q, dq, ddq, duration=period)
+        else:
+            target = ServoTarget("joints", q, dq if feed == "velocity" else None)
+        servo.update(target)
         setpoint = servo.step(RobotState(k * period, q, np.zeros(2)))
         if setpoint is None:
             break
         setpoints.append(setpoint)
     pen = model.forward(np.array(setpoints))[:, :2, 3]
     corners = drawing.workspace_middle(model)[0] + 0.015 * np.array([[-1, -1], [1, -1], [1, 1], [-1, 1], [-1, -1]])
-    starts, along = corners[:-1], np.diff(corners, axis=0)
-    share = np.clip(((pen[:, None] - starts) * along).sum(-1) / (along**2).sum(-1), 0.0, 1.0)
-    return float(np.hypot(*(pen[:, None] - starts - share[..., None] * along).transpose(2, 0, 1)).min(axis=1).max())
+    return drawing.distance_to_polyline(pen, corners)
 
 
 def test_a_stream_with_velocities_tracks_a_path_the_bare_stream_trails():
-    trailed = streamed_path_error(feed_forward=False)
-    tracked = streamed_path_error(feed_forward=True)
+    trailed = streamed_path_error("bare")
+    tracked = streamed_path_error("velocity")
     # each bare sample is approached to rest, so the pen cuts the corners (2.0 mm); passing each
     # at its velocity it keeps to the sides (0.53 mm)
     assert tracked < 0.35 * trailed and tracked < 0.7e-3, (tracked, trailed)
+
+
+def test_a_timed_stream_with_accelerations_keeps_to_the_path():
+    # each sample reached one period after it is sent, at its velocity and acceleration: the
+    # setpoints are the path's own (within 1 um); reached as early as the limits allow, the arm
+    # would run ahead and cut the corners
+    assert streamed_path_error("timed") < 1e-5
+
+
+def test_servo_accelerations_and_durations_are_checked(robot):
+    with pytest.raises(InvalidArgument, match="needs the velocity"):
+        robot.servo(HOME, acceleration=np.zeros(6))
+    with pytest.raises(InvalidArgument, match="NaN"):
+        robot.servo(HOME, velocity=np.zeros(6), acceleration=[np.nan] * 6)
+    with pytest.raises(InvalidArgument, match="6 values"):
+        robot.servo(HOME, velocity=np.zeros(6), acceleration=np.zeros(5))
+    for duration in (0.0, -0.1, float("nan"), float("inf"), "soon"):
+        with pytest.raises(InvalidArgument):
+            robot.servo(HOME, duration=duration)
+    with pytest.raises(InvalidArgument, match="only a joints target"):
+        ServoTarget("velocity", np.zeros(6), duration=0.1)
+    assert robot.lifecycle is LifecycleState.READY, "nothing started"
+    sent = record_sent(robot.backend)
+    start = robot.backend.commanded
+    far = HOME + np.radians([5.0, 0, 0, 0, 0, 0])
+    wild = np.zeros(6)
+    wild[0] = -100.0 * robot.model.limits.acceleration[0]
+    # reached no sooner than 0.15 s on, turning there (no velocity, the limit's acceleration back:
+    # the target's, clamped), then braked to rest
+    robot.servo(far, velocity=np.zeros(6), acceleration=wild, duration=0.15)
+    assert wait_until(lambda: robot.lifecycle is LifecycleState.READY, timeout=5.0)
+    passes_a_fresh_guard(sent, start, robot.model, robot.backend.period)
+    path = np.array(sent)[:, 0]
+    turn = int(np.argmax(path))
+    # (the turn falls between two cycles: the peak setpoint is just short of it)
+    assert abs(path[turn] - far[0]) < 1e-4 and (turn + 1) * robot.backend.period >= 0.15 - 1e-9, (turn, path[turn])
+    assert path[-1] < far[0] - 1e-3, "turned back at the target (then braked to rest)"
 
 
 def test_servo_velocities_are_clamped_into_the_limits_and_bad_ones_refused(robot):

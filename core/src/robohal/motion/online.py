@@ -52,6 +52,13 @@ RETRIES = ((1.0 - 1e-9, None), (1.0 - 1e-6, None), (1.0, Synchronization.No), (1
 LEAD_CYCLES = 3
 
 
+#: a trajectory longer than this share of a target's asked duration is taken as ruckig's answer to
+#: a duration inside a blocked interval (see OnlineGenerator.step); our choice: durations asked for
+#: by streamed path samples are met within a percent when feasible, and the next feasible ones seen
+#: were 5-7 times longer
+DURATION_SLACK = 1.5
+
+
 SYNCHRONIZATION = {"phase": Synchronization.Phase, "time": Synchronization.Time, "none": Synchronization.No}
 
 
@@ -92,7 +99,9 @@ class OnlineGenerator:
         self._target_q = self._q.copy()
         self._target_v = np.zeros(self.dof)
         self._target_v_zero = True  # _target_v is np.zeros: its every clip into the bounds is 0.0
+        self._target_a: list[float] | None = None  # the acceleration to pass the target at, if not 0
         self._velocity_mode = False
+        self._duration: float | None = None  # s: the position target's minimum duration, if any
         self._finished = True
         self._segment_bounds: tuple[list[float], list[float]] | None = None
         self._zeros = [0.0] * self.dof
@@ -155,15 +164,20 @@ class OnlineGenerator:
 
     def hold(self) -> None:
         """Target: come to rest (where the joints stop, braking within the limits)."""
+        self._duration = None
         self._velocity_mode = True
         self._segment_bounds = None
         self._target_v = np.zeros(self.dof)
         self._target_v_zero = True
+        self._target_a = None
         self._finished = not (self._v.any() or self._a.any())
 
-    def target(self, q: ArrayLike, v: ArrayLike | None = None) -> None:
+    def target(self, q: ArrayLike, v: ArrayLike | None = None, a: ArrayLike | None = None, *,
+               duration: float | None = None) -> None:
         """Target: reach position ``q`` (inside the joint ranges, else :class:`LimitViolation`)
-        moving at velocity ``v`` there (default: at rest)."""
+        moving at velocity ``v`` with acceleration ``a`` there (default: at rest; ``a`` is clipped
+        into the acceleration limits and needs ``v``), and no sooner than ``duration`` seconds
+        from now (ruckig's minimum duration; default: as soon as the limits allow)."""
         q = self._vector(q, "target position")
         self.limits.check_position(q, "target")
         low, high = self.limits.velocity_bounds(q)
@@ -173,9 +187,16 @@ class OnlineGenerator:
             raise LimitViolation(f"target: joint {joint + 1} would move toward a position limit it is too close to"
                                  " (the arm allows no speed toward it there); stop further from the limit",
                                  joint=joint, quantity="velocity", value=float(q[joint]), limit=0.0)
+        if duration is not None and not (math.isfinite(duration) and duration > 0):
+            raise InvalidArgument(f"a target's duration is a positive number of seconds, got {duration!r}")
+        self._duration = None if duration is None else float(duration)
         self._target_q = q.copy()
         self._target_v = np.zeros(self.dof) if v is None else self._vector(v, "target velocity").copy()
         self._target_v_zero = v is None
+        if a is not None and v is None:
+            raise InvalidArgument("a target acceleration needs a target velocity to go with it")
+        a = None if a is None else np.clip(self._vector(a, "target acceleration"), -self._a_max, self._a_max)
+        self._target_a = None if a is None or not a.any() else a.tolist()
         self._velocity_mode = False
         self._finished = False
         # Passing the target at a velocity, the bounds are those at the target, fixed for the
@@ -194,8 +215,10 @@ class OnlineGenerator:
                                  f" {self.limits.velocity[joint] * self.factor:.4g} rad/s",
                                  joint=joint, quantity="velocity", value=float(v[joint]),
                                  limit=float(self.limits.velocity[joint] * self.factor))
+        self._duration = None
         self._target_v = v.copy()
         self._target_v_zero = False
+        self._target_a = None
         self._velocity_mode = True
         self._segment_bounds = None
         self._finished = False
@@ -236,6 +259,12 @@ class OnlineGenerator:
         stop_bounds = self._velocity_mode
         result = self._update(self._plan_input(stop_bounds))
         out = self._output
+        if self._duration is not None and out.new_calculation and out.trajectory.duration > DURATION_SLACK * self._duration:
+            # the asked duration fell in a joint's blocked interval (durations its target velocity
+            # and acceleration rule out): ruckig then takes the next feasible one, often many
+            # times longer; arriving as early as the limits allow is the nearer miss
+            self._duration = None
+            result = self._update(self._plan_input(stop_bounds))
         if not stop_bounds and out.new_calculation and self._leaves_range(out.trajectory):
             result = self._update(self._plan_input(True))
         if result not in (Result.Working, Result.Finished):
@@ -245,7 +274,7 @@ class OnlineGenerator:
         self._a = np.array(out.new_acceleration)
         if result == Result.Finished:
             self._finished = not self._velocity_mode or not self._target_v.any()
-            if self._finished and not self._velocity_mode and not self._target_v.any():
+            if self._finished and not self._velocity_mode and not self._target_v.any() and self._target_a is None:
                 self._q = self._target_q.copy()  # on the target, not round-off away from it
                 self._v[:] = 0.0
                 self._a[:] = 0.0
@@ -268,7 +297,8 @@ class OnlineGenerator:
             inp.target_velocity = self._zeros
         else:
             inp.target_velocity = [min(max(v, lo), hi) for v, lo, hi in zip(self._target_v.tolist(), low, high, strict=True)]
-        inp.target_acceleration = self._zeros
+        inp.target_acceleration = self._zeros if self._target_a is None or self._velocity_mode else self._target_a
+        inp.minimum_duration = self._duration
         if self._velocity_mode:
             inp.control_interface = ControlInterface.Velocity
         else:
@@ -280,13 +310,15 @@ class OnlineGenerator:
         """ruckig's step. Its calculation fails on rare inputs: a pass-through target velocity met
         with an acceleration near the limit (then a target velocity a hair lower went through), or
         a synchronisation it cannot meet within a narrowed velocity bound (then one without
-        synchronisation did). So retry with those, and last with no target velocity."""
+        synchronisation did). So retry with those, and last with no target velocity (nor acceleration)."""
         try:
             return self._otg.update(inp, self._output)
         except RuckigError as error:
             wanted, synchronization = list(inp.target_velocity), inp.synchronization
+            wanted_a = list(inp.target_acceleration)
             for share, sync in RETRIES:
                 inp.target_velocity = [v * share for v in wanted]
+                inp.target_acceleration = [a * share for a in wanted_a]
                 inp.synchronization = sync if sync is not None else synchronization
                 try:
                     result = self._otg.update(inp, self._output)

@@ -42,11 +42,15 @@ DEFAULT_TIMEOUT = 0.2
 class ServoTarget:
     """One target of a stream: ``kind`` is ``"joints"`` (rad), ``"velocity"`` (rad/s) or
     ``"pose"`` (a (4, 4) flange pose in the base frame, metres). A ``"joints"`` target may carry
-    the ``velocity`` (rad/s) to pass it at; None: come to rest there."""
+    the ``velocity`` (rad/s) and ``acceleration`` (rad/s^2, with a velocity) to pass it at
+    (None: come to rest there), and the ``duration`` (s) to take at least to reach it (None: as
+    soon as the limits allow)."""
 
     kind: str
     value: Array
     velocity: Array | None = None
+    acceleration: Array | None = None
+    duration: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -60,10 +64,21 @@ class ServoTarget:
             if self.kind != "joints":
                 raise InvalidArgument(f"only a joints target passes at a velocity, not a {self.kind} target")
             object.__setattr__(self, "velocity", _per_joint(self.velocity, "servo joints velocity"))
+        if self.acceleration is not None:
+            if self.velocity is None:
+                raise InvalidArgument("a servo acceleration needs the velocity to go with it")
+            object.__setattr__(self, "acceleration", _per_joint(self.acceleration, "servo joints acceleration"))
+        if self.duration is not None:
+            if self.kind != "joints":
+                raise InvalidArgument(f"only a joints target is reached in a duration, not a {self.kind} target")
+            duration = spatial.as_number(self.duration, "servo duration")
+            if not duration > 0:
+                raise InvalidArgument(f"a servo duration is a positive number of seconds, got {self.duration!r}")
+            object.__setattr__(self, "duration", float(duration))
 
     def check(self, dof: int) -> ServoTarget:
         for what, value in ((self.kind, None if self.kind == "pose" else self.value),
-                            ("joints velocity", self.velocity)):
+                            ("joints velocity", self.velocity), ("joints acceleration", self.acceleration)):
             if value is not None and value.shape != (dof,):
                 raise InvalidArgument(f"servo {what} must have {dof} values, got {value.shape[0]}")
         return self
@@ -190,15 +205,22 @@ class Servo:
             if target.kind == "joints":
                 q = limits.clip(target.value)
                 clamped = not np.array_equal(q, target.value)
-                v = None
+                v = a = None
                 if target.velocity is not None:
                     v = self._clip_velocity(target.velocity)
                     clamped |= not np.array_equal(v, target.velocity)
                     v[q != target.value] = 0.0  # clamped onto an end: it cannot pass on
-                    self._passing = v if v.any() else None
+                if target.acceleration is not None:
+                    bound = limits.acceleration * self.dynamics
+                    a = np.clip(target.acceleration, -bound, bound)
+                    clamped |= not np.array_equal(a, target.acceleration)
+                    a[q != target.value] = 0.0
+                # passed at a velocity or an acceleration, the joints go on from the target (at
+                # its velocity, braking any acceleration) rather than stopping dead on it
+                self._passing = v if v is not None and (v.any() or (a is not None and a.any())) else None
                 self.clamped += int(clamped)
                 try:
-                    self._generator.target(q, v)
+                    self._generator.target(q, v, a, duration=target.duration)
                 except LimitViolation:  # inside an end-of-travel zone it may not move toward: stop
                     self.clamped += 1
                     self._passing = None
@@ -222,6 +244,7 @@ class Servo:
         self._passing = None
 
 
-def servo_target(kind: str, value: ArrayLike, dof: int, velocity: ArrayLike | None = None) -> ServoTarget:
+def servo_target(kind: str, value: ArrayLike, dof: int, velocity: ArrayLike | None = None,
+                 acceleration: ArrayLike | None = None, duration: float | None = None) -> ServoTarget:
     """A checked target for a robot of ``dof`` joints (raises on NaN, inf or a wrong shape)."""
-    return ServoTarget(kind, value, velocity).check(dof)  # type: ignore[arg-type]
+    return ServoTarget(kind, value, velocity, acceleration, duration).check(dof)  # type: ignore[arg-type]
