@@ -4,6 +4,7 @@ robohal.cli.jog and the `robohal draw` / `robohal jog` commands, on the in-proce
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import pytest
@@ -121,6 +122,18 @@ def test_cli_draw_circle_and_refusal(tmp_path) -> None:
     poly.write_text("0.3 0\n0.35 0.05\n0.4 0\n")
     done = runner.invoke(main, ["draw", SIM, "polyline", "--file", str(poly), "--dry-run"])
     assert done.exit_code == 0 and "polyline:" in done.output and "drawn:" not in done.output
+
+
+def test_cli_draw_streams_through_servo_on_a_robot_paced_by_the_clock() -> None:
+    paced = SIM.replace("realtime=0", "realtime=1")
+    result = CliRunner().invoke(main, ["draw", paced, "circle", "--radius", "0.02", "--speed", "0.2"])
+    assert result.exit_code == 0, result.output
+    found = re.search(r"drawn: [0-9.]+ s of path streamed through servo at 50 Hz, measured pen within ([0-9.]+) mm",
+                      result.output)
+    assert found is not None, result.output
+    assert float(found.group(1)) < 0.3  # measured 0.06 mm (the simulated arm's lag)
+    unpaced = CliRunner().invoke(main, ["draw", SIM, "circle", "--radius", "0.02", "--speed", "0.2"])
+    assert "planned setpoints played (a simulation not paced by the clock" in unpaced.output, unpaced.output
 
 
 def test_parse_keys_reads_arrows_and_letters() -> None:

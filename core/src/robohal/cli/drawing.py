@@ -17,18 +17,21 @@ in ``robot.io`` (True: the pen is on the paper; writing it returns once the pen 
 stroke's start, lowers it there, and lifts it after the last stroke. On a robot without one,
 ``draw`` works unchanged: the pen stays where it is, so a travel between strokes draws too.
 
-Each stroke is played as its planned, checked joint trajectory. :func:`draw_live` streams it
-through :meth:`~robohal.Robot.servo` instead, as a pen tablet would, each point with its joint
-velocity (the servo's feed-forward: without it each point is approached to rest, so the pen lags
-and cuts corners). Measured on the Arduino emulator at its 50 Hz and 50 mm/s, the pen's largest
-distance from the path: 30 mm square 0.31 mm as a trajectory, 0.56 mm streamed with velocities,
-2.14 mm streamed without; 15 mm-radius circle 0.26, 0.44 and 2.02 mm. Streaming stays the
-live mode: it is still 1.7x the trajectory's error, as each streamed point is reached as soon as
-the limits allow, a little ahead of its time, and the setpoint runs ahead along the path.
+:func:`draw` plays each stroke as its planned, checked joint trajectory. :func:`stream` (what
+``robohal draw`` does) sends the same samples through :meth:`~robohal.Robot.servo` instead, from
+this thread at 50 Hz, as a pen tablet would: each one stream period ahead of its time, with the
+joints' velocity and acceleration there and that period as its duration. Without the duration
+ruckig reaches each sample as early as the limits allow and the arm runs ahead, cutting
+corners; without the acceleration each sample would have to be passed at none, which a curved
+path cannot do within one period, and the arm lags and cuts across. Measured on the Arduino emulator at 50 mm/s,
+the pen's largest distance from the path (:func:`path_deviation`): 30 mm square 0.31 mm played,
+0.31 mm streamed (0.56 mm streamed with velocities only); 15 mm-radius circle 0.26 mm and
+0.31 mm (0.29-0.37 mm). The streamed setpoints themselves stay within 0.07 mm of the path.
 
-    from robohal.cli.drawing import circle, plan_drawing, draw
+    from robohal.cli.drawing import circle, plan_drawing, stream, path_deviation
     plan = plan_drawing(robot.model, circle((0.12, 0.0), 0.03), period=robot.backend.period)
-    draw(robot, plan)
+    results = stream(robot, plan)   # or draw(robot, plan): the planned setpoints, played
+    print(path_deviation(robot.model, plan, results))   # m
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ ELBOWS = ("auto", "up", "down")
 DEFAULT_SPEED = 0.05  # m/s along the path
 DEFAULT_ACCELERATION = 0.25  # m/s^2
 DEFAULT_JERK = 2.5  # m/s^3
+#: targets per second :func:`stream` sends (our choice: the Arduino arm's own 50 Hz; a Python
+#: thread keeps this pace with a few milliseconds of jitter on a loaded machine)
+DEFAULT_STREAM_RATE = 50.0
 SLOWDOWN_ATTEMPTS = 8
 # slot of each branch in PlanarTwoLink.inverse_batch: 0 = q2 >= 0 (elbow down), 1 = q2 <= 0 (elbow up)
 BRANCH_SLOT = {"down": 0, "up": 1}
@@ -404,29 +410,71 @@ def path_velocities(joints: Array, period: float) -> Array:
     return velocities
 
 
-def draw_live(robot, plan: DrawPlan, *, rate: float = 50.0, approach_speed: float = 0.3,
-              feed_forward: bool = True) -> Array:
-    """Draw ``plan`` as a stream of targets (:meth:`~robohal.Robot.servo`), ``rate`` per second
-    from this thread, as a pen tablet or a camera would drive the arm: each point with the
-    joints' velocity there (``feed_forward``; without it the arm approaches each newest point to
-    rest, a little behind it). Returns the pen positions measured along the way (N, 2), m."""
+def path_accelerations(joints: Array, period: float) -> Array:
+    """The joints' accelerations (rad/s^2) along a path sampled every ``period`` seconds (central
+    differences; zero at both ends)."""
+    accelerations = np.zeros_like(joints)
+    accelerations[1:-1] = (joints[2:] - 2.0 * joints[1:-1] + joints[:-2]) / period**2
+    return accelerations
+
+
+def stream(robot, plan: DrawPlan, *, rate: float = DEFAULT_STREAM_RATE, approach_speed: float = 0.3) -> list:
+    """Draw ``plan`` as a stream of targets (:meth:`~robohal.Robot.servo`) sent ``rate`` per
+    second from this thread, as a pen tablet or a camera would drive the arm: each sample of the
+    planned path one stream period ahead of its time, with the joints' velocity and acceleration
+    there and that period as its duration, so the arm follows the path at its pace. The travel
+    between strokes and the pen lift are as in :func:`draw`. Returns each stroke's stream
+    MotionResult (the servo motion's: its setpoints, and the rest after the last until the
+    stream's timeout)."""
     import time
 
+    check_with_backend(robot, plan)
     if robot.backend.period != plan.period:
         raise InvalidArgument(f"the plan was made for a {plan.period} s period; the robot runs at {robot.backend.period} s")
-    every = max(1, round(1.0 / (rate * plan.period)))
-    measured = []
+    every = max(1, round(1.0 / (_positive(rate, "stream rate") * plan.period)))
+    results = []
     with _stroke_by_stroke(robot, plan, approach_speed) as strokes:
         for a, b in strokes:
+            joints = plan.joints[a:b]
+            # the derivatives from every planned sample; streamed: every ``every``-th and the last
+            rows = np.unique(np.append(np.arange(0, len(joints), every), len(joints) - 1))
+            velocities = path_velocities(joints, plan.period)[rows]
+            accelerations = path_accelerations(joints, plan.period)[rows]
+            times = rows * plan.period  # each streamed sample's time from the stroke's start
             began = time.monotonic()
-            path = plan.joints[a:b:every]
-            velocities = path_velocities(path, every * plan.period)
-            for k, (q, dq) in enumerate(zip(path, velocities, strict=True)):
-                robot.servo(q, velocity=dq if feed_forward else None)
-                measured.append(robot.state.q)
-                time.sleep(max(0.0, began + (k + 1) / rate - time.monotonic()))
-            robot.servo(plan.joints[b - 1])
-            robot.wait()
-            measured.append(robot.state.q)
-    return robot.model.forward(np.array(measured))[:, :2, 3]
+            for k in range(1, len(rows)):  # sample k is sent at the time of sample k - 1
+                robot.servo(joints[rows[k]], velocity=velocities[k], acceleration=accelerations[k],
+                            duration=times[k] - times[k - 1])
+                time.sleep(max(0.0, began + times[k] - time.monotonic()))
+            robot.servo(joints[-1])  # the last point, at rest
+            results.append(robot.wait())
+    return results
 
+
+def path_deviation(model: Kinematics, plan: DrawPlan, results: Sequence) -> float:
+    """The largest distance (m) from the pen, at each measured joint position of ``results``
+    (one MotionResult per stroke, as :func:`draw` and :func:`stream` return), to its stroke's
+    planned path (the polyline through the planned points)."""
+    worst = 0.0
+    for result, (a, b) in zip(results, plan.strokes, strict=False):
+        if result is not None and len(result.measured):
+            pen = model.forward(result.measured)[:, :2, 3]
+            worst = max(worst, distance_to_polyline(pen, plan.points[a:b]))
+    return worst
+
+
+def distance_to_polyline(points: Array, polyline: Array, *, chunk: int = 256) -> float:
+    """The largest distance (m) from any of ``points`` (N, 2) to the polyline through
+    ``polyline`` (M, 2), point by point to its nearest segment (in chunks of points, to keep the
+    N x M table small)."""
+    if len(polyline) == 1:
+        return float(np.hypot(*(points - polyline[0]).T).max())
+    start, edge = polyline[:-1], np.diff(polyline, axis=0)
+    squared = np.maximum((edge * edge).sum(axis=1), 1e-300)
+    worst = 0.0
+    for first in range(0, len(points), chunk):
+        p = points[first:first + chunk, None, :]
+        t = np.clip(((p - start) * edge).sum(axis=2) / squared, 0.0, 1.0)
+        nearest = start + t[..., None] * edge
+        worst = max(worst, float(np.sqrt(((nearest - p) ** 2).sum(axis=2).min(axis=1)).max()))
+    return worst

@@ -432,14 +432,16 @@ def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
 @click.option("--speed", type=float, default=0.05, show_default=True, help="Pen speed along the path, m/s.")
 @click.option("--elbow", type=click.Choice(["auto", "up", "down"]), default="auto", show_default=True)
 @click.option("--dry-run", is_flag=True, help="Plan and check the shape, then stop (the robot is connected, nothing moves).")
-@click.option("--live", is_flag=True,
-              help="Stream the path to the arm as targets at 50 Hz, each with its joint velocity (robot.servo),"
-                   " as a tablet would, instead of running the planned setpoints.")
+@click.option("--planned", is_flag=True,
+              help="Play each stroke as its planned setpoints instead of streaming them (robot.servo); the default on"
+                   " a simulation not paced by the clock.")
 def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float, side: float,
          line_start: tuple[float, float] | None, line_end: tuple[float, float] | None,
-         polyline_file: str | None, speed: float, elbow: str, dry_run: bool, live: bool) -> None:
-    """Draw SHAPE with a planar arm: time-parametrised, refused before moving if out of reach. Where the
-    robot has a pen lift (robot.io['pen_down'], e.g. tool=pen on an Arduino arm), the pen is up between strokes."""
+         polyline_file: str | None, speed: float, elbow: str, dry_run: bool, planned: bool) -> None:
+    """Draw SHAPE with a planar arm: time-parametrised, refused before moving if out of reach, then
+    streamed to the arm through robot.servo at 50 Hz, each point with its joint velocity and
+    acceleration, as a tablet would. Where the robot has a pen lift (robot.io['pen_down'], e.g.
+    tool=pen on an Arduino arm), the pen is up between strokes."""
     from ..connection import open_robot
     from . import drawing
 
@@ -469,21 +471,16 @@ def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float
                    f" elbow {plan.elbow}")
         if dry_run:
             return
-        if live:
-            drawn = drawing.draw_live(robot, plan)
-            distances = np.hypot(*(plan.points[None, :, :] - drawn[:, None, :]).transpose(2, 0, 1)).min(axis=1)
-            click.echo(f"drawn live: {len(drawn)} targets streamed, measured pen within {distances.max() * 1000:.2f} mm"
-                       " of the path")
-            return
-        results = drawing.draw(robot, plan)
-        deviation = 0.0
-        for result, (a, b) in zip(results, plan.strokes, strict=False):
-            drawn = model.forward(result.measured)[:, :2, 3]
-            if len(drawn):
-                deviation = max(deviation, float(np.hypot(*(drawn - plan.points[a:b][: len(drawn)]).T).max()))
-        cycles = sum(result.cycles for result in results)
-        click.echo(f"drawn: {cycles} cycles in {sum(result.duration for result in results):.2f} s, measured pen within"
-                   f" {deviation * 1000:.2f} mm of the path")
+        if planned or not robot.backend.realtime:
+            results = drawing.draw(robot, plan)
+            how = f"{sum(result.cycles for result in results)} planned setpoints played"
+            if not planned:
+                how += " (a simulation not paced by the clock has no time to stream against)"
+        else:
+            results = drawing.stream(robot, plan)
+            how = f"{plan.duration:.2f} s of path streamed through servo at {drawing.DEFAULT_STREAM_RATE:.0f} Hz"
+        deviation = drawing.path_deviation(model, plan, results)
+        click.echo(f"drawn: {how}, measured pen within {deviation * 1000:.2f} mm of the path")
 
 
 if __name__ == "__main__":  # pragma: no cover

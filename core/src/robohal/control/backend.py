@@ -103,6 +103,10 @@ class Backend(ABC):
     #: with the setpoint already checked, so nothing else sits on the robot's
     #: critical path; the setpoint was computed from the previous message.
     answers_each_message: bool = False
+    #: False where cycles are not paced by the wall clock (a simulation that runs as fast as it is
+    #: driven): a stream of targets from a user thread has no time there to keep pace with, so
+    #: ``robohal draw`` plays its planned setpoints instead
+    realtime: bool = True
     #: the bundled simulator this backend talks to (host ``sim``), if any: stopped with the
     #: :class:`~robohal.robot.Robot`, or when the backend is dropped without ``close()``
     simulator: Any = None
