@@ -127,21 +127,23 @@ def test_bad_servo_targets_are_refused_at_the_call(robot):
         robot.servo(HOME)
 
 
-def streamed_path_error(feed: str) -> float:
-    """Stream a drawing's joint path (a 30 mm square on the servo arm, rest to rest per side) to
-    a Servo motion one sample per cycle, stepped here as a backend's loop steps it (no thread, no
-    clock: the same every run); returns the pen's largest distance (m) from the square. ``feed``:
-    ``"bare"`` each sample alone, ``"velocity"`` with its velocity, ``"timed"`` one cycle ahead of
-    its time with its velocity, acceleration and one period as its duration (as
-    :func:`robohal.cli.drawing.stream` sends them)."""
+def streamed_path_error(feed: str, shape: str = "square", lead: int = 1, stall: int = 0) -> float:
+    """Stream a drawing's joint path (a 30 mm square on the servo arm, rest to rest per side, or
+    a 15 mm-radius circle) to a Servo motion one sample per cycle, stepped here as a backend's
+    loop steps it (no thread, no clock: the same every run); returns the pen's largest distance
+    (m) from the path. ``feed``: ``"bare"`` each sample alone, ``"velocity"`` with its velocity,
+    ``"timed"`` ``lead`` cycles ahead of its time with its velocity, acceleration and those
+    cycles as its duration (as :func:`robohal.cli.drawing.stream` sends them). ``stall``: cycles
+    in the middle in which no target comes, as from a late thread."""
     from robohal.cli import drawing
     from robohal.plugins.registry import default_registry
     from robohal.state import RobotState
 
     model = default_registry().get_model("arduino.planar2")
     period = 0.02
-    plan = drawing.plan_drawing(model, drawing.square(drawing.workspace_middle(model)[0], 0.03), period=period,
-                                elbow="up")
+    middle = drawing.workspace_middle(model)[0]
+    segments = drawing.square(middle, 0.03) if shape == "square" else drawing.circle(middle, 0.015)
+    plan = drawing.plan_drawing(model, segments, period=period, elbow="up")
     velocities = drawing.path_velocities(plan.joints, period)
     accelerations = drawing.path_accelerations(plan.joints, period)
     servo = Servo(ServoTarget("joints", plan.joints[0]))
@@ -149,20 +151,20 @@ def streamed_path_error(feed: str) -> float:
     setpoints = []
     last = len(plan.joints) - 1
     for k in range(len(plan.joints) + 100):
-        i = min(k + (feed == "timed"), last)
+        i = min(k + (lead if feed == "timed" else 0), last)
         q, dq, ddq = plan.joints[i], velocities[i], accelerations[i]
         if feed == "timed":
-            target = ServoTarget("joints", q, dq, ddq, duration=period)
+            target = ServoTarget("joints", q, dq, ddq, duration=lead * period)
         else:
             target = ServoTarget("joints", q, dq if feed == "velocity" else None)
-        servo.update(target)
+        if not 60 <= k < 60 + stall:
+            servo.update(target)
         setpoint = servo.step(RobotState(k * period, q, np.zeros(2)))
         if setpoint is None:
             break
         setpoints.append(setpoint)
     pen = model.forward(np.array(setpoints))[:, :2, 3]
-    corners = drawing.workspace_middle(model)[0] + 0.015 * np.array([[-1, -1], [1, -1], [1, 1], [-1, 1], [-1, -1]])
-    return drawing.distance_to_polyline(pen, corners)
+    return drawing.distance_to_polyline(pen, plan.points)
 
 
 def test_a_stream_with_velocities_tracks_a_path_the_bare_stream_trails():
@@ -178,6 +180,14 @@ def test_a_timed_stream_with_accelerations_keeps_to_the_path():
     # setpoints are the path's own (within 1 um); reached as early as the limits allow, the arm
     # would run ahead and cut the corners
     assert streamed_path_error("timed") < 1e-5
+
+
+def test_a_stream_sent_two_periods_ahead_rides_out_a_late_sender():
+    # two cycles without a target: one period ahead the arm goes on at the last sample's velocity
+    # and leaves the circle (0.66 mm); two ahead it still has a target and keeps to it (0.02 mm)
+    assert streamed_path_error("timed", "circle", lead=1, stall=2) > 0.3e-3
+    assert streamed_path_error("timed", "circle", lead=2, stall=2) < 0.05e-3
+    assert streamed_path_error("timed", "square", lead=2) < 0.05e-3
 
 
 def test_servo_accelerations_and_durations_are_checked(robot):

@@ -19,14 +19,15 @@ stroke's start, lowers it there, and lifts it after the last stroke. On a robot 
 
 :func:`draw` plays each stroke as its planned, checked joint trajectory. :func:`stream` (what
 ``robohal draw`` does) sends the same samples through :meth:`~robohal.Robot.servo` instead, from
-this thread at 50 Hz, as a pen tablet would: each one stream period ahead of its time, with the
-joints' velocity and acceleration there and that period as its duration. Without the duration
+this thread at 50 Hz, as a pen tablet would: each two stream periods ahead of its time, with the
+joints' velocity and acceleration there and those periods as its duration. Without the duration
 ruckig reaches each sample as early as the limits allow and the arm runs ahead, cutting
 corners; without the acceleration each sample would have to be passed at none, which a curved
-path cannot do within one period, and the arm lags and cuts across. Measured on the Arduino emulator at 50 mm/s,
-the pen's largest distance from the path (:func:`path_deviation`): 30 mm square 0.31 mm played,
-0.31 mm streamed (0.56 mm streamed with velocities only); 15 mm-radius circle 0.26 mm and
-0.31 mm (0.29-0.37 mm). The streamed setpoints themselves stay within 0.07 mm of the path.
+path cannot do within one period, and the arm lags and cuts across. Measured on the Arduino
+emulator at 50 mm/s, the pen's largest distance from the path (:func:`path_deviation`): 30 mm
+square 0.31 mm played, 0.36 mm streamed (0.56 mm streamed with velocities only); 15 mm-radius
+circle 0.26 mm and 0.27-0.30 mm (0.29-0.37 mm), most of it the servos' own lag. The streamed
+setpoints stay within 0.06 mm of the path, with both cores of the machine kept busy too.
 
     from robohal.cli.drawing import circle, plan_drawing, stream, path_deviation
     plan = plan_drawing(robot.model, circle((0.12, 0.0), 0.03), period=robot.backend.period)
@@ -59,6 +60,11 @@ DEFAULT_JERK = 2.5  # m/s^3
 #: targets per second :func:`stream` sends (our choice: the Arduino arm's own 50 Hz; a Python
 #: thread keeps this pace with a few milliseconds of jitter on a loaded machine)
 DEFAULT_STREAM_RATE = 50.0
+#: stream periods ahead of its time :func:`stream` sends each sample (our choice: the arm then
+#: always has a target in the future when this thread is up to a period late, as on a loaded
+#: machine; further ahead ruckig's answers bend away from the path: 0.03 mm off a square at 2,
+#: 0.1 mm at 3, 0.6 mm at 5)
+STREAM_LEAD = 2
 SLOWDOWN_ATTEMPTS = 8
 # slot of each branch in PlanarTwoLink.inverse_batch: 0 = q2 >= 0 (elbow down), 1 = q2 <= 0 (elbow up)
 BRANCH_SLOT = {"down": 0, "up": 1}
@@ -421,8 +427,9 @@ def path_accelerations(joints: Array, period: float) -> Array:
 def stream(robot, plan: DrawPlan, *, rate: float = DEFAULT_STREAM_RATE, approach_speed: float = 0.3) -> list:
     """Draw ``plan`` as a stream of targets (:meth:`~robohal.Robot.servo`) sent ``rate`` per
     second from this thread, as a pen tablet or a camera would drive the arm: each sample of the
-    planned path one stream period ahead of its time, with the joints' velocity and acceleration
-    there and that period as its duration, so the arm follows the path at its pace. The travel
+    planned path :data:`STREAM_LEAD` stream periods ahead of its time, with the joints' velocity
+    and acceleration there and the time to it as its duration, so the arm follows the path at
+    its pace. The travel
     between strokes and the pen lift are as in :func:`draw`. Returns each stroke's stream
     MotionResult (the servo motion's: its setpoints, and the rest after the last until the
     stream's timeout)."""
@@ -442,10 +449,12 @@ def stream(robot, plan: DrawPlan, *, rate: float = DEFAULT_STREAM_RATE, approach
             accelerations = path_accelerations(joints, plan.period)[rows]
             times = rows * plan.period  # each streamed sample's time from the stroke's start
             began = time.monotonic()
-            for k in range(1, len(rows)):  # sample k is sent at the time of sample k - 1
+            for k in range(1, len(rows)):  # sample k is sent at the time of sample k - STREAM_LEAD
+                sent = times[max(k - STREAM_LEAD, 0)]
                 robot.servo(joints[rows[k]], velocity=velocities[k], acceleration=accelerations[k],
-                            duration=times[k] - times[k - 1])
-                time.sleep(max(0.0, began + times[k] - time.monotonic()))
+                            duration=times[k] - sent)
+                if k >= STREAM_LEAD:
+                    time.sleep(max(0.0, began + times[k - STREAM_LEAD + 1] - time.monotonic()))
             robot.servo(joints[-1])  # the last point, at rest
             results.append(robot.wait())
     return results
