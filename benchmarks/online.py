@@ -9,7 +9,10 @@
 3. the online generator's cost per cycle inside Franka's 1 kHz control process (p50, p99;
    goal p99 <= 100 us), and the robot's control_command_success_rate through a 10 s
    servo_pose stream at 100 Hz from a busy user thread (plus a busy thread beside it) against
-   the raw pylibfranka replay of the same setpoints (the peer; goal ratio >= 0.99).
+   the raw pylibfranka replay of the same setpoints (the peer; goal ratio >= 0.99);
+4. ``robohal draw`` streaming through servo on the Arduino emulator (50 Hz, 50 mm/s): the pen's
+   largest distance from the path, streamed against the planned setpoints played (the peer),
+   for a 30 mm square and a 15 mm-radius circle.
 
     python benchmarks/online.py [--cases 200] [--seconds 10]
 """
@@ -193,6 +196,30 @@ def servo_stream(seconds: float) -> dict:
     return out
 
 
+def drawing_streamed() -> dict[str, dict[str, float]]:
+    """Per shape: the pen's and the setpoints' largest distance (mm) from the path, streamed
+    (robohal.cli.drawing.stream) and played (drawing.draw)."""
+    import robohal
+    from robohal.cli import drawing
+
+    figures = {}
+    with robohal.connect("arduino-planar://sim?model=arduino.planar2&firmware=emulator&sim_boot_ms=50") as robot:
+        middle = drawing.workspace_middle(robot.model)[0]
+        for name, segments in (("30 mm square", drawing.square(middle, 0.03)),
+                               ("15 mm circle", drawing.circle(middle, 0.015))):
+            plan = drawing.plan_drawing(robot.model, segments, period=robot.backend.period, speed=0.05,
+                                        start=robot.backend.commanded)
+            shape = {}
+            for how, run in (("streamed", drawing.stream), ("played", drawing.draw)):
+                results = run(robot, plan)
+                setpoints = np.concatenate([result.commanded for result in results])
+                shape[how] = drawing.path_deviation(robot.model, plan, results) * 1000
+                shape[f"{how}_setpoints"] = drawing.distance_to_polyline(
+                    robot.model.forward(setpoints)[:, :2, 3], plan.points) * 1000
+            figures[name] = shape
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=200)
@@ -206,6 +233,10 @@ def main() -> int:
     waypoints = collinear_waypoints()
     print(f"three collinear waypoints: passing through {waypoints['passing_s']:.3f} s, stopping at each"
           f" {waypoints['stopping_s']:.3f} s: {waypoints['speedup']:.2f}x faster (goal >= 1.3x)")
+    for name, shape in drawing_streamed().items():
+        print(f"robohal draw, {name} on the Arduino emulator: pen within {shape['streamed']:.2f} mm of the path"
+              f" streamed through servo, {shape['played']:.2f} mm played as planned:"
+              f" {shape['streamed'] / shape['played']:.2f}x (setpoints {shape['streamed_setpoints']:.3f} mm streamed)")
     try:
         import pylibfranka  # noqa: F401
     except ImportError:
