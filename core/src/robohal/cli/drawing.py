@@ -429,10 +429,9 @@ def stream(robot, plan: DrawPlan, *, rate: float = DEFAULT_STREAM_RATE, approach
     second from this thread, as a pen tablet or a camera would drive the arm: each sample of the
     planned path :data:`STREAM_LEAD` stream periods ahead of its time, with the joints' velocity
     and acceleration there and the time to it as its duration, so the arm follows the path at
-    its pace. The travel
-    between strokes and the pen lift are as in :func:`draw`. Returns each stroke's stream
-    MotionResult (the servo motion's: its setpoints, and the rest after the last until the
-    stream's timeout)."""
+    its pace. The travel between strokes and the pen lift are as in :func:`draw`. Returns each
+    stroke's stream MotionResult (the servo motion's: its setpoints, and the rest after the
+    last until the stream's timeout)."""
     import time
 
     check_with_backend(robot, plan)
