@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import robohal
-from robohal import ConnectionLost, HardwareFault, LimitViolation, RobotMode
+from robohal import ConnectFailed, ConnectionLost, HardwareFault, LimitViolation, RobotMode
 from robohal.cartesian import CartesianBackend
 from robohal.control.backend import wait_until
 from robohal.sim.process import free_port
@@ -186,7 +186,7 @@ def test_between_motions_the_backend_keeps_the_controller_fed(egm_sim) -> None:
 def test_no_robot_gives_a_helpful_connection_error() -> None:
     port = free_port()
     started = time.monotonic()
-    with pytest.raises(ConnectionLost) as lost:
+    with pytest.raises(ConnectFailed) as lost:  # never reached: not a lost robot
         robohal.connect(f"abb-egm://127.0.0.1:{port}?model=abb.irb1410&timeout=0.3")
     assert time.monotonic() - started < 10.0
     message = str(lost.value)
@@ -197,21 +197,21 @@ def test_port_in_use_is_reported() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
         taken.bind(("127.0.0.1", 0))
         port = taken.getsockname()[1]
-        with pytest.raises(ConnectionLost, match="cannot bind"):
+        with pytest.raises(ConnectFailed, match="cannot bind"):
             robohal.connect(f"abb-egm://127.0.0.1:{port}?model=abb.irb1410&timeout=0.3")
 
 
 def test_a_second_connection_to_the_same_port_is_refused(egm_sim) -> None:
     sim = egm_sim()
     with robohal.connect(sim.connect_uri()) as first:
-        with pytest.raises(ConnectionLost, match=r"cannot bind.*another robohal connection"):
+        with pytest.raises(ConnectFailed, match=r"cannot bind.*another robohal connection"):
             robohal.connect(sim.connect_uri(connect_timeout="1"))
         assert first.move_joints(first.q + np.radians(1.0), speed=0.3).completed  # still the one in charge
 
 
 def test_only_the_configured_robot_is_heard(egm_sim) -> None:
     sim = egm_sim("--comm-timeout", "0")
-    with pytest.raises(ConnectionLost, match=r"[1-9]\d* from other addresses"):
+    with pytest.raises(ConnectFailed, match=r"[1-9]\d* from other addresses"):
         robohal.connect(sim.connect_uri(robot="127.0.0.2", timeout="0.3"))
 
 

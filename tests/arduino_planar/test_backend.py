@@ -1,6 +1,6 @@
 """The arduino-planar backend against the simulators (real processes on real ptys) and against
 scripted peers on a pty: handshake through the boot delay, calibration on the wire, limits
-refused before the wire, exclusive port, silence -> ConnectionLost, lost bytes resent, keepalive,
+refused before the wire, exclusive port, no firmware -> ConnectFailed, silence -> ConnectionLost, lost bytes resent, keepalive,
 a firmware it does not know refused, and the sim URIs."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import robohal
-from robohal.errors import ConnectionLost, LimitViolation, ProtocolError, UriError
+from robohal.errors import ConnectFailed, ConnectionLost, LimitViolation, ProtocolError, UriError
 from robohal.plugins.registry import default_registry
 from robohal.uri import RobotUri, parse_uri
 from robohal_arduino_planar import firmware
@@ -80,11 +80,11 @@ def test_handshake_waits_out_the_boot_delay(emulator_factory, model, kind: str) 
         assert state.info["pulses_us"] == (1500, 1500)
 
 
-def test_boot_longer_than_the_budget_is_connection_lost(emulator_factory, model) -> None:
+def test_boot_longer_than_the_budget_fails_the_connect(emulator_factory, model) -> None:
     sim = emulator_factory(boot_ms=3000)
     backend = backend_for(sim, model, boot="0.3", timeout="0.1")
     began = time.monotonic()
-    with pytest.raises(ConnectionLost, match="boot="):
+    with pytest.raises(ConnectFailed, match="boot="):
         backend.connect()
     assert time.monotonic() - began < 2.0
     assert not backend.connected
@@ -121,7 +121,7 @@ def test_width_outside_the_pulse_limits_never_reaches_the_wire(emulator_factory,
 def test_port_is_exclusive(emulator_factory, model) -> None:
     sim = emulator_factory()
     with backend_for(sim, model):
-        with pytest.raises(ConnectionLost, match="cannot open"):
+        with pytest.raises(ConnectFailed, match="cannot open"):
             backend_for(sim, model).connect()
 
 

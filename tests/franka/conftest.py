@@ -105,7 +105,7 @@ def connect(start_simulator, reference_model):
             simulator = start_simulator(*simulator_args)
             host = simulator.host
         else:
-            simulator, host = None, "stubs"
+            simulator, host = None, "sim"  # the stubs serve the host sim only
         query = "&".join(f"{k}={v}" for k, v in {"model": "franka.fr3", "impl": impl, **params}.items())
         backend = FrankaBackend(parse_uri(f"franka://{host}?{query}"), reference_model)
         opened.append(backend)

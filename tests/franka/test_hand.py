@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import robohal
 from robohal.control.tools import GripperBusy, GripperLimits
-from robohal.errors import ConnectionLost, HardwareFault, InvalidArgument, UriError
+from robohal.errors import ConnectFailed, ConnectionLost, HardwareFault, InvalidArgument, UriError
 from robohal_franka import hand
 
 pytest.importorskip("pylibfranka", reason="pip install pylibfranka (a Linux wheel)")
@@ -197,9 +197,9 @@ def test_bad_hand_parameters_are_refused(uri, message):
         robohal.connect(uri)
 
 
-def test_a_hand_that_cannot_be_reached_is_a_lost_link():
+def test_a_hand_that_cannot_be_reached_fails_the_connect():
     gripper = hand.FrankaHand("127.0.0.1")  # no gripper server here
     started = time.monotonic()
-    with pytest.raises(ConnectionLost, match=r"cannot connect to the Franka Hand at 127\.0\.0\.1"):
+    with pytest.raises(ConnectFailed, match=r"cannot connect to the Franka Hand at 127\.0\.0\.1"):
         gripper.connect()
     assert time.monotonic() - started < hand.CONNECT_TIMEOUT

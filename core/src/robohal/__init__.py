@@ -15,9 +15,11 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from .control.backend import Backend
+from .control.handle import MotionHandle
 from .control.lifecycle import LifecycleState
 from .control.tools import Gripper, GripperBusy, GripperLimits, GripperState, IoPorts, Signal, SignalGripper
 from .errors import (
+    ConnectFailed,
     ConnectionLost,
     HardwareFault,
     InvalidArgument,
@@ -28,10 +30,12 @@ from .errors import (
     RobohalError,
     UnknownNameError,
     UnreachableError,
+    Unsupported,
     UriError,
 )
 from .kinematics import JointLimits, Kinematics, Solutions
 from .motion import Motion, MotionResult
+from .payload import Payload
 from .plugins.hookspecs import hookimpl
 from .plugins.records import BackendSpec, DemoSpec, ModelSpec, SimulatorSpec, ToolSpec
 from .plugins.registry import Registry, default_registry, use_registry
@@ -76,10 +80,10 @@ def backends(*, registry: Registry | None = None) -> list[BackendSpec]:
 
 
 __all__ = [
-    "Backend", "BackendSpec", "ConnectionLost", "DemoSpec", "Gripper", "GripperBusy", "GripperLimits",
+    "Backend", "BackendSpec", "ConnectFailed", "ConnectionLost", "DemoSpec", "Gripper", "GripperBusy", "GripperLimits",
     "GripperState", "HardwareFault", "InvalidArgument", "IoPorts", "JointLimits", "Kinematics", "LifecycleState",
-    "LimitViolation", "ModelSpec", "Motion", "MotionResult", "PluginConflictError", "PluginError", "ProtocolError",
+    "LimitViolation", "ModelSpec", "Motion", "MotionHandle", "MotionResult", "Payload", "PluginConflictError", "PluginError", "ProtocolError",
     "Registry", "RobohalError", "Robot", "RobotMode", "RobotState", "RobotUri", "Signal", "SignalGripper", "SimulatorSpec",
-    "Solutions", "ToolSpec", "UnknownNameError", "UnreachableError", "UriError", "__version__", "backends",
+    "Solutions", "ToolSpec", "UnknownNameError", "UnreachableError", "Unsupported", "UriError", "__version__", "backends",
     "connect", "default_registry", "get_model", "hookimpl", "models", "parse_uri", "use_registry",
 ]

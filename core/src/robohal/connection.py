@@ -9,6 +9,7 @@ from .errors import PluginError, UnknownNameError, UriError
 from .plugins.records import BackendSpec
 from .plugins.registry import Registry, default_registry
 from .robot import Robot
+from .sim.process import SIM_PREFIX
 from .uri import RobotUri, parse_uri
 
 
@@ -34,6 +35,19 @@ def check_params(uri: RobotUri, spec: BackendSpec) -> None:
                            f" known: {', '.join(known)}")
 
 
+def refuse_simulator_params(uri: RobotUri, spec: BackendSpec) -> None:
+    """A URI that names a robot (not the host ``sim``) must not carry the simulator's options:
+    nothing would simulate them, and the robot at that address would be driven as if they held."""
+    if uri.wants_simulator or spec.simulator is None:
+        return
+    own = spec.simulator.params
+    stray = [key for key in uri.params if key.startswith(SIM_PREFIX) or key in own]
+    if stray:
+        raise UriError(f"{uri}: {', '.join(stray)} only configure{'s' if len(stray) == 1 else ''} the bundled simulator,"
+                       f" which the host 'sim' starts ({spec.scheme}://sim?...); this URI names a robot. Drop"
+                       f" {'it' if len(stray) == 1 else 'them'} to drive the robot.")
+
+
 def start_simulator_if_asked(uri: RobotUri, spec: BackendSpec) -> tuple[RobotUri, Any]:
     """For the reserved ``sim`` host, start the backend's bundled simulator and
     return its concrete URI and the running simulator; else ``(uri, None)``."""
@@ -55,6 +69,7 @@ def open_robot(uri: str | RobotUri, *, registry: Registry | None = None, connect
         raise UriError(f"a robot URI must be a string such as 'sim://?model=generic.planar2', got {uri!r:.80}")
     spec = registry.backend_spec(parsed.scheme)
     check_params(parsed, spec)
+    refuse_simulator_params(parsed, spec)
     model_name = resolve_model_name(parsed, spec)
     model = registry.get_model(model_name, **model_options)
     parsed = parsed.with_params(model=model_name)

@@ -15,7 +15,23 @@ class RobohalError(Exception):
 
 
 class ConnectionLost(RobohalError):
-    """The robot stopped answering, or the link to it broke."""
+    """The robot stopped answering, or the link to it broke: a link that was up went down."""
+
+
+class ConnectFailed(RobohalError):
+    """``connect()`` never reached the robot: nothing answered at the address (a refused or
+    silent TCP port, no EGM message, no serial port or no firmware hello), or it refused us
+    (wrong credentials). Not a :class:`ConnectionLost`: a loop that reconnects after a lost
+    link must not spin on a wrong address. The message names the address and the next step."""
+
+    def __init__(self, message: str, *, address: str = "") -> None:
+        super().__init__(message)
+        self.address = address
+
+
+class Unsupported(RobohalError):
+    """The robot or its backend cannot do what was asked (a payload on a servo arm, say);
+    the message says what it can do instead."""
 
 
 class ProtocolError(RobohalError):

@@ -10,16 +10,18 @@ from numpy.typing import ArrayLike
 
 from . import spatial
 from .control.backend import Backend
+from .control.handle import MotionHandle
 from .control.lifecycle import LifecycleState
 from .control.tools import Gripper, IoPorts
 from .errors import InvalidArgument, RobohalError
 from .kinematics import Kinematics
-from .motion import MAX_FOLLOW_TIME, JointTrajectory, Motion, PointToPoint
+from .motion import MAX_FOLLOW_TIME, JointTrajectory, Motion, MotionResult, PointToPoint
 from .motion.linear import LinearMove
 from .motion.reactions import Until, with_reactions
 from .motion.servo import DEFAULT_TIMEOUT as SERVO_TIMEOUT
 from .motion.servo import servo_target
 from .motion.waypoints import Waypoints
+from .payload import Payload
 from .state import Array, RobotState
 
 
@@ -102,6 +104,33 @@ class Robot:
         """The flange pose from the measured joints."""
         return self.model.forward(self.state.q)
 
+    @property
+    def commanded(self) -> Array:
+        """The joints (rad) the robot holds or was last told to go to: where the setpoints are.
+        Start your own loops and relative moves from here, not from the measured :attr:`q`: a
+        real arm rests a little off its command, and a first setpoint at the measured joints
+        is a step (a Franka refuses it)."""
+        return self.backend.commanded
+
+    @property
+    def simulated(self) -> bool:
+        """True when no hardware is behind this robot: a bundled simulator robohal started (the
+        ``sim`` host), a stand-in, or the in-process ``sim://`` robot."""
+        return self.backend.simulated
+
+    @property
+    def payload(self) -> Payload | None:
+        """What the robot was told it carries (None: nothing said since connect)."""
+        return self.backend.payload
+
+    @payload.setter
+    def payload(self, payload: Payload) -> None:
+        """Tell the robot what it carries: ``robot.payload = Payload(0.5, [0, 0, 0.05])`` (kg, m in
+        the flange frame). A backend that cannot take one raises :class:`~robohal.errors.Unsupported`."""
+        if not isinstance(payload, Payload):
+            raise InvalidArgument(f"robot.payload takes a robohal.Payload(mass, center_of_mass, inertia), got {payload!r:.60}")
+        self.backend.set_payload(payload)
+
     # Motions
     @property
     def speed(self) -> float:
@@ -117,14 +146,17 @@ class Robot:
             raise InvalidArgument(f"robot.speed is a fraction in (0, 1], got {factor!r}")
         self._speed = float(factor)
 
-    def run(self, motion: Motion, *, until: Until = None, wait: bool = True):
+    def run(self, motion: Motion, *, until: Until = None, wait: bool = True) -> MotionResult | MotionHandle:
         """Run a motion; while another runs, it takes over from it (see :meth:`Backend.run`).
         ``until``: reactions checked every control cycle (:mod:`robohal.motion.reactions`): a
         condition (``force("z") > 5.0``) ends the motion when met; a :class:`Reaction` may hand
-        over to another motion instead."""
+        over to another motion instead. Every motion returns its
+        :class:`~robohal.motion.MotionResult`; with ``wait=False`` it returns at once with a
+        :class:`~robohal.control.handle.MotionHandle` (``wait()``, ``done()``, ``cancel()``)."""
         return self.backend.run(with_reactions(motion, until), wait=wait)
 
-    def move_joints(self, q: ArrayLike, *, speed: float = 0.5, until: Until = None, wait: bool = True):
+    def move_joints(self, q: ArrayLike, *, speed: float = 0.5, until: Until = None,
+                    wait: bool = True) -> MotionResult | MotionHandle:
         """Move to joints ``q`` (rad), jerk-limited and time-optimal: from rest on a straight line
         in joint space. ``speed`` is a fraction of the joint limits. While another motion runs,
         this one takes over from it without a stop."""
@@ -132,14 +164,13 @@ class Robot:
         if target.shape != (self.model.dof,):
             raise InvalidArgument(f"target must have {self.model.dof} joints, got shape {target.shape}")
         self.model.check_joints(target, "target")
-        result = self.backend.run(with_reactions(PointToPoint(target, speed, dynamics=self._speed), until), wait=wait)
-        if result is not None:
-            result.target = target
-        return result
+        outcome = self.backend.run(with_reactions(PointToPoint(target, speed, dynamics=self._speed), until), wait=wait)
+        outcome.target = target
+        return outcome
 
     def move_linear(self, pose: ArrayLike, *, speed: float = 0.25, angular_speed: float = 1.0,
                     joint_speed: float = 1.0, relative: bool = False, frame: str = "base", until: Until = None,
-                    wait: bool = True):
+                    wait: bool = True) -> MotionResult | MotionHandle:
         """Move the flange on a straight line to ``pose`` at ``speed`` m/s (and
         ``angular_speed`` rad/s), through the model's inverse kinematics. While another motion
         runs, this one takes over from it without a stop: the flange bends from where it moves
@@ -203,7 +234,7 @@ class Robot:
         raise InvalidArgument(f"frame is 'base' or 'tool', got {frame!r}")
 
     def follow(self, points: ArrayLike, times: ArrayLike | None = None, *, speed: float = 0.5, until: Until = None,
-               wait: bool = True):
+               wait: bool = True) -> MotionResult | MotionHandle:
         """Pass through joint waypoints ``points`` (k, dof), rad.
 
         Without ``times``: time-optimally and without stopping at the points between (each is
@@ -245,7 +276,9 @@ class Robot:
             start, t0 = point, t
         return self.backend.run(with_reactions(JointTrajectory(np.vstack(segments)), until), wait=wait)
 
-    def wait(self, timeout: float | None = None):
+    def wait(self, timeout: float | None = None) -> MotionResult | None:
+        """Wait until no motion runs (the arm at rest) and return the newest motion's result;
+        raise the error a background motion met. None if one still runs after ``timeout`` s."""
         return self.backend.wait(timeout)
 
     def stop(self) -> None:

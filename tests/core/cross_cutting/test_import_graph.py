@@ -97,7 +97,7 @@ LAYERS = [
     ("simulation", {"sim"}),
     ("control", {"control"}),
     ("motions", {"motion"}),
-    ("basics", {"kinematics", "spatial", "state", "uri", "errors"}),
+    ("basics", {"kinematics", "spatial", "state", "payload", "uri", "errors"}),
 ]
 
 

@@ -43,15 +43,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..errors import ConnectionLost, HardwareFault, InvalidArgument
+from ..errors import ConnectionLost, HardwareFault, InvalidArgument, Unsupported
 from ..kinematics import Kinematics
 from ..motion import Motion, MotionResult
 from ..motion.servo import DEFAULT_TIMEOUT as SERVO_TIMEOUT
 from ..motion.servo import Servo, ServoTarget
+from ..payload import Payload
 from ..state import Array, RobotMode, RobotState
 from ..uri import RobotUri
 from .executor import MotionExecutor
 from .guard import SetpointGuard
+from .handle import MotionHandle, interrupts_held
 from .lifecycle import Lifecycle, LifecycleState
 
 log = logging.getLogger(__name__)
@@ -110,6 +112,9 @@ class Backend(ABC):
     #: the bundled simulator this backend talks to (host ``sim``), if any: stopped with the
     #: :class:`~robohal.robot.Robot`, or when the backend is dropped without ``close()``
     simulator: Any = None
+    #: True where the backend itself is a simulation (the in-process ``sim://`` robot, a stand-in
+    #: for a vendor library); see :attr:`simulated`
+    in_process_simulation: bool = False
 
     def __init__(self, uri: RobotUri, model: Kinematics, period: float) -> None:
         self.uri = uri
@@ -139,6 +144,13 @@ class Backend(ABC):
     def connected(self) -> bool:
         return self._life.state is not LifecycleState.DISCONNECTED
 
+    @property
+    def simulated(self) -> bool:
+        """True when no hardware is behind this backend: a simulator robohal started for the
+        ``sim`` host, or a simulation in this process. A simulator started by hand and named by
+        its address is, on the wire, a robot: robohal cannot tell, and says False."""
+        return self.in_process_simulation or self.simulator is not None
+
     def connect(self) -> RobotState:
         """Open the link and hold the measured position."""
         if self.connected:
@@ -148,7 +160,8 @@ class Backend(ABC):
         self._state = state
         self._life.to(LifecycleState.READY)
         self._activate(state)
-        log.info("%s: connected%s, %g Hz", self.uri, f" to {self.identity}" if self.identity else "", 1.0 / self.period)
+        log.info("%s: connected%s%s, %g Hz", self.uri, f" to {self.identity}" if self.identity else "",
+                 " (simulated)" if self.simulated else "", 1.0 / self.period)
         if state.mode is RobotMode.FAULT:  # commands are refused until recover(), as after any fault
             self._set_fault(self._fault_of(state))
         return state
@@ -288,14 +301,15 @@ class Backend(ABC):
 
     # Motions -----------------------------------------------------------------------------
 
-    def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | None:
+    def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | MotionHandle:
         """Run ``motion`` to its end, one setpoint per cycle, on the backend's motion thread.
 
         While another motion runs, the new one takes over from it at the next cycle, from
         where the setpoints are (:meth:`MotionExecutor.take_over`): no stop in between where
-        the motion can start while moving. With ``wait=False`` this returns at once;
-        :meth:`wait` waits, and an error the motion meets is raised by the next call. A Ctrl-C
-        while waiting brakes the arm to rest, then raises."""
+        the motion can start while moving. With ``wait=False`` this returns a
+        :class:`~robohal.control.handle.MotionHandle` at once; an error the motion meets is
+        raised by its ``wait()`` or else by the next call. A Ctrl-C while waiting brakes the
+        arm to rest, then raises."""
         job = _Job(MotionExecutor(motion, self.guard, self.model, name=str(self.uri)), background=not wait)
         with self._jobs:
             current = self._job
@@ -314,7 +328,7 @@ class Backend(ABC):
                     replaced.conclude()
                     replaced.done.set()
             self._last_job = job
-        return self._wait_job(job) if wait else None
+        return self._wait_job(job) if wait else MotionHandle(self, job)
 
     def steer(self, target: ServoTarget, *, timeout: float = SERVO_TIMEOUT, dynamics: float = 1.0) -> None:
         """A stream's newest target: the running :class:`~robohal.motion.servo.Servo` motion takes
@@ -397,14 +411,47 @@ class Backend(ABC):
             while not job.done.wait(WAIT_SLICE):  # in slices: a Ctrl-C is seen while the arm moves
                 pass
         except KeyboardInterrupt as interrupt:
-            running = self._job
-            if running is not None:
-                running.executor.fail(interrupt)
-                running.done.wait(BRAKE_WAIT)
-            if not job.done.is_set():
-                interrupt.add_note("robohal: the motion was braked to rest within the limits")
+            with interrupts_held():  # a second Ctrl-C must not leave the arm half braked
+                running = self._job
+                if running is not None:
+                    running.executor.fail(interrupt)
+                    running.done.wait(BRAKE_WAIT)
+                at_rest = self._life.wait_while_moving(BRAKE_WAIT)
+            interrupt.add_note("robohal: the motion was braked to rest within the limits" if at_rest else
+                               f"robohal: the arm was still braking after {BRAKE_WAIT:g} s; robot.wait() returns"
+                               " once it is at rest")
             raise
         return job.outcome()
+
+    def cancel_motion(self, job: _Job) -> bool:
+        """Stop ``job`` (a :class:`MotionHandle`'s): brake it to rest if it runs, drop it if it
+        waits to take over. False when it is over, or another motion takes over from it."""
+        with self._jobs:
+            if job.done.is_set() or job not in (self._job, self._next_job):
+                return False
+            if job is self._job and self._next_job is not None:
+                return False  # taken over at the next cycle: the newer motion goes on
+            # brakes from its next cycle on (one waiting to take over brakes from where it starts:
+            # unlinking it could race the motion thread into ending the running one unbraked)
+            job.executor.stop()
+        if threading.current_thread() is not self._executing:
+            job.done.wait(BRAKE_WAIT)
+        return True
+
+    def claim_error(self, error: BaseException) -> None:
+        """A handle raised ``error``: the next command need not raise it again."""
+        self._life.claim(error)
+
+    # The payload ------------------------------------------------------------------------------
+
+    #: what the robot was told it carries (None: nothing said since connect)
+    payload: Payload | None = None
+
+    def set_payload(self, payload: Payload) -> None:
+        """Tell the robot what it carries (:class:`~robohal.payload.Payload`). Backends whose
+        hardware takes a load override this; the rest refuse it."""
+        raise Unsupported(f"{self.uri.scheme}: this robot takes no payload (its controller does not model one);"
+                          " nothing was sent")
 
     def wait(self, timeout: float | None = None) -> MotionResult | None:
         """Wait for the background motion (and any that took over from it); re-raise the error it

@@ -147,6 +147,12 @@ class Lifecycle:
     def forget_pending(self) -> None:
         self._pending = None
 
+    def claim(self, error: BaseException) -> None:
+        """``error`` was raised to its caller another way (a motion handle): not again."""
+        with self._changed:
+            if self._pending is error:
+                self._pending = None
+
     def raise_pending(self) -> None:
         """Raise the error a background motion met, if any (once)."""
         with self._changed:

@@ -141,13 +141,16 @@ class SimulatorSpec:
     address the backend connects to (:func:`robohal.sim.process.launch` does the
     usual work). ``program`` is the module of the simulator program
     (``"robohal_abb.simulator"``): ``robohal sim SCHEME ARGS`` runs
-    ``python -m PROGRAM ARGS`` in the foreground.
+    ``python -m PROGRAM ARGS`` in the foreground. ``params`` are the query parameters, besides
+    ``sim_*``, that only configure the simulator (``firmware``): a URI naming a robot's address
+    with one of them is refused, since nothing would simulate what it asks for.
     """
 
     start: Callable[[RobotUri], Any] | str
     default_model: str
     program: str | None = None
     description: str = ""
+    params: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         record = f"simulator {self.program or self.default_model!r}"

@@ -31,6 +31,7 @@ CATCH_UP = 5.0
 
 class SimBackend(Backend):
     checks = ("position", "velocity", "acceleration", "jerk")
+    in_process_simulation = True
 
     def __init__(self, uri: RobotUri, model: Kinematics) -> None:
         rate = uri.get_float("rate", 250.0, minimum=1.0)

@@ -68,6 +68,7 @@ from typing import Any
 import numpy as np
 from robohal import (
     Backend,
+    ConnectFailed,
     ConnectionLost,
     HardwareFault,
     LimitViolation,
@@ -220,8 +221,9 @@ class EgmBackend(Backend):
             sock.bind((self.host, self.port))
         except OSError as exc:
             sock.close()
-            raise ConnectionLost(f"abb-egm: cannot bind UDP {self.host}:{self.port}: {exc.strerror or exc}"
-                                 " (is another program, or another robohal connection, using that port?)") from None
+            raise ConnectFailed(f"abb-egm: cannot bind UDP {self.host}:{self.port}: {exc.strerror or exc}"
+                                " (is another program, or another robohal connection, using that port?)",
+                                address=f"{self.host}:{self.port}") from None
         sock.setblocking(False)
         self._sock = sock
         self._poller = select.poll()
@@ -483,11 +485,14 @@ class EgmBackend(Backend):
                 " on and (re)start the RAPID program's EGM loop", names=names, recoverable=True)
         bad = sum(v for k, v in self.counters.items() if k.startswith("bad_"))
         foreign = self.counters["foreign_datagrams"]
-        raise ConnectionLost(
+        message = (
             f"abb-egm: no EGM message from the robot on UDP {self.host}:{self.port} within {timeout:g} s ({what}). "
             "Check that the RAPID program runs EGMRunJoint (or EGMRunPose), that the controller's UDP Unicast Device "
             f"points at this computer's IP and port {self.port}, and that no firewall drops UDP {self.port}"
             f" (datagrams seen: {bad} undecodable or incomplete, {foreign} from other addresses).")
+        if what == "connect":  # never reached: not a lost robot (a reconnect loop must not spin on it)
+            raise ConnectFailed(message, address=f"{self.host}:{self.port}")
+        raise ConnectionLost(message)
 
     # The wire ----------------------------------------------------------------------------
 

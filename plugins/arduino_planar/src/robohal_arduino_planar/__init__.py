@@ -72,6 +72,7 @@ def robohal_backends():
                 default_model=DEFAULT_MODEL,
                 program="robohal_arduino_planar.simulator",
                 description="the real firmware in simavr (firmware=simavr) or a Python emulator (firmware=emulator) on a pty",
+                params=("firmware",),
             ),
             hil_targets=hil_targets(),
             hil_suite="robohal_arduino_planar.hil",

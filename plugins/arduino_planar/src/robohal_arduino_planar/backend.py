@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import serial
 from robohal.control.backend import Backend, start_link_thread
-from robohal.errors import ConnectionLost, InvalidArgument, ProtocolError, UriError
+from robohal.errors import ConnectFailed, ConnectionLost, InvalidArgument, ProtocolError, UriError
 from robohal.kinematics import Kinematics
 from robohal.state import Array, RobotMode, RobotState
 from robohal.uri import RobotUri
@@ -161,9 +161,15 @@ class ArduinoPlanarBackend(Backend):
     # Lifecycle -----------------------------------------------------------------------------
 
     def _open(self) -> RobotState:
-        self._open_port()
         try:
-            self._handshake(self.boot + self.timeout)
+            self._open_port()
+        except ConnectionLost as missing:  # no port: never reached (a reconnect loop must not spin on it)
+            raise ConnectFailed(str(missing), address=self.device) from None
+        try:
+            try:
+                self._handshake(self.boot + self.timeout)
+            except ConnectionLost as silent:  # no firmware hello: never reached either
+                raise ConnectFailed(str(silent), address=self.device) from None
             self._boot_seen = False  # the banner of the reset-on-open is no news
             self._configure()
             state = self._query_state()
@@ -199,7 +205,9 @@ class ArduinoPlanarBackend(Backend):
             self._port.reset_input_buffer()  # whatever arrived before we opened is stale
         except (serial.SerialException, OSError) as exc:
             self._port = None
-            raise ConnectionLost(f"arduino-planar: cannot open {self.device}: {exc}") from None
+            raise ConnectionLost(f"arduino-planar: cannot open {self.device}: {exc} (is the board plugged in, is this its"
+                                 " port (ls /dev/ttyACM* /dev/ttyUSB*), may you use it (the dialout group), and is no"
+                                 " other program holding it?)") from None
         self._splitter = p.LineSplitter()
         self._lines.clear()
 

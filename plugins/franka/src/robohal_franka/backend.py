@@ -37,21 +37,28 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 from robohal.control.backend import Backend
-from robohal.errors import ConnectionLost, HardwareFault, InvalidArgument, RobohalError, UriError
+from robohal.control.handle import MotionHandle, interrupts_held
+from robohal.errors import ConnectFailed, ConnectionLost, HardwareFault, InvalidArgument, RobohalError, UriError
 from robohal.kinematics import Kinematics
 from robohal.motion import Motion, MotionResult
 from robohal.motion.servo import DEFAULT_TIMEOUT as SERVO_TIMEOUT
 from robohal.motion.servo import ServoTarget
+from robohal.payload import Payload
 from robohal.state import RobotMode, RobotState
 from robohal.uri import RobotUri
 
 from .control import MODES, ControlConfig, StreamStarved, pack_error, unpack_error
+from .facts import MAX_PAYLOAD
 from .shared import SESSION_MOTION, SESSION_STREAM, Doorbell, Layout, SharedBlock
 from .simulated_robot import parse_contact
-from .wire import ERROR_NAMES
+from .wire import ERROR_NAMES, TCP_PORT
 
 PERIOD = 0.001
-CONNECT_TIMEOUT = 30.0  # s: process start (spawn imports numpy and robohal) plus libfranka's connect
+START_TIMEOUT = 30.0  # s: the control process starts and imports numpy, robohal and pylibfranka
+#: s: libfranka's own TCP timeout (its Network's tcp_timeout default, network.h). A silent peer that
+#: accepts the connection holds libfranka's handshake for ever (measured): robohal gives up a second
+#: after libfranka would have.
+LIBFRANKA_CONNECT_TIMEOUT = 60.0
 REQUEST_TIMEOUT = 10.0
 STATE_TIMEOUT = 2.0  # s without a new state while streaming: the control process or the robot is gone
 # Not ``-m robohal_franka.control``: its classes must pickle under their module's name.
@@ -124,6 +131,12 @@ class FrankaBackend(Backend):
         self.impl = uri.params.get("impl", "pylibfranka")
         if self.impl not in IMPLEMENTATIONS:
             raise UriError(f"{uri}: impl must be one of {', '.join(IMPLEMENTATIONS)}")
+        if self.impl == "stubs" and not uri.wants_simulator:
+            # the stand-in runs an arm of its own whatever the host: at a robot's address it would
+            # report motions no robot made
+            raise UriError(f"{uri}: impl=stubs is the in-process stand-in for pylibfranka, not a robot; it serves"
+                           " franka://sim only. Drop impl=stubs to drive the robot at that address.")
+        self.in_process_simulation = self.impl == "stubs"
         self.realtime = uri.params.get("realtime", "enforce" if realtime_kernel() else "ignore")
         if self.realtime not in ("enforce", "ignore"):
             raise UriError(f"{uri}: realtime must be 'enforce' or 'ignore'")
@@ -213,7 +226,14 @@ class FrankaBackend(Backend):
         self._reader.start()
         try:
             self._conn.send(config)
-            state = self._request("connect", None, timeout=CONNECT_TIMEOUT)
+            self._request("hello", None, timeout=START_TIMEOUT)
+            try:
+                state = self._request("connect", None, timeout=LIBFRANKA_CONNECT_TIMEOUT + 1.0)
+            except ConnectionLost as silent:  # never reached: not a lost robot
+                address = f"{self.uri.host}:{TCP_PORT}"
+                raise ConnectFailed(f"franka: no FCI answer from {address} within {LIBFRANKA_CONNECT_TIMEOUT + 1.0:g} s"
+                                    f" ({silent}). Is this the robot's address, and is FCI active (in Desk)?",
+                                    address=address) from None
         except BaseException:
             self._stop_process()
             raise
@@ -502,7 +522,7 @@ class FrankaBackend(Backend):
 
     # Motions in the control process ----------------------------------------------------------
 
-    def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | None:
+    def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | MotionHandle:
         """Run ``motion`` in the control process at 1 kHz (it is pickled there, and its
         :class:`~robohal.control.executor.MotionExecutor` runs there); while another runs, it
         takes over from it there at the next cycle."""
@@ -514,7 +534,7 @@ class FrankaBackend(Backend):
             raise
         self._last_run = run
         if not wait:
-            return None
+            return MotionHandle(self, run)
         try:
             while not run.done.wait(WAIT_SLICE):  # in slices: a Ctrl-C is seen while the arm moves
                 pass
@@ -548,9 +568,21 @@ class FrankaBackend(Backend):
         else:  # the running servo took it
             self._forget_run(run_id)
 
+    def cancel_motion(self, run: _Run) -> bool:
+        """Brake ``run`` (a :class:`MotionHandle`'s) to rest if it is the newest motion; False when
+        it is over, or a newer one takes over from it."""
+        if run.done.is_set() or run is not self._last_run:
+            return False
+        self.stop()
+        return True
+
+    def claim_error(self, error: BaseException) -> None:
+        self._life.claim(error)
+
     def _brake_after_interrupt(self, interrupt: BaseException) -> None:
         try:
-            self.stop()
+            with interrupts_held():  # a second Ctrl-C must not leave the arm half braked
+                self.stop()
         except Exception as failure:
             interrupt.add_note(f"robohal: braking after this interrupt failed too: {failure!r}")
         else:
@@ -600,8 +632,20 @@ class FrankaBackend(Backend):
             if array.shape != (size,) or not np.isfinite(array).all() or (array <= 0).any():
                 raise InvalidArgument(f"{name} must be {size} positive finite values")
             values.append(tuple(array.tolist()))
-        self._check_usable()
+        self._life.check_command("changing the collision behaviour")
         self._request("collision", tuple(values))
+
+    def set_payload(self, payload: Payload) -> None:
+        """Send the load on the flange to the robot (libfranka's ``setLoad``): its mass, center of
+        mass in the flange frame and inertia, added to the end effector's the robot knows from
+        Desk. The robot then compensates its weight; a wrong one reads as an external force."""
+        if payload.mass > MAX_PAYLOAD:
+            raise InvalidArgument(f"franka: the arm is rated for {MAX_PAYLOAD:g} kg, not {payload.mass:g} kg;"
+                                  " nothing was sent")
+        self._life.check_command("changing the payload")
+        self._request("load", (payload.mass, tuple(payload.center_of_mass),
+                               tuple(payload.inertia.ravel(order="F"))))  # column-major, as libfranka's arrays
+        self.payload = payload
 
     def step_timing(self) -> dict[str, float]:
         """What computing each motion setpoint cost the control process (the executor's step: the

@@ -40,13 +40,13 @@ from typing import Any
 import numpy as np
 from robohal.control.executor import MotionExecutor
 from robohal.control.guard import SetpointGuard
-from robohal.errors import ConnectionLost, HardwareFault, LimitViolation, ProtocolError, RobohalError
+from robohal.errors import ConnectFailed, ConnectionLost, HardwareFault, LimitViolation, ProtocolError, RobohalError
 from robohal.kinematics import Kinematics
 from robohal.motion.servo import Servo, ServoTarget
 from robohal.state import RobotMode, RobotState
 
 from .shared import SESSION_MOTION, SESSION_NONE, SESSION_STREAM, Doorbell, Layout, SharedBlock
-from .wire import ERROR_NAMES
+from .wire import ERROR_NAMES, TCP_PORT
 
 PERIOD = 0.001
 # s after a state: how long a streamed setpoint may take to arrive. Our choice: the robot drops a
@@ -190,13 +190,21 @@ class ControlLoop:
 
     def run(self) -> None:
         kind, request_id, _ = self.conn.recv()
+        if kind == "hello":  # up, with its library imported: what follows is libfranka's connect alone
+            try:
+                self.lib = self.library()
+            except Exception as exc:
+                self.reply(request_id, False, exc)
+                return
+            self.reply(request_id, True)
+            kind, request_id, _ = self.conn.recv()
         if kind != "connect":
             self.reply(request_id, False, ProtocolError(f"expected connect, got {kind}"))
             return
         try:
             self.connect()
         except Exception as exc:
-            self.reply(request_id, False, self.map_error(exc))
+            self.reply(request_id, False, self.map_connect_error(exc))
             return
         self.reply(request_id, True)  # the state is in shared memory
         while not self.closing:
@@ -218,18 +226,21 @@ class ControlLoop:
                 self.failures = 0
         self.shutdown()
 
+    def library(self) -> Any:
+        return importlib.import_module("robohal_franka.stubs" if self.config.impl == "stubs" else "pylibfranka")
+
     def connect(self) -> None:
         config = self.config
+        if self.lib is None:
+            self.lib = self.library()
         if config.impl == "stubs":
             # pylibfranka moves its thread to SCHED_FIFO where permitted (a robot PC runs
             # PREEMPT_RT); the stand-in does the same, so both see the same scheduling.
             realtime_priority()
-            self.lib = importlib.import_module("robohal_franka.stubs")
             realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
             self.robot = self.lib.Robot(config.host, realtime, model=config.model_name, max_missed=config.stub_max_missed,
                                         ideal=config.stub_ideal, seed=config.stub_seed, contact=config.stub_contact)
         else:
-            self.lib = importlib.import_module("pylibfranka")
             realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
             self.robot = self.lib.Robot(config.host, realtime)
         self.robot.set_collision_behavior(*[list(v) for v in config.collision])
@@ -556,6 +567,12 @@ class ControlLoop:
                     raise ProtocolError("stop the motion before changing the collision behaviour")
                 self.robot.set_collision_behavior(*[list(v) for v in payload])
                 self.reply(request_id, True)
+            elif kind == "load":
+                if self.control is not None:
+                    raise ProtocolError("stop the motion before changing the payload")
+                mass, center, inertia = payload
+                self.robot.set_load(mass, list(center), list(inertia))
+                self.reply(request_id, True)
             elif kind == "close":
                 self.close_session()
                 self.closing = True
@@ -659,6 +676,21 @@ class ControlLoop:
         self.drop_control()
 
     # Errors ----------------------------------------------------------------------------------
+
+    def map_connect_error(self, exc: BaseException) -> BaseException:
+        """An error of libfranka's connect, where the robot was never reached, as ConnectFailed."""
+        if type(exc).__name__ != "NetworkException":
+            return self.map_error(exc)
+        address = f"{self.config.host}:{TCP_PORT}"
+        if "refused" in str(exc):
+            # libfranka says "enable FCI mode in Desk" for any refused TCP connection: nothing
+            # listening there is as likely as FCI being off
+            return ConnectFailed(
+                f"franka: nothing accepted a connection at {address} (TCP refused). Check that this is the robot's"
+                " address and the robot is on and cabled to this computer, and that FCI is active (in Desk: unlock"
+                f" the joints, activate FCI). libfranka: {exc}", address=address)
+        return ConnectFailed(f"franka: could not reach the robot at {address}: {exc}. Check the address, the cable and"
+                             " this computer's IP in the robot's subnet (ping it).", address=address)
 
     def map_error(self, exc: BaseException) -> BaseException:
         kind = type(exc).__name__

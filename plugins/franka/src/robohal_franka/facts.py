@@ -33,6 +33,9 @@ DH_ROWS: tuple[tuple[float, float, float], ...] = (
 )
 FLANGE_D = 0.107  # joint 7 frame -> flange (link8), along z
 
+#: kg: the payload both arms are rated for (Franka's FR3 and Panda data sheets: "payload 3 kg")
+MAX_PAYLOAD = 3.0
+
 # Round link masses (kg) and principal inertias (kg m^2), joints 1..7 and the flange.
 LINK_MASSES = (4.0, 3.0, 3.0, 2.5, 2.5, 1.5, 0.7, 0.3)
 LINK_INERTIAS = (0.03, 0.02, 0.02, 0.015, 0.015, 0.006, 0.002, 0.0005)

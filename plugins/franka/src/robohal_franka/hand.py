@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from robohal.control.tools import Gripper, GripperLimits, GripperState
-from robohal.errors import ConnectionLost, HardwareFault, RobohalError, UriError
+from robohal.errors import ConnectFailed, ConnectionLost, HardwareFault, RobohalError, UriError
 from robohal.uri import RobotUri
 
 from .facts import HAND_MAX_FORCE, HAND_MAX_SPEED, HAND_MAX_WIDTH
@@ -41,7 +41,7 @@ def hand_for(uri: RobotUri, backend: Any) -> FrankaHand | None:
     """The ``gripper`` tool of a ``franka://`` robot: the hand when the URI names it (``gripper=1``)."""
     if not uri.get_bool("gripper", False):
         return None
-    if uri.params.get("impl") == "stubs" or uri.host == "stubs":
+    if uri.params.get("impl") == "stubs":
         raise UriError(f"{uri}: impl=stubs has no Franka Hand; use the FCI simulator or a robot")
     return FrankaHand(uri.host)
 
@@ -115,6 +115,10 @@ class FrankaHand(Gripper):
         try:
             for process in processes:
                 process.call("ready", timeout=CONNECT_TIMEOUT)
+        except ConnectionLost as silent:  # never reached: not a lost hand
+            self._finalizer()
+            raise ConnectFailed(f"franka: {silent} (does the robot have a hand, set up in Desk? gripper=0 leaves it"
+                                " out)", address=self.host) from None
         except BaseException:
             self._finalizer()
             raise

@@ -464,6 +464,8 @@ class SimulatedRobot:
         self.last_motion_errors: tuple[str, ...] = ()
         self.message_id = 0
         self.collision_thresholds = np.zeros(52)
+        #: what setLoad said the flange carries: m_load (kg), F_x_Cload (m), I_load (column-major)
+        self.load = (0.0, np.zeros(3), np.zeros(9))
         self.checker = CommandChecker(self.arm)
         self.ik_checker = CommandChecker(self.arm, names=IK_NAMES)
         self.cartesian = CartesianChecker(self.arm)
@@ -931,7 +933,8 @@ class SimulatedRobot:
                             ("theta", self.q), ("dtheta", self.dq), ("O_dP_EE_c", self.twist_c),
                             ("O_dP_EE_d", self.twist_c), ("elbow", (self.q[2], elbow_sign(self.q))),
                             ("elbow_d", elbow_d), ("elbow_c", elbow_d if self.elbow_c is None else self.elbow_c),
-                            ("O_F_ext_hat_K", self.wrench)):
+                            ("O_F_ext_hat_K", self.wrench), ("m_load", self.load[0]), ("F_x_Cload", self.load[1]),
+                            ("I_load", self.load[2])):
             values[_SLICES[name]] = value
         record["motion_generator_mode"] = int(self.generator)
         record["controller_mode"] = int(self.controller)

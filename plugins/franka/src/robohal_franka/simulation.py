@@ -68,7 +68,7 @@ def start_simulator(uri: RobotUri) -> SimulatorProcess | InProcessStubs:
         if uri.get_bool("gripper", False):
             raise UriError(f"{uri}: impl=stubs has no Franka Hand; use the FCI simulator (drop impl=stubs)")
         simulator_args(uri, "127.0.0.1")  # the same checks as for the simulator (model, sim_max_missed)
-        return InProcessStubs(uri.with_address("stubs"))
+        return InProcessStubs(uri)  # the backend serves the stubs for the host sim only
     host = free_loopback_host(TCP_PORT)  # the robot's port is fixed: simulators side by side differ by address
     simulator = launch(PROGRAM, uri, simulator_args(uri, host))
     simulator.uri = simulator.uri.with_params(gripper=uri.params.get("gripper", "1"))  # it serves a hand

@@ -304,8 +304,12 @@ class FciSimulator:
         elif command == Command.SET_COLLISION_BEHAVIOR:
             robot.collision_thresholds = np.array(wire.COLLISION_BEHAVIOR.unpack_from(body))
             self._reply(command, command_id, ok)
+        elif command == Command.SET_LOAD:
+            values = np.array(wire.LOAD_REQUEST.unpack_from(body))
+            robot.load = (float(values[0]), values[1:4], values[4:13])
+            self._reply(command, command_id, ok)
         elif command in (Command.SET_JOINT_IMPEDANCE, Command.SET_CARTESIAN_IMPEDANCE, Command.SET_GUIDING_MODE,
-                         Command.SET_EE_TO_K, Command.SET_NE_TO_EE, Command.SET_LOAD):
+                         Command.SET_EE_TO_K, Command.SET_NE_TO_EE):
             self._reply(command, command_id, ok)
         else:
             self._drop_client()  # an unknown command: the robot closes the connection
@@ -372,6 +376,7 @@ class FciSimulator:
             "mode": self.robot.mode.name,
             "errors": list(self.robot.errors),
             "success_rate": self.robot.success_rate,
+            "load_mass": self.robot.load[0],
             "period_p50_us": float(np.percentile(periods, 50) * 1e6),
             "period_p99_us": float(np.percentile(periods, 99) * 1e6),
             "period_max_us": float(periods.max() * 1e6),

@@ -298,6 +298,9 @@ class Robot:
 
     def set_load(self, load_mass, F_x_Cload, load_inertia) -> None:
         self._check_idle()
+        if len(F_x_Cload) != 3 or len(load_inertia) != 9:
+            raise TypeError("set_load needs a mass, 3 center-of-mass and 9 inertia values")
+        self.robot.load = (float(load_mass), np.array(F_x_Cload, dtype=float), np.array(load_inertia, dtype=float))
 
     def automatic_error_recovery(self) -> None:
         self._check_idle()

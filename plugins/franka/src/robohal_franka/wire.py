@@ -191,6 +191,7 @@ CONNECT_RESPONSE = struct.Struct("<BH")  # status, version
 MOVE_REQUEST = struct.Struct("<II3d3dB7d")  # controller, generator, joint dev., cartesian dev., async, max velocity
 STATUS = struct.Struct("<B")
 COLLISION_BEHAVIOR = struct.Struct("<52d")
+LOAD_REQUEST = struct.Struct("<13d")  # m_load (kg), F_x_Cload (3, m), I_load (9, kg m^2, column-major)
 
 
 def message(command: int, command_id: int, body: bytes = b"") -> bytes:
