@@ -125,7 +125,7 @@ def client_main(host: str, impl: str) -> None:
 
     def start_off(pose, k):
         if k == 1:
-            pose[13] += 0.001  # 1 mm off where the robot holds the flange
+            pose[13] += 0.005  # 5 mm off where the robot holds the flange
         return pose
 
     _, out["start_error"] = _pose_motion(lib, robot, start_off, 0.2)
@@ -221,7 +221,9 @@ def _shift(dx: float) -> np.ndarray:
 
 
 @pytest.mark.parametrize(("first", "error"), [
-    (lambda pose: pose + _shift(1e-4), "cartesian_position_motion_generator_start_pose_invalid"),
+    (lambda pose: pose + _shift(2e-3), "cartesian_position_motion_generator_start_pose_invalid"),
+    # off by a rest error (as libfranka's examples start, from the measured O_T_EE): it starts there
+    (lambda pose: pose + _shift(1e-4), None),
     # within one cycle at 9 m/s^2 from rest (9e-6 m), and within the joints' jerk through the IK
     (lambda pose: pose + _shift(1e-6), None),
 ])

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import wire
+from .async_motion import AsyncJointMotion
 from .facts import ELBOW_FLIP, READY_Q, ArmFacts, arm_facts, dh_forward, dh_pose_and_jacobian, joint_limits
 from .wire import MoveController, MoveGenerator, MoveStatus, RobotMode, StateController, StateGenerator
 
@@ -76,6 +77,20 @@ DEFAULT_MAX_MISSED = 20
 # (--loss), a command injected as late (LATE N) or a client that stopped answering is a lost
 # cycle, which the robot fills as the FCI does (SimulatedRobot._fill); the stubs keep the same rule.
 COMMAND_WAIT = 0.02
+# How far a motion's first command may lie from what the robot holds (q_d, O_T_EE_d) and be
+# taken as its start. Franka publishes no figure (errors.h: start_pose_invalid means "too far from
+# the initial one"). The examples Franka ships for real arms start from the *measured* pose:
+# libfranka's C++ examples from robot_state.q and O_T_EE (through the 100 Hz low-pass filter of
+# robot.control, which keeps 39 % of the offset), its Python examples from q and O_T_EE unfiltered
+# (pylibfranka 0.21, example_common.MotionGenerator, cartesian_pose_example.py). So a real arm takes
+# a first command off q_d by its rest error; franka_ros2 #122 reports one refusing a first command
+# at the measured q, an arm whose rest error then passed the tolerance. Our choice: five times the
+# simulated arm's largest rest error (about 1e-4 rad per joint: STATIC_ERROR plus noise), and at
+# the flange what that error makes over the arm's reach (about 2e-4 m and rad). Further off is a
+# step no robot takes from rest: start_pose_invalid. A first command within it is the motion's
+# start: the robot holds it from rest, and the limits apply from there.
+START_POSE_TOLERANCE = 5e-4  # rad per joint
+START_POSE_TOLERANCE_CARTESIAN = (1e-3, 1e-3)  # m, rad at the flange
 SUCCESS_WINDOW = 100  # our choice: cycles over which control_command_success_rate is reported
 GRAVITY = (0.0, 0.0, -9.81)
 #: the upper nominal force thresholds among set_collision_behavior's 52 values (lower and upper
@@ -480,6 +495,7 @@ class SimulatedRobot:
         self._injected: str | None = None
         self._reported_errors: tuple | None = None  # what the record last carried
         self._pose_cache: dict[bytes, np.ndarray] = {}
+        self.async_motion: AsyncJointMotion | None = None  # the robot's own generator, when asked for
         self._ik_last: tuple[bytes, np.ndarray, np.ndarray] | None = None
         self.stats = {"ticks": 0, "move_ticks": 0, "commands": 0, "missed": 0, "filled": 0,
                       "stale": 0, "reflexes": 0, "seed": self.seed}
@@ -490,8 +506,10 @@ class SimulatedRobot:
     def moving(self) -> bool:
         return self.mode is RobotMode.MOVE
 
-    def start_motion(self, controller: int, generator: int) -> MoveStatus:
-        """A Move request: MOTION_STARTED, or why it is rejected."""
+    def start_motion(self, controller: int, generator: int, asynchronous: bool = False,
+                     maximum_velocities=None) -> MoveStatus:
+        """A Move request: MOTION_STARTED, or why it is rejected. ``asynchronous``: the robot's own
+        generator plans to each joint target the client sends (:mod:`.async_motion`)."""
         if self.mode is RobotMode.REFLEX:
             return MoveStatus.COMMAND_REJECTED_DUE_TO_ACTIVATED_SAFETY_FUNCTIONS
         if self.mode is not RobotMode.IDLE:
@@ -502,6 +520,9 @@ class SimulatedRobot:
             return MoveStatus.INVALID_ARGUMENT_REJECTED
         if generator is MoveGenerator.NONE and controller is not MoveController.EXTERNAL:
             return MoveStatus.COMMAND_NOT_POSSIBLE_REJECTED  # no generator: the client's torques drive
+        if asynchronous and generator is not MoveGenerator.JOINT_POSITION:
+            # libfranka starts it for joint positions only (Robot::startAsyncJointPositionControl)
+            return MoveStatus.INVALID_ARGUMENT_REJECTED
         self.mode = RobotMode.MOVE
         self.generator = {
             MoveGenerator.JOINT_POSITION: StateGenerator.JOINT_POSITION,
@@ -532,6 +553,7 @@ class SimulatedRobot:
         self._started = False
         self._missed = 0
         self._first_command = True
+        self.async_motion = AsyncJointMotion(self.arm, self.q_d, maximum_velocities) if asynchronous else None
         return MoveStatus.MOTION_STARTED
 
     def stop_motion(self) -> bool:
@@ -565,6 +587,8 @@ class SimulatedRobot:
     def awaits_command(self) -> bool:
         """Whether a running motion's command for the next cycle (the answer to the last state)
         has yet to come."""
+        if self.async_motion is not None:  # targets come at the client's own rate: none is awaited
+            return False
         return self.moving and not any(int(c["message_id"]) >= self.message_id for c in self._pending)
 
     def answer(self, command: np.ndarray) -> None:
@@ -586,7 +610,8 @@ class SimulatedRobot:
         torque = False
         if self.moving:
             self.stats["move_ticks"] += 1
-            event = event or self._cycle_command()
+            if event is None:
+                event = self._async_cycle() if self.async_motion is not None else self._cycle_command()
             torque = self.moving and self.generator is StateGenerator.NONE
         if torque:
             self._integrate_torque()
@@ -629,6 +654,31 @@ class SimulatedRobot:
         self._started = True
         self.stats["commands"] += 1
         return self._apply(command)
+
+    def _async_cycle(self) -> str | None:
+        """A cycle of the robot's own generator (:mod:`.async_motion`): the newest command, if any,
+        is the target (a client writes them at its own rate, so a cycle without one is no loss);
+        one with ``motion_finished`` brakes to rest and ends the motion there."""
+        motion = self.async_motion
+        assert motion is not None
+        pending, self._pending = self._pending, []
+        self._successes.append(bool(pending))
+        if pending and not motion.stopping:
+            command = pending[-1]
+            self.stats["commands"] += 1
+            if bool(command["motion_generation_finished"]):
+                motion.stop()
+            elif not motion.target(np.array(command["q_c"], dtype=np.float64)):
+                # our choice of name: the robot's own planner cannot take the target
+                return self._reflex("joint_via_motion_generator_planning_joint_limit_violation")
+        try:
+            self.q_d, self.dq_d, self.ddq_d, resting = motion.step()
+        except ValueError:
+            return self._reflex("joint_via_motion_generator_planning_joint_limit_violation")
+        if motion.stopping and resting:
+            self._to_idle()
+            return "finished"
+        return None
 
     def _fill(self) -> tuple[str, ...]:
         """A cycle no command answers in time; returns the errors of the robot's continuation.
@@ -690,14 +740,13 @@ class SimulatedRobot:
         generator = self.generator
         if generator is StateGenerator.JOINT_POSITION:
             q_c = np.array(command["q_c"], dtype=np.float64)
-            if self._first_command:
-                # The first command must equal q_d (FCI documentation). How far off is too far is not
-                # published: off by more than the acceleration limit moves in one cycle from rest
-                # (ddq_max dt^2, 1e-5 rad on the FR3) it could only be reached by a velocity jump,
-                # so it is start_pose_invalid, which then stands for the discontinuities it implies.
+            if self._first_command:  # the motion's start (see START_POSE_TOLERANCE)
                 self._first_command = False
-                if not np.isfinite(q_c).all() or (np.abs(q_c - self.q_d) > self.checker.acceleration * PERIOD**2).any():
+                offset = np.abs(q_c - self.q_d)
+                if not np.isfinite(q_c).all() or (offset > START_POSE_TOLERANCE).any():
                     return self._reflex("joint_position_motion_generator_start_pose_invalid")
+                if (offset > self.checker.acceleration * PERIOD**2).any():  # not a step from rest: a start there
+                    self.checker.reset(q_c)
             errors = self.checker.check_position(q_c)
             if errors:
                 return self._reflex(*errors)
@@ -744,6 +793,7 @@ class SimulatedRobot:
     def _apply_cartesian(self, command: np.ndarray) -> list[str]:
         """A Cartesian pose or velocity command: checked, then followed through the IK."""
         first, self._first_command = self._first_command, False
+        restart = False  # a first pose off the held one, within START_POSE_TOLERANCE: the motion starts there
         held = self.pose_c
         assert held is not None
         if self.generator is StateGenerator.CARTESIAN_POSITION:
@@ -753,12 +803,13 @@ class SimulatedRobot:
             target = matrix.copy()
             target[:3, :3] = nearest_rotation(matrix[:3, :3])
             twist = pose_error(target, held) / PERIOD
-            if first:
-                # As for joints (see _apply): the first pose must equal O_T_EE_d; off by more than one
-                # cycle at the Cartesian acceleration limits from rest is start_pose_invalid.
+            if first:  # as for joints: the motion's start (see START_POSE_TOLERANCE)
                 step = np.array([np.linalg.norm(twist[:3]), np.linalg.norm(twist[3:])]) * PERIOD
-                if (step > self.cartesian.limits[:, 1] * PERIOD**2).any():
+                if (step > START_POSE_TOLERANCE_CARTESIAN).any():
                     return ["cartesian_position_motion_generator_start_pose_invalid"]
+                restart = bool((step > self.cartesian.limits[:, 1] * PERIOD**2).any())  # not a step from rest
+                if restart:
+                    twist = np.zeros(6)
         else:
             twist = np.array(command["O_dP_EE_c"], dtype=np.float64)
             target = held.copy()
@@ -779,6 +830,9 @@ class SimulatedRobot:
             # Our choice: a pose the IK cannot reach from here is where the joints' limits (of
             # range, or of speed at a singularity) stop the arm.
             return [IK_NAMES["position"]]
+        if restart:
+            self.ik_checker.reset(q_d)  # the motion starts here, from rest (START_POSE_TOLERANCE)
+            self.cartesian.reset()
         errors = self.ik_checker.check_position(q_d)
         if errors:
             return list(errors)
@@ -897,6 +951,7 @@ class SimulatedRobot:
         self.pose_c = None
         self.twist_c = np.zeros(6)
         self.elbow_c = None
+        self.async_motion = None
         self._pending.clear()
 
     # The state datagram ----------------------------------------------------------------

@@ -288,8 +288,9 @@ class FciSimulator:
         elif command == Command.GET_ROBOT_MODEL:
             self._reply(command, command_id, ok + self.urdf)
         elif command == Command.MOVE:
-            controller, generator, *_ = wire.MOVE_REQUEST.unpack_from(body)
-            status = robot.start_motion(controller, generator)
+            controller, generator, *fields = wire.MOVE_REQUEST.unpack_from(body)
+            asynchronous, maximum_velocities = bool(fields[6]), fields[7:14]
+            status = robot.start_motion(controller, generator, asynchronous, maximum_velocities)
             self._reply(command, command_id, wire.STATUS.pack(status))
             if status is MoveStatus.MOTION_STARTED:
                 client.move_id = command_id
