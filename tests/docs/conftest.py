@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Every README a user copies code from; a new README belongs here.
 README_PATTERNS = ("README.md", "core/README.md", "hil/README.md", "plugins/*/README.md", "examples/*/README.md")
 # Not a time the test asserts: only a bound so that a block that hangs fails instead of stalling CI.
-HANG_LIMIT_S = 600
+HANG_LIMIT_S = 300
 
 
 def readmes() -> list[Path]:
