@@ -3,19 +3,20 @@ side of the FCI protocol (TCP 1337 commands, 1 kHz UDP state stream, protocol
 version 10) so that the real ``pylibfranka.Robot`` connects to it, and its Franka Hand
 (TCP 1338 and its UDP state stream, :mod:`.simulated_hand`) for ``pylibfranka.Gripper``.
 
-    python -m robohal_franka.simulator --address 127.0.0.5 [--model franka.fr3]
+    robohal sim franka [--address 127.0.0.5] [--model franka.fr3]
         [--loss P] [--stall-after S] [--max-missed N] [--seed N] [--ideal 0|1] [--no-realtime 0|1]
         [--contact HEIGHT,STIFFNESS] [--object WIDTH]
 
-(``robohal sim franka ...`` runs the same program.) The first stdout line is the ready
-line of every robohal simulator, ``READY franka://<address>?model=<model>``. Control
+(``python -m robohal_franka.simulator ...`` is the same program.) The first stdout line is the
+ready line of every robohal simulator, ``READY franka://<address>?model=<model>``; without
+``--address`` it binds a free loopback address of its own choosing, named there. Control
 lines on stdin (for tests): ``STALL`` (stop the state stream), ``RESUME``,
 ``LOSS P``, ``REFLEX NAME`` (the next cycle raises that libfranka error),
 ``HAND_SILENT`` (the hand stops answering and streaming, as a hung hand), ``HAND_RESUME``,
-``STATS`` (prints one ``STATS {json}`` line), ``QUIT``. With stdin a pipe or a
-terminal, the simulator exits at its end-of-file, so it never outlives its parent;
-otherwise (``</dev/null``, a background job) it runs until Ctrl-C or SIGTERM. It
-binds only the loopback address it is given. One client at a time, as the robot.
+``STATS`` (prints one ``STATS {json}`` line), ``QUIT``. With stdin a pipe, the simulator
+exits at its end, so it never outlives its launcher; otherwise (a terminal, ``</dev/null``,
+a background job) it runs until Ctrl-C or SIGTERM (see :func:`robohal.sim.process.control_lines`).
+It binds only a loopback address. One client at a time, as the robot.
 
 The arm tracks like a real one (see :mod:`.simulated_robot`): measured ``q``
 lags ``q_d``, sits off it by a small static error and carries noise, all drawn
@@ -35,12 +36,18 @@ import os
 import random
 import selectors
 import socket
-import stat
 import sys
 import time
 
 import numpy as np
-from robohal.sim.process import announce_ready, boolean
+from robohal.sim.process import (
+    ControlLines,
+    SimulatorError,
+    announce_ready,
+    boolean,
+    control_lines,
+    free_loopback_host,
+)
 from robohal.uri import RobotUri
 
 from . import hand_wire, wire
@@ -64,6 +71,7 @@ def next_tick_after(scheduled: float, now: float) -> float:
     return max(scheduled + PERIOD, now + MIN_TICK_GAP)
 
 
+ADDRESS_ATTEMPTS = 5  # free loopback addresses tried where none is given (another process may take one first)
 SIMULATOR_PRIORITY = 70  # our choice, FIFO: the robot's clock must not wait for other processes (below the client's 99)
 
 
@@ -134,13 +142,9 @@ class FciSimulator:
 
     # Main loop --------------------------------------------------------------------
 
-    def serve(self, stdin=None) -> None:
-        if stdin is not None and not _watchable(stdin):
-            stdin = None  # /dev/null or a file: no control lines, and its end means nothing
-        if stdin is not None:
-            os.set_blocking(stdin.fileno(), False)
-            self.selector.register(stdin, selectors.EVENT_READ, "stdin")
-            self._stdin_buffer = b""
+    def serve(self, control: ControlLines | None = None) -> None:
+        if control is not None:
+            self.selector.register(control, selectors.EVENT_READ, "stdin")
         next_tick = time.monotonic() + PERIOD
         while self.running:
             timeout = next_tick - time.monotonic()
@@ -329,18 +333,15 @@ class FciSimulator:
                 continue
             self.robot.receive(command)
 
-    def _read_stdin(self, stream) -> None:
-        try:
-            chunk = os.read(stream.fileno(), 4096)
-        except BlockingIOError:
+    def _read_stdin(self, control: ControlLines) -> None:
+        lines = control.read()
+        if lines is None:
+            self.selector.unregister(control)
+            if control.ends_run:  # the launcher went away
+                self.running = False
             return
-        if not chunk:  # the parent went away
-            self.running = False
-            return
-        self._stdin_buffer += chunk
-        while b"\n" in self._stdin_buffer:
-            line, self._stdin_buffer = self._stdin_buffer.split(b"\n", 1)
-            self.control(line.decode(errors="replace").strip())
+        for line in lines:
+            self.control(line.strip())
 
     def control(self, line: str) -> None:
         words = line.split()
@@ -384,18 +385,10 @@ class FciSimulator:
         }
 
 
-def _watchable(stream) -> bool:
-    """Whether ``stream`` is a pipe or a terminal: something a parent or a user holds open."""
-    try:
-        fd = stream.fileno()
-        return stat.S_ISFIFO(os.fstat(fd).st_mode) or os.isatty(fd)
-    except (OSError, ValueError):
-        return False
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m robohal_franka.simulator", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--address", required=True, help="loopback address to bind, e.g. 127.0.0.5")
+    parser = argparse.ArgumentParser(prog="robohal sim franka", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--address", default=None,
+                        help="loopback address to bind, e.g. 127.0.0.5 (default: a free one, named in the ready line)")
     parser.add_argument("--model", default="franka.fr3", choices=sorted(ARMS))
     parser.add_argument("--loss", type=float, default=0.0, help="probability of dropping each state datagram")
     parser.add_argument("--stall-after", type=float, default=None, help="stop the state stream S s after a client connects")
@@ -414,19 +407,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="a part WIDTH m wide between the hand's fingers (0: none)")
     parser.add_argument("--hand-port", type=int, default=hand_wire.TCP_PORT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    try:
-        simulator = FciSimulator(args.address, args.model, loss=args.loss, stall_after=args.stall_after,
-                                 max_missed=args.max_missed, port=args.port, seed=args.seed, ideal=args.ideal,
-                                 contact=args.contact, hand_object=args.object, hand_port=args.hand_port)
-    except OSError as exc:
-        print(f"cannot bind {args.address}:{args.port}: {exc}", file=sys.stderr)
+    picked = args.address is None  # ours to choose: another free address is as good
+    for _ in range(ADDRESS_ATTEMPTS if picked else 1):
+        try:
+            address = free_loopback_host(args.port) if picked else args.address
+            simulator = FciSimulator(address, args.model, loss=args.loss, stall_after=args.stall_after,
+                                     max_missed=args.max_missed, port=args.port, seed=args.seed, ideal=args.ideal,
+                                     contact=args.contact, hand_object=args.object, hand_port=args.hand_port)
+            break
+        except SimulatorError as exc:
+            failure = str(exc)
+        except OSError as exc:  # taken since it was found free, or its hand's port is
+            failure = f"cannot bind {address}:{args.port}: {exc}"
+    else:
+        print(failure, file=sys.stderr)
         return 2
     if not args.no_realtime:
         realtime_priority(SIMULATOR_PRIORITY)
     port = None if simulator.port == wire.TCP_PORT else simulator.port
-    announce_ready(RobotUri("franka", host=args.address, port=port, params={"model": args.model}))
+    announce_ready(RobotUri("franka", host=address, port=port, params={"model": args.model}))
     try:
-        simulator.serve(sys.stdin)
+        simulator.serve(control_lines(sys.stdin))
     except KeyboardInterrupt:
         simulator.close()
     return 0
