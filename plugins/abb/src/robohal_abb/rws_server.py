@@ -217,6 +217,9 @@ class RwsServer:
         """Cut every subscription websocket without a close frame, as a broken link does."""
         return self._abort_sockets()
 
+    def websocket_count(self) -> int:
+        return sum(len(group.sockets) for group in list(self._groups.values()))
+
     def _abort_sockets(self) -> int:
         count = 0
         for group in self._groups.values():

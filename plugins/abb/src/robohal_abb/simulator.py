@@ -308,7 +308,8 @@ class SimulatedController:
             elif verb == "SIGNAL" and len(words) == 3:
                 cell.set_signal(argument, words[2], from_cell=True)
             elif verb == "STATE":
-                state = {**cell.snapshot(), "egm_active": self.egm_active, "sending": self.sending, **rws.counters}
+                state = {**cell.snapshot(), "egm_active": self.egm_active, "sending": self.sending, **rws.counters,
+                         "websockets": rws.websocket_count()}
                 self.out.write("RWS " + json.dumps(state, sort_keys=True) + "\n")
                 self.out.flush()
                 return
