@@ -41,7 +41,10 @@ def robohal_backends():
                 program="robohal_franka.simulator",
                 description="FCI protocol simulator (TCP 1337 + 1 kHz UDP) on a loopback address",
             ),
-            hil_targets=(f"franka://sim?model={DEFAULT_MODEL}", f"franka://sim?model={DEFAULT_MODEL}&impl=stubs"),
+            # The FCI simulator twice: it holds a finished motion at its last command, or (sim_hold=measured)
+            # where it measures the arm, as another simulator does; Franka documents neither.
+            hil_targets=(f"franka://sim?model={DEFAULT_MODEL}", f"franka://sim?model={DEFAULT_MODEL}&sim_hold=measured",
+                         f"franka://sim?model={DEFAULT_MODEL}&impl=stubs"),
             hil_suite="robohal_franka.hil",
             features=FEATURES,
             # A joint-impedance arm settles a little off its command (its stiffness against
@@ -51,7 +54,7 @@ def robohal_backends():
             demo=DemoSpec("Franka FR3", where="robohal_franka.demo:where", task="robohal_franka.demo:cartesian_circle",
                           pick_place="robohal_franka.demo:pick_place"),
             params=("realtime", "impl", "collision", "sim_loss", "sim_stall_after", "sim_max_missed", "sim_seed",
-                    "sim_ideal", "sim_contact", "gripper", "sim_object"),
+                    "sim_ideal", "sim_contact", "gripper", "sim_object", "sim_hold"),
             tools=(ToolSpec("gripper", factory="robohal_franka.hand:hand_for",
                             description="the Franka Hand through pylibfranka.Gripper (gripper=1)"),),
         )

@@ -50,7 +50,7 @@ from robohal.uri import RobotUri
 from .control import MODES, ControlConfig, StreamStarved, pack_error, unpack_error
 from .facts import MAX_PAYLOAD
 from .shared import SESSION_MOTION, SESSION_STREAM, Doorbell, Layout, SharedBlock
-from .simulated_robot import parse_contact
+from .simulated_robot import HOLD_COMMAND, parse_contact
 from .wire import ERROR_NAMES, TCP_PORT
 
 PERIOD = 0.001
@@ -206,6 +206,7 @@ class FrankaBackend(Backend):
             stub_ideal=self.uri.get_bool("sim_ideal", False),
             stub_seed=self.uri.get_int("sim_seed", 0, minimum=0) if "sim_seed" in self.uri.params else None,
             stub_contact=self._contact(self.uri),
+            stub_hold=self.uri.params.get("sim_hold", HOLD_COMMAND),
         )
         self._process = subprocess.Popen(
             [sys.executable, "-c", CONTROL_MAIN, str(child_fds[0]), self._shm_file.name, *map(str, child_fds[1:])],

@@ -87,6 +87,7 @@ class ControlConfig:
     stub_ideal: bool = False  # the stand-in's arm tracks perfectly (sim_ideal=1: unit tests only)
     stub_seed: int | None = None  # its tracking noise's seed (sim_seed=N)
     stub_contact: tuple[float, float] | None = None  # a plane the flange meets (sim_contact=HEIGHT,STIFFNESS)
+    stub_hold: str = "command"  # the q_d a finished motion leaves (sim_hold=command|measured)
 
 
 # Errors across the pipe: exceptions with keyword attributes do not survive plain pickling.
@@ -239,7 +240,8 @@ class ControlLoop:
             realtime_priority()
             realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
             self.robot = self.lib.Robot(config.host, realtime, model=config.model_name, max_missed=config.stub_max_missed,
-                                        ideal=config.stub_ideal, seed=config.stub_seed, contact=config.stub_contact)
+                                        ideal=config.stub_ideal, seed=config.stub_seed, contact=config.stub_contact,
+                                        hold=config.stub_hold)
         else:
             realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
             self.robot = self.lib.Robot(config.host, realtime)
@@ -509,9 +511,14 @@ class ControlLoop:
         self.prepared = None
 
     def finished(self) -> None:
-        """The robot has the finishing command: the session is over."""
+        """The robot has the finishing command: the session is over. A state from after it is
+        published first: what the robot holds now (its q_d: the last command, or, on a robot that
+        holds the arm where it measures it, that) is ``commanded`` the moment anyone hears the
+        motion ended."""
         gc.enable()
         self.control = None
+        self.state = self.robot.read_once()
+        self.publish(self.state)
         self.shared.set(Layout.SESSION, SESSION_NONE)
         self.drop_motions()
         if self.stop_reply is not None:

@@ -6,7 +6,8 @@ pylibfranka-compatible stubs run the same simulated robot inside the backend's c
 process. The simulator's options ride on the URI with a ``sim_`` prefix, as on every robohal
 simulator: ``sim_loss=P``, ``sim_stall_after=S``, ``sim_max_missed=N``, ``sim_seed=N`` (the seed
 of the simulated arm's tracking error and noise) and ``sim_ideal=1`` (perfect tracking,
-``q == q_d``: for unit tests that need exact figures, never the default); each is the program's
+``q == q_d``: for unit tests that need exact figures, never the default), ``sim_hold=measured`` (a
+finished motion's q_d is where the arm is measured, not the last command); each is the program's
 option of the same name (``--loss P``, ``--ideal 1``). The simulator serves a Franka Hand too, so
 the robot it gives comes with ``robot.gripper`` (``gripper=1`` on its URI; ``gripper=0`` leaves it
 off); ``sim_object=0.03`` puts a part 0.03 m wide between the fingers. The stubs have no hand.
@@ -22,6 +23,7 @@ from robohal.uri import RobotUri
 
 from . import DEFAULT_MODEL
 from .facts import ARMS, HAND_MAX_WIDTH
+from .simulated_robot import HOLDS
 from .wire import TCP_PORT
 
 PROGRAM = "robohal_franka.simulator"
@@ -51,6 +53,8 @@ def simulator_args(uri: RobotUri, host: str) -> list[str]:
     uri.get_int("sim_max_missed", 20, minimum=1)
     uri.get_int("sim_seed", 0, minimum=0)
     uri.get_bool("sim_ideal", False)
+    if uri.params.get("sim_hold", HOLDS[0]) not in HOLDS:
+        raise UriError(f"{uri}: sim_hold is one of {', '.join(HOLDS)}")
     part = uri.get_float("sim_object", 0.0, minimum=0.0)
     if part >= HAND_MAX_WIDTH:
         raise UriError(f"{uri}: sim_object is the width (m) of a part between the hand's fingers, below"

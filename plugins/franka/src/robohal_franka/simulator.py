@@ -5,7 +5,7 @@ version 10) so that the real ``pylibfranka.Robot`` connects to it, and its Frank
 
     python -m robohal_franka.simulator --address 127.0.0.5 [--model franka.fr3]
         [--loss P] [--stall-after S] [--max-missed N] [--seed N] [--ideal 0|1] [--no-realtime 0|1]
-        [--contact HEIGHT,STIFFNESS] [--object WIDTH]
+        [--contact HEIGHT,STIFFNESS] [--object WIDTH] [--hold command|measured]
 
 (``robohal sim franka ...`` runs the same program.) The first stdout line is the ready
 line of every robohal simulator, ``READY franka://<address>?model=<model>``. Control
@@ -23,7 +23,9 @@ from ``--seed`` (random when not given; ``STATS`` reports it as ``robot_seed``).
 ``--ideal 1`` makes it track perfectly (``q == q_d``), for tests that need it. ``--contact 0.3,3000``
 puts a plane at z = 0.3 m that pushes back on the flange below it at 3000 N/m (the estimated
 external wrench; a Cartesian reflex past the collision threshold). ``--object 0.03`` puts a part
-0.03 m wide between the hand's fingers (by default none).
+0.03 m wide between the hand's fingers (by default none). ``--hold measured`` makes the robot hold a
+finished motion where it measures the arm and report that as ``q_d`` (by default it keeps the last
+command; Franka documents neither, see :data:`.simulated_robot.HOLD_MEASURED`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,15 @@ from robohal.uri import RobotUri
 from . import hand_wire, wire
 from .facts import ARMS
 from .simulated_hand import HandServer
-from .simulated_robot import COMMAND_WAIT, DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot, parse_contact
+from .simulated_robot import (
+    COMMAND_WAIT,
+    DEFAULT_MAX_MISSED,
+    HOLD_COMMAND,
+    HOLDS,
+    PERIOD,
+    SimulatedRobot,
+    parse_contact,
+)
 from .urdf import urdf_text
 from .wire import Command, MoveStatus
 
@@ -92,7 +102,7 @@ class FciSimulator:
                  stall_after: float | None = None, max_missed: int = DEFAULT_MAX_MISSED,
                  port: int = wire.TCP_PORT, seed: int | None = None, ideal: bool = False,
                  contact: tuple[float, float] | None = None, hand_object: float = 0.0,
-                 hand_port: int = hand_wire.TCP_PORT) -> None:
+                 hand_port: int = hand_wire.TCP_PORT, hold: str = HOLD_COMMAND) -> None:
         if not ipaddress.ip_address(address).is_loopback:
             raise SystemExit(f"the simulator binds loopback addresses only (127.0.0.0/8), not {address}")
         if model not in ARMS:
@@ -105,7 +115,7 @@ class FciSimulator:
         self.stall_after = stall_after
         self.stalled = False
         self.rng = random.Random(seed)
-        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed, contact=contact)
+        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed, contact=contact, hold=hold)
         self.urdf = urdf_text(model).encode()
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -413,11 +423,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--object", type=float, default=0.0, metavar="WIDTH",
                         help="a part WIDTH m wide between the hand's fingers (0: none)")
     parser.add_argument("--hand-port", type=int, default=hand_wire.TCP_PORT, help=argparse.SUPPRESS)
+    parser.add_argument("--hold", choices=HOLDS, default=HOLD_COMMAND,
+                        help="the q_d a finished motion leaves: the last command (default) or where the arm is measured")
     args = parser.parse_args(argv)
     try:
         simulator = FciSimulator(args.address, args.model, loss=args.loss, stall_after=args.stall_after,
                                  max_missed=args.max_missed, port=args.port, seed=args.seed, ideal=args.ideal,
-                                 contact=args.contact, hand_object=args.object, hand_port=args.hand_port)
+                                 contact=args.contact, hand_object=args.object, hand_port=args.hand_port,
+                                 hold=args.hold)
     except OSError as exc:
         print(f"cannot bind {args.address}:{args.port}: {exc}", file=sys.stderr)
         return 2
