@@ -592,9 +592,31 @@ class SimulatedRobot:
         return True
 
     def recover(self) -> None:
-        """Automatic error recovery: from Reflex back to Idle, holding."""
+        """Automatic error recovery: from Reflex back to Idle, holding (with its brakes shut, the arm
+        stays held by them: our choice)."""
         self.errors = ()
-        self._to_idle()
+        if self.mode is not RobotMode.OTHER:
+            self._to_idle()
+
+    def set_brakes(self, held: bool) -> bool:
+        """Desk's gate on the arm (:mod:`.simulated_desk`): with its brakes shut (joints locked, a
+        self-test, a safety error) the robot reports the mode Other and refuses a Move as "command
+        not possible in the current mode", to which libfranka adds "Did you open the brakes?"
+        (libfranka's robot_impl.h commandNotPossibleMsg for kOther; libfranka issue 133). Shutting
+        them ends a running motion (our choice: the caller answers its Move Aborted); opening them
+        leaves the robot Idle, a reflex's errors cleared with the brakes' cycle (our choice).
+        Returns whether a motion was ended."""
+        if held == (self.mode is RobotMode.OTHER):
+            return False
+        moving = self.moving
+        if held:
+            self._halt()
+            self.mode = RobotMode.OTHER
+            self.generator = StateGenerator.IDLE
+        else:
+            self.errors = ()
+            self._to_idle()
+        return moving
 
     def inject_late(self, commands: int) -> None:
         """Take the next ``commands`` commands of a running motion as too late (fault injection):
