@@ -205,10 +205,11 @@ class DeskServer:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         self.requests += 1
         path = request.path
-        open_paths = ("/admin/api/login", "/admin/api/system-version")
-        if self.dialect == "v1" or path not in open_paths:
-            self._authenticate(request)
         handler = self._routes.get((request.method, path))
+        # Our choice of order: the v1 API asks for credentials first, on any path; the web session
+        # answers a path it does not serve with its 404 whether logged in or not.
+        if self.dialect == "v1" or (handler is not None and path not in ("/admin/api/login", "/admin/api/system-version")):
+            self._authenticate(request)
         if handler is None:
             return self._not_found(path)
         response = await handler(request)
