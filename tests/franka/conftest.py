@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,37 @@ class Simulator:
 
     def stop(self) -> None:
         self.process.stop()
+
+    def desk_state(self, timeout: float = 5.0) -> dict:
+        """The simulated Desk's state (its stdin line DESK_STATE)."""
+        self.process.lines()
+        self.send("DESK_STATE")
+        deadline = time.monotonic() + timeout
+        while (line := self.process.readline(max(deadline - time.monotonic(), 0.0))) is not None:
+            if line.startswith("DESK "):
+                return json.loads(line[len("DESK "):])
+        raise AssertionError(f"the simulator did not answer DESK_STATE within {timeout:g} s")
+
+    def wait_desk(self, condition, timeout: float = 10.0) -> dict:
+        """The Desk's state once ``condition(state)`` holds (an AssertionError at the deadline)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.desk_state()
+            if condition(state):
+                return state
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the Desk never got there within {timeout:g} s: {state}")
+            time.sleep(0.02)  # polling a condition with a deadline
+
+    def desk(self, tmp_path: Path, password: str = "franka", user: str = "franka", **options):
+        """A :class:`DeskSession` to this simulator's Desk, its certificate pinned to the fingerprint the
+        ready line gave, its control tokens kept under ``tmp_path``."""
+        from robohal_franka.desk import Credentials, DeskSession, fingerprint_check
+        from robohal_franka.desk.tokens import TokenStore
+
+        return DeskSession(self.uri.params["desk"], Credentials(user, password),
+                           pin_check=fingerprint_check(self.uri.params["desk_fingerprint"]),
+                           tokens=TokenStore(tmp_path / "tokens"), **options)
 
 
 @pytest.fixture

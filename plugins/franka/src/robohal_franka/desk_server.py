@@ -408,7 +408,9 @@ class DeskServer:
         return {"brakeState": ["Unlocked" if desk.unlocked else "Locked"] * JOINTS,
                 "safetyControllerStatus": status,
                 "recoverableErrors": {"td2Timeout": False, **{name: True for name in desk.safety_errors}},
-                "tokenForceTimeout": round(desk.token_force_timeout)}
+                # whole seconds, as the robot's; a fraction where the simulator was given one (tests)
+                "tokenForceTimeout": int(desk.token_force_timeout) if desk.token_force_timeout.is_integer()
+                else desk.token_force_timeout}
 
     async def web_system_status(self, request: web.Request) -> web.Response:
         return web.json_response({"controlToken": {"activeToken": self._active_token(), "fciActive": self.desk.fci},

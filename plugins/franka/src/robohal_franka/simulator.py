@@ -48,7 +48,13 @@ from robohal.uri import RobotUri
 
 from . import hand_wire, wire
 from .facts import ARMS
-from .simulated_desk import DEFAULT_DESK_PASSWORD, DEFAULT_DESK_USER, SELF_TEST_TIME, SimulatedDesk
+from .simulated_desk import (
+    DEFAULT_DESK_PASSWORD,
+    DEFAULT_DESK_USER,
+    SELF_TEST_TIME,
+    TOKEN_FORCE_TIMEOUT,
+    SimulatedDesk,
+)
 from .simulated_hand import HandServer
 from .simulated_robot import (
     COMMAND_WAIT,
@@ -453,7 +459,7 @@ class FciSimulator:
                 elif verb == "DESK_RELEASE":
                     desk.release_by_someone_else()
                 elif verb == "DESK_STATE":
-                    print("DESK " + json.dumps(desk.snapshot()), flush=True)
+                    print("DESK " + json.dumps({**desk.snapshot(), "requests": self.desk.requests}), flush=True)
                 else:
                     print(f"ERROR {verb}: see the simulator's control lines", flush=True)
             except ValueError as exc:
@@ -490,7 +496,8 @@ def start_desk(args: argparse.Namespace) -> DeskServer:
     """The simulated Desk for the options given, serving from its own thread."""
     from .desk_server import DESK_PORT, DeskServer  # aiohttp and cryptography only when a Desk is asked for
 
-    desk = SimulatedDesk(args.desk_user, args.desk_password, locked=args.locked, self_test_time=args.selftest_time)
+    desk = SimulatedDesk(args.desk_user, args.desk_password, locked=args.locked, self_test_time=args.selftest_time,
+                         token_force_timeout=args.force_timeout)
     server = DeskServer(desk, args.address, dialect=args.desk, model=args.model,
                         port=DESK_PORT if args.desk_port is None else args.desk_port)
     server.start()
@@ -528,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="start as a robot does: joints locked, FCI off (needs --desk)")
     parser.add_argument("--selftest-time", type=float, default=SELF_TEST_TIME, metavar="S",
                         help="how long the Desk's safety self-tests take")
+    parser.add_argument("--force-timeout", type=float, default=TOKEN_FORCE_TIMEOUT, metavar="S",
+                        help="how long a forced take of control waits for the Pilot's circle button (web dialect)")
     args = parser.parse_args(argv)
     if args.locked and args.desk == "off":
         parser.error("--locked 1 needs a Desk to unlock the joints and activate FCI: add --desk v1 or --desk web")
