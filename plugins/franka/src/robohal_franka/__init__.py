@@ -54,7 +54,9 @@ def robohal_backends():
             demo=DemoSpec("Franka FR3", where="robohal_franka.demo:where", task="robohal_franka.demo:cartesian_circle",
                           pick_place="robohal_franka.demo:pick_place"),
             params=("realtime", "impl", "collision", "sim_loss", "sim_stall_after", "sim_max_missed", "sim_seed",
-                    "sim_ideal", "sim_contact", "gripper", "sim_object", "sim_hold"),
+                    "sim_ideal", "sim_contact", "gripper", "sim_object", "sim_hold", "desk", "desk_fingerprint",
+                    "desk_credentials", "desk_bringup", "desk_force", "sim_desk", "sim_locked", "sim_selftest_time",
+                    "sim_force_timeout"),
             tools=(ToolSpec("gripper", factory="robohal_franka.hand:hand_for",
                             description="the Franka Hand through pylibfranka.Gripper (gripper=1)"),),
         )

@@ -55,6 +55,19 @@ def simulator_args(uri: RobotUri, host: str) -> list[str]:
     uri.get_bool("sim_ideal", False)
     if uri.params.get("sim_hold", HOLDS[0]) not in HOLDS:
         raise UriError(f"{uri}: sim_hold is one of {', '.join(HOLDS)}")
+    secret = sorted({"sim_desk_user", "sim_desk_password"} & set(uri.params))
+    if secret:  # a URI ends up in logs and histories
+        raise UriError(f"{uri}: no credentials on a URI ({', '.join(secret)}); the simulated Desk's defaults match"
+                       " robohal's, or start the simulator yourself with --desk-user/--desk-password")
+    desk = uri.params.get("sim_desk")
+    if desk not in (None, "v1", "web", "off"):
+        raise UriError(f"{uri}: sim_desk is v1, web or off")
+    locked = uri.get_bool("sim_locked", False)
+    needed = locked or uri.get_bool("desk_bringup", False)
+    if needed and desk == "off":
+        raise UriError(f"{uri}: sim_locked=1 and desk_bringup=1 need the simulated Desk (sim_desk=v1 or web)")
+    if needed and desk is None:
+        return ["--address", host, "--model", model, "--desk", "v1"]  # a Desk to bring it up with
     part = uri.get_float("sim_object", 0.0, minimum=0.0)
     if part >= HAND_MAX_WIDTH:
         raise UriError(f"{uri}: sim_object is the width (m) of a part between the hand's fingers, below"
@@ -65,7 +78,8 @@ def simulator_args(uri: RobotUri, host: str) -> list[str]:
 def start_simulator(uri: RobotUri) -> SimulatorProcess | InProcessStubs:
     """Start the simulator for ``franka://sim?...`` and return it (``.uri`` is where it listens)."""
     if uri.params.get("impl") == "stubs":
-        unsupported = sorted({"sim_loss", "sim_stall_after", "sim_object"} & set(uri.params))
+        unsupported = sorted({"sim_loss", "sim_stall_after", "sim_object", "sim_desk", "sim_locked", "desk_bringup"}
+                             & set(uri.params))
         if unsupported:  # the in-process stubs inject no link faults: refuse rather than ignore
             raise UriError(f"{uri}: impl=stubs does not simulate {' or '.join(unsupported)}; use the FCI simulator"
                            " (drop impl=stubs)")
