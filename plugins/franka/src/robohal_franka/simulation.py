@@ -11,6 +11,9 @@ finished motion's q_d is where the arm is measured, not the last command); each 
 option of the same name (``--loss P``, ``--ideal 1``). The simulator serves a Franka Hand too, so
 the robot it gives comes with ``robot.gripper`` (``gripper=1`` on its URI; ``gripper=0`` leaves it
 off); ``sim_object=0.03`` puts a part 0.03 m wide between the fingers. The stubs have no hand.
+``sim_desk=v1|web`` serves a simulated Desk (:mod:`.desk_server`), ``sim_locked=1`` starts the robot
+as a real one (joints locked, FCI off; with a Desk); ``desk_bringup=1`` and ``sim_locked=1`` bring a
+v1 Desk where none is named. Its credentials are the simulator's defaults, never a URI's.
 """
 
 from __future__ import annotations
