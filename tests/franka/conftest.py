@@ -21,8 +21,8 @@ THIRD_PARTY = Path(__file__).with_name("third_party.py")
 
 
 class Simulator:
-    def __init__(self, *args: str) -> None:
-        self.host = free_loopback_host(1337)
+    def __init__(self, *args: str, host: str | None = None) -> None:
+        self.host = host or free_loopback_host(1337)
         self.process = SimulatorProcess(python_module("robohal_franka.simulator", "--address", self.host, *args))
         self.uri = self.process.uri
         self.first_line = self.process.first_line
@@ -72,8 +72,8 @@ class Simulator:
 def start_simulator():
     started: list[Simulator] = []
 
-    def start(*args: str) -> Simulator:
-        simulator = Simulator(*args)
+    def start(*args: str, host: str | None = None) -> Simulator:
+        simulator = Simulator(*args, host=host)
         started.append(simulator)
         return simulator
 

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import PluginError
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from ..control.backend import Backend
     from ..control.tools import Gripper, IoPorts
     from ..kinematics import Kinematics
@@ -236,6 +238,10 @@ class BackendSpec:
     params: tuple[str, ...] | None = None
     #: the tools robots on this backend may carry (at most one per kind), see :class:`ToolSpec`
     tools: tuple[ToolSpec, ...] = ()
+    #: ``bringup(uri, credentials)``: a context manager that makes the robot ready to move before a
+    #: HIL cell's run and leaves it safe after (a Franka: control, joints, FCI through its Desk);
+    #: ``credentials`` names where the robot's own credentials come from (the cell's key), or None
+    bringup: Callable[[RobotUri, str | None], AbstractContextManager] | str | None = None
 
     def __post_init__(self) -> None:
         scheme = self.scheme.strip().lower()
@@ -246,6 +252,8 @@ class BackendSpec:
         object.__setattr__(self, "hil_targets", tuple(self.hil_targets))
         object.__setattr__(self, "features", frozenset(self.features))
         object.__setattr__(self, "tools", tuple(self.tools))
+        if self.bringup is not None:
+            object.__setattr__(self, "bringup", _callable_field(self.bringup, f"backend {scheme!r}", "bringup"))
         kinds = [tool.kind for tool in self.tools if isinstance(tool, ToolSpec)]
         if len(kinds) != len(self.tools):
             raise PluginError(f"backend {scheme!r}: tools must be ToolSpec records")

@@ -59,5 +59,6 @@ def robohal_backends():
                     "sim_force_timeout"),
             tools=(ToolSpec("gripper", factory="robohal_franka.hand:hand_for",
                             description="the Franka Hand through pylibfranka.Gripper (gripper=1)"),),
+            bringup="robohal_franka.desk.bringup:cell_bringup",
         )
     ]

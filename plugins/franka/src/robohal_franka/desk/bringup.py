@@ -4,7 +4,11 @@ stays as it was found."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+
+from robohal.uri import RobotUri
 
 from .session import TAKE_TIMEOUT, DeskSession
 
@@ -45,4 +49,33 @@ def give_back(desk: DeskSession, done: BroughtUp) -> None:
     if done.unlocked:
         desk.lock()
     if done.took_control:
+        desk.release_control()
+
+
+@contextmanager
+def cell_bringup(uri: RobotUri, credentials: str | None) -> Iterator[BroughtUp]:
+    """A HIL cell's Franka (its backend's ``bringup``): control, joints and FCI through Desk for the
+    whole run, the credentials from the source the cell names; after the run the robot is left
+    safe whatever it was before: FCI off, joints locked, control released (a lab's rule)."""
+    from .access import open_desk
+
+    if credentials:
+        uri = uri.with_params(desk_credentials=credentials)
+    desk = open_desk(uri)
+    try:
+        done = bring_up(desk)
+        try:
+            yield done
+        finally:
+            leave_safe(desk)
+    finally:
+        desk.close()
+
+
+def leave_safe(desk: DeskSession) -> None:
+    """FCI off (where this session holds control), joints locked, control released."""
+    if desk.has_control and desk.status().fci_active:
+        desk.fci(False)
+    desk.lock()
+    if desk.token is not None:
         desk.release_control()
