@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 
 import click
+from robohal.cli.main import RobohalGroup
 from robohal.uri import parse_uri
 
 from .desk import DeskSession
@@ -46,7 +47,7 @@ def _control(desk: DeskSession, force: bool, timeout: float) -> None:
         click.echo(f"control taken as {token.owner} (token {token.id}); robohal franka release gives it back")
 
 
-@click.group("franka")
+@click.group("franka", cls=RobohalGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def franka() -> None:
     """A Franka's Desk: control, joints, FCI, self-tests, recovery (both Desk dialects)."""
 
@@ -137,3 +138,7 @@ def release(uri: str) -> None:
         desk.release_control()
         click.echo("control released")
 
+
+
+if __name__ == "__main__":  # python -m robohal_franka.cli ... (installed: robohal-franka ...)
+    franka(prog_name="robohal franka")
