@@ -56,7 +56,7 @@ def robohal_backends():
             params=("realtime", "impl", "collision", "sim_loss", "sim_stall_after", "sim_max_missed", "sim_seed",
                     "sim_ideal", "sim_contact", "gripper", "sim_object", "sim_hold", "desk", "desk_fingerprint",
                     "desk_credentials", "desk_bringup", "desk_force", "sim_desk", "sim_locked", "sim_selftest_time",
-                    "sim_force_timeout"),
+                    "sim_force_timeout", "sim_brake_time"),
             tools=(ToolSpec("gripper", factory="robohal_franka.hand:hand_for",
                             description="the Franka Hand through pylibfranka.Gripper (gripper=1)"),),
             bringup="robohal_franka.desk.bringup:cell_bringup",

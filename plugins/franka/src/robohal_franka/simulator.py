@@ -49,6 +49,7 @@ from robohal.uri import RobotUri
 from . import hand_wire, wire
 from .facts import ARMS
 from .simulated_desk import (
+    BRAKE_TIME,
     DEFAULT_DESK_PASSWORD,
     DEFAULT_DESK_USER,
     SELF_TEST_TIME,
@@ -497,7 +498,7 @@ def start_desk(args: argparse.Namespace) -> DeskServer:
     from .desk_server import DESK_PORT, DeskServer  # aiohttp and cryptography only when a Desk is asked for
 
     desk = SimulatedDesk(args.desk_user, args.desk_password, locked=args.locked, self_test_time=args.selftest_time,
-                         token_force_timeout=args.force_timeout)
+                         token_force_timeout=args.force_timeout, brake_time=args.brake_time)
     server = DeskServer(desk, args.address, dialect=args.desk, model=args.model,
                         port=DESK_PORT if args.desk_port is None else args.desk_port)
     server.start()
@@ -535,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="start as a robot does: joints locked, FCI off (needs --desk)")
     parser.add_argument("--selftest-time", type=float, default=SELF_TEST_TIME, metavar="S",
                         help="how long the Desk's safety self-tests take")
+    parser.add_argument("--brake-time", type=float, default=BRAKE_TIME, metavar="S",
+                        help="how long the joints' brakes take to open or close")
     parser.add_argument("--force-timeout", type=float, default=TOKEN_FORCE_TIMEOUT, metavar="S",
                         help="how long a forced take of control waits for the Pilot's circle button (web dialect)")
     args = parser.parse_args(argv)
