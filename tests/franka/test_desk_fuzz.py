@@ -122,7 +122,7 @@ answers = st.builds(
 )
 
 
-@FUZZ
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), dialect=st.sampled_from(["v1", "web"]))
 def test_the_client_meets_any_answer_with_a_robohal_error(data, dialect, tmp_path):
     transport = Replies(data.draw)

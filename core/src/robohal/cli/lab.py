@@ -120,13 +120,13 @@ class LabRun:
                                          env={**os.environ, CELL_VARIABLE: run.cell.name})
                 run.code = _wait_or_stop(child, self.stopping)
             run.seconds = time.monotonic() - started
-        except RobohalError as exc:  # the bring-up failed, or leaving the robot safe did
-            run.error = f"bring-up: {exc}"
-            say(f"robohal hil: cell {run.cell.name}: {run.error}")
         except LockError as exc:
             run.waited = time.monotonic() - begun
             run.error = str(exc)
             say(f"robohal hil: cell {run.cell.name}: not run: {exc}")
+        except RobohalError as exc:  # the bring-up failed, or leaving the robot safe did
+            run.error = f"bring-up: {exc}"
+            say(f"robohal hil: cell {run.cell.name}: {run.error}")
         finally:
             if lock is not None:
                 lock.release()

@@ -95,7 +95,8 @@ class WebDesk:
         return self._get("/admin/api/system-status", "reading the system status")
 
     def holder(self) -> tuple[str | None, str | None]:
-        active = self._system().get("controlToken", {}).get("activeToken")
+        token = self._system().get("controlToken")
+        active = token.get("activeToken") if isinstance(token, dict) else None
         if not isinstance(active, dict):
             return None, None
         return str(active.get("ownedBy")), str(active.get("id"))
