@@ -126,3 +126,15 @@ def test_without_bring_up_a_refused_connect_asks_desk_why(start_simulator, home)
     simulator = start_simulator("--desk", "web", "--locked", "1", "--desk-password", PASSWORD)
     with pytest.raises(ConnectFailed, match=r"FCI is off \(Desk at .* says so\): robohal franka fci on"):
         robohal.connect(str(simulator.uri.with_params(realtime="ignore")))
+
+
+def test_franka_sim_brings_up_a_locked_robot_with_the_default_credentials(tmp_path, monkeypatch):
+    pytest.importorskip("pylibfranka")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    with robohal.connect("franka://sim?model=franka.fr3&sim_locked=1&desk_bringup=1&gripper=0") as robot:
+        assert robot.move_joints(robot.backend.commanded + np.radians(1.0), speed=0.5).completed
+    with pytest.raises(robohal.errors.UriError, match="unknown franka parameter 'sim_desk_password'"):  # never a URI's
+        robohal.connect("franka://sim?model=franka.fr3&sim_desk=v1&sim_desk_password=x")
+    with pytest.raises(robohal.errors.UriError, match="need the simulated Desk"):
+        robohal.connect("franka://sim?model=franka.fr3&sim_locked=1&sim_desk=off")
