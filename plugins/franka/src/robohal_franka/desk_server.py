@@ -101,6 +101,8 @@ class DeskServer:
                  port: int = DESK_PORT) -> None:
         if dialect not in DIALECTS:
             raise ValueError(f"the Desk dialects are {', '.join(DIALECTS)}, not {dialect!r}")
+        if not ipaddress.ip_address(address).is_loopback:  # as the FCI simulator: never on a network
+            raise ValueError(f"the simulated Desk serves loopback addresses only (127.0.0.0/8), not {address}")
         if dialect == "v1" and model != "franka.fr3":
             # franky: Desk (v1) is for "FR3 on System 5+ firmware", DeskWebSession for "Panda and FR3 on
             # pre-v1 firmware"
