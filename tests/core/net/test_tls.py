@@ -127,3 +127,20 @@ def test_nothing_answering_is_a_connect_failure(known):
         port = unused.getsockname()[1]
     with pytest.raises(ConnectFailed, match=f"127.0.0.1:{port}"):
         trusted_context("127.0.0.1", port, timeout=2, known=known)
+
+
+def test_robohal_certificates_lists_and_forgets(tls_server, known, monkeypatch):
+    from click.testing import CliRunner
+    from robohal.cli.main import main
+
+    server = tls_server(self_signed())
+    trusted_context("127.0.0.1", server.port, timeout=5, known=known)
+    monkeypatch.setenv("ROBOHAL_KNOWN_CERTIFICATES", str(known.path))
+    runner = CliRunner()
+    listed = runner.invoke(main, ["certificates", "list"])
+    assert listed.exit_code == 0 and f"127.0.0.1:{server.port}" in listed.output
+    assert known.get(f"127.0.0.1:{server.port}").fingerprint in listed.output
+    assert runner.invoke(main, ["certificates", "forget", f"127.0.0.1:{server.port}"]).exit_code == 0
+    assert known.entries() == {}
+    again = runner.invoke(main, ["certificates", "forget", f"127.0.0.1:{server.port}"])
+    assert again.exit_code == 2 and "no certificate is pinned" in again.output
