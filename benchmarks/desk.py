@@ -64,14 +64,15 @@ print(json.dumps(times))
 OURS_ROUNDS = """
 import json, sys, time, tempfile
 from pathlib import Path
-from robohal_franka.desk import Credentials, DeskSession, fingerprint_check
+from robohal_franka.desk import Credentials, DeskSession
+from robohal_franka.desk.access import desk_tls
 from robohal_franka.desk.tokens import TokenStore
 dialect, url, fingerprint, password, rounds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 store = TokenStore(Path(tempfile.mkdtemp()))
 times = {"open": [], "read": [], "cycle": []}
 for _ in range(rounds):
     t = time.perf_counter()
-    desk = DeskSession(url, Credentials("franka", password), pin_check=fingerprint_check(fingerprint), tokens=store)
+    desk = DeskSession(url, Credentials("franka", password), tls=desk_tls(url, fingerprint), tokens=store)
     desk.open(); times["open"].append(time.perf_counter() - t)
     t = time.perf_counter(); desk.dialect.holder(); times["read"].append(time.perf_counter() - t)
     t = time.perf_counter()
@@ -119,7 +120,7 @@ def desk_calls(rounds: int) -> None:
 
 def cli(*args: str, env: dict) -> float:
     began = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "robohal_franka.cli", *args], check=True, env=env, capture_output=True)
+    subprocess.run(["robohal", "franka", *args], check=True, env=env, capture_output=True)
     return time.perf_counter() - began
 
 

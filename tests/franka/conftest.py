@@ -58,13 +58,14 @@ class Simulator:
             time.sleep(0.02)  # polling a condition with a deadline
 
     def desk(self, tmp_path: Path, password: str = "franka", user: str = "franka", **options):
-        """A :class:`DeskSession` to this simulator's Desk, its certificate pinned to the fingerprint the
+        """A :class:`DeskSession` to this simulator's Desk, trusting the certificate whose fingerprint the
         ready line gave, its control tokens kept under ``tmp_path``."""
-        from robohal_franka.desk import Credentials, DeskSession, fingerprint_check
+        from robohal_franka.desk import Credentials, DeskSession
+        from robohal_franka.desk.access import desk_tls
         from robohal_franka.desk.tokens import TokenStore
 
-        return DeskSession(self.uri.params["desk"], Credentials(user, password),
-                           pin_check=fingerprint_check(self.uri.params["desk_fingerprint"]),
+        url = self.uri.params["desk"]
+        return DeskSession(url, Credentials(user, password), tls=desk_tls(url, self.uri.params["desk_fingerprint"]),
                            tokens=TokenStore(tmp_path / "tokens"), **options)
 
 

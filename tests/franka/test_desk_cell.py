@@ -1,5 +1,6 @@
 """A HIL lab's Franka cell that starts locked (as a robot does after power-on) is brought up
-through its Desk for the run, with the credentials its cell file names, and locked after."""
+through its Desk for the run, with the credentials whose source its cell file names, and locked
+after."""
 
 from __future__ import annotations
 
@@ -18,14 +19,15 @@ def test_the_arm_moves(robot):
 def test_a_cell_is_brought_up_for_its_run_and_locked_after(start_simulator, tmp_path, monkeypatch):
     pytest.importorskip("pylibfranka")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("ROBOHAL_LAB_FR3_USER", "franka")
     monkeypatch.setenv("ROBOHAL_LAB_FR3_PASSWORD", "lab-Pw-3")
     simulator = start_simulator("--desk", "web", "--locked", "1", "--desk-password", "lab-Pw-3")
     (tmp_path / "mini").mkdir()
     (tmp_path / "mini" / "test_mini.py").write_text(SUITE)
     cells = tmp_path / "cells.toml"
-    cells.write_text(f'[cells.fr3]\nuri = "{simulator.uri.with_params(realtime="ignore")}"\nsuites = ["mini"]\n'
-                     'bringup = true\ncredentials = "lab_fr3"\n')
+    uri = simulator.uri.with_params(realtime="ignore", desk_credentials="lab-fr3")  # names the source, never a secret
+    cells.write_text(f'[cells.fr3]\nuri = "{uri}"\nsuites = ["mini"]\nbringup = true\n')
     code = run_lab(str(cells), ["fr3"], assume_yes=True, report=str(tmp_path / "report"))
     assert code == 0, (tmp_path / "report").glob("**/*.xml")
     state = simulator.desk_state()

@@ -1,6 +1,6 @@
-"""``robohal franka ...`` and ``franka://`` bring-up against the simulated Desk: credentials from
-the environment or the owner-only file, the certificate pinned on first use, control kept
-between commands, and a robot given back as it was found."""
+"""``robohal franka ...`` (the plugin's command in ``robohal``) and ``franka://`` bring-up against
+the simulated Desk: credentials from the environment or the owner-only file, the certificate
+pinned on first use, control kept between commands, and a robot given back as it was found."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import robohal
 from click.testing import CliRunner
+from robohal.cli.main import main
 from robohal.errors import ConnectFailed
-from robohal_franka.cli import franka
+from robohal.net.tls import KnownCertificates, normalise_fingerprint
 
 PASSWORD = "cli-Pw-77"
 
@@ -28,7 +29,7 @@ def home(tmp_path, monkeypatch):
 
 
 def cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(franka, list(args))
+    result = CliRunner().invoke(main, ["franka", *args])
     text = result.output + (f"\n{result.exception!r}" if result.exception and result.exit_code != 0 else "")
     return result.exit_code, text
 
@@ -72,10 +73,10 @@ def test_credentials_come_from_the_owner_only_file(start_simulator, home, monkey
     simulator = start_simulator("--desk", "v1", "--desk-password", PASSWORD)
     monkeypatch.delenv("ROBOHAL_FRANKA_DESK_USER")
     monkeypatch.delenv("ROBOHAL_FRANKA_DESK_PASSWORD")
-    uri = f"{simulator.uri}&desk_credentials=lab_fr3"
+    uri = f"{simulator.uri}&desk_credentials=lab-fr3"
     path = home / "config" / "robohal" / "credentials.toml"
     path.parent.mkdir(parents=True)
-    path.write_text(f'[lab_fr3]\nuser = "franka"\npassword = "{PASSWORD}"\n')
+    path.write_text(f'[lab-fr3."{simulator.host}"]\nuser = "franka"\npassword = "{PASSWORD}"\n')
     path.chmod(0o644)
     code, out = cli("status", uri)
     assert code != 0 and "chmod 600" in out and PASSWORD not in out, out
@@ -83,7 +84,7 @@ def test_credentials_come_from_the_owner_only_file(start_simulator, home, monkey
     code, out = cli("status", uri)
     assert code == 0 and "ready to move: yes" in out, out
     code, out = cli("status", f"{simulator.uri}&desk_credentials=nowhere")
-    assert code != 0 and "ROBOHAL_NOWHERE_USER" in out, out
+    assert code != 0 and "ROBOHAL_NOWHERE_USER" in out, out  # a named service has no defaults
 
 
 def test_the_certificate_is_pinned_on_first_use_and_a_changed_one_refused(start_simulator, home):
@@ -92,14 +93,16 @@ def test_the_certificate_is_pinned_on_first_use_and_a_changed_one_refused(start_
     unpinned = f"franka://{address}?model=franka.fr3&desk={first.uri.params['desk']}"  # no fingerprint given
     code, out = cli("status", unpinned)
     assert code == 0, out
-    known = json.loads((home / "config" / "robohal" / "known_desks.json").read_text())
-    assert list(known.values()) == [first.uri.params["desk_fingerprint"]]
+    known = KnownCertificates()
+    assert [pin.fingerprint for pin in known.entries().values()] == [
+        normalise_fingerprint(first.uri.params["desk_fingerprint"])]
     first.stop()
     second = start_simulator("--desk", "v1", "--desk-password", PASSWORD, host=address)  # a new certificate
     code, out = cli("status", unpinned)
-    assert code != 0 and "certificate changed" in out and second.uri.params["desk_fingerprint"] in out, out
+    assert code != 0 and "other than the one pinned" in out, out
+    assert normalise_fingerprint(second.uri.params["desk_fingerprint"]) in out
     assert second.desk_state()["requests"] == 0  # refused before anything was sent
-    assert oct(os.stat(home / "config" / "robohal" / "known_desks.json").st_mode & 0o777) == "0o600"
+    assert oct(os.stat(known.path).st_mode & 0o777) == "0o600"
 
 
 def test_connect_with_bring_up_and_close_gives_back(start_simulator, home):

@@ -9,7 +9,9 @@ import threading
 
 import pytest
 from robohal.errors import ConnectFailed, RobohalError
-from robohal_franka.desk import CertificateRefused, ControlHeld, DeskRefused, bring_up, fingerprint_check, give_back
+from robohal.net.tls import CertificateChanged
+from robohal_franka.desk import ControlHeld, DeskRefused, bring_up, give_back
+from robohal_franka.desk.access import desk_tls
 from robohal_franka.simulated_desk import SELF_TEST_FAILURE
 
 DIALECTS = ("v1", "web")
@@ -194,11 +196,10 @@ def test_a_changed_certificate_is_refused_before_anything_is_sent(locked, tmp_pa
     from robohal_franka.desk import Credentials, DeskSession
     from robohal_franka.desk.tokens import TokenStore
 
-    other = "00" * 32
-    session = DeskSession(locked.uri.params["desk"], Credentials("franka", PASSWORD), pin_check=fingerprint_check(other),
-                          tokens=TokenStore(tmp_path))
+    url, other = locked.uri.params["desk"], "00" * 32
+    session = DeskSession(url, Credentials("franka", PASSWORD), tls=desk_tls(url, other), tokens=TokenStore(tmp_path))
     before = locked.desk_state()["requests"]
-    with pytest.raises(CertificateRefused, match="not the one given") as refused:
+    with pytest.raises(CertificateChanged, match="named in its URI") as refused:
         session.open()
     assert PASSWORD not in str(refused.value)
     assert locked.desk_state()["requests"] == before  # not one request: the credentials never left

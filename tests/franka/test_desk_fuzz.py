@@ -133,8 +133,7 @@ def test_the_client_meets_any_answer_with_a_robohal_error(data, dialect, tmp_pat
         token_answers.append(lambda: desk.take("robohal", 1.0))
     else:
         token_answers += [desk.login, desk.force_timeout, lambda: desk.request("robohal", False)]
-    session = DeskSession("https://127.0.0.1", credentials, pin_check=lambda address, der: None,
-                          tokens=TokenStore(tmp_path))
+    session = DeskSession("https://127.0.0.1", credentials, tls=ssl.create_default_context, tokens=TokenStore(tmp_path))
     session.transport = transport
     for call in [*token_answers, session.open]:
         try:

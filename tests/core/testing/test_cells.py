@@ -68,7 +68,6 @@ def test_a_good_file_gives_its_settings_and_defaults(tmp_path):
     (("[lab]", "[lab"), "is not valid TOML"),
     (("contact = \"someone\"", "bringup = true"), "the sim backend brings no robot up"),
     (("contact = \"someone\"", "bringup = 1"), "bringup is true or false"),
-    (("contact = \"someone\"", 'credentials = "user:secret"'), "never the credentials themselves"),
 ])
 def test_mistakes_are_refused_with_the_reason(tmp_path, change, message):
     old, new = change
@@ -95,7 +94,7 @@ def test_a_missing_file_is_said_plainly(tmp_path):
         load_cells(tmp_path / "nope.toml")
 
 
-def test_a_franka_cell_names_its_credentials_source_and_asks_for_bring_up(tmp_path):
-    cell = load_cells(write(tmp_path, '[cells.fr3]\nuri = "franka://172.16.0.2"\nbringup = true\n'
-                                      'credentials = "lab_fr3"\n')).cells["fr3"]
-    assert cell.bringup and cell.credentials == "lab_fr3"
+def test_a_franka_cell_asks_for_bring_up(tmp_path):
+    cell = load_cells(write(tmp_path, '[cells.fr3]\nuri = "franka://172.16.0.2?desk_credentials=lab-fr3"\n'
+                                      'bringup = true\n')).cells["fr3"]
+    assert cell.bringup

@@ -139,15 +139,19 @@ class LabRun:
 @contextmanager
 def cell_bringup(cell: Cell, say) -> Iterator[None]:
     """The cell's robot made ready for the run and safe after, where the cell asks for it
-    (``bringup = true``): its backend's ``bringup`` around the suites' whole run, once."""
+    (``bringup = true``): its backend's ``bring_up(uri)`` around the suites' whole run, once."""
     if not cell.bringup:
         yield
         return
     uri = parse_uri(cell.uri)
     spec = default_registry().backend_spec(uri.scheme)
-    assert spec.bringup is not None  # (load_cells refuses the key otherwise)
+    assert spec.bring_up is not None  # (load_cells refuses the key otherwise)
+    bringing = spec.bring_up(uri)
+    if bringing is None:
+        raise RobohalError(f"bringup = true, but {cell.uri} names nothing the {spec.scheme} backend brings a robot"
+                           " up with")
     say(f"robohal hil: cell {cell.name}: bringing the robot up")
-    with spec.bringup(uri, cell.credentials or None):
+    with bringing:
         yield
     say(f"robohal hil: cell {cell.name}: robot left safe")
 

@@ -9,11 +9,13 @@ nothing else. The parts, one module per role as in every robohal plugin:
 - ``hand``: the Franka Hand as ``robot.gripper`` (``gripper=1``); ``hand_wire``: its codec
 - ``simulator``: the FCI simulator program (``python -m robohal_franka.simulator``)
 - ``simulation``: its launcher for ``franka://sim?...``; ``demo``: the task of ``robohal demo``
+- ``desk``: Franka Desk without the browser (both dialects); ``cli``: ``robohal franka ...``;
+  ``simulated_desk`` and ``desk_server``: the simulator's Desk
 """
 
 from __future__ import annotations
 
-from robohal import BackendSpec, DemoSpec, SimulatorSpec, ToolSpec, hookimpl
+from robohal import BackendSpec, CommandSpec, DemoSpec, SimulatorSpec, ToolSpec, hookimpl
 
 DEFAULT_MODEL = "franka.fr3"
 
@@ -59,6 +61,12 @@ def robohal_backends():
                     "sim_force_timeout", "sim_brake_time"),
             tools=(ToolSpec("gripper", factory="robohal_franka.hand:hand_for",
                             description="the Franka Hand through pylibfranka.Gripper (gripper=1)"),),
-            bringup="robohal_franka.desk.bringup:cell_bringup",
+            bring_up="robohal_franka.desk.bringup:cell_bring_up",
         )
     ]
+
+
+@hookimpl
+def robohal_commands():
+    return [CommandSpec("franka", "robohal_franka.cli:franka",
+                        description="a Franka's Desk: control, joints, FCI, self-tests, recovery")]

@@ -139,6 +139,3 @@ def release(uri: str) -> None:
         click.echo("control released")
 
 
-
-if __name__ == "__main__":  # python -m robohal_franka.cli ... (installed: robohal-franka ...)
-    franka(prog_name="robohal franka")

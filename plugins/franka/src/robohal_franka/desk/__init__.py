@@ -3,15 +3,19 @@ FR3 system images, the older web session of the Panda and earlier FR3 images).
 
 - :class:`DeskSession`: control (taken and given back by robohal's rules), joints, FCI,
   self-tests, recovery, status (:mod:`.session`); :func:`bring_up` / :func:`give_back`
-  (:mod:`.bringup`);
-- the wire: :mod:`.transport` (HTTPS, the robot's certificate pinned), :mod:`.v1`, :mod:`.web`;
+  (:mod:`.bringup`); :func:`open_desk` for a ``franka://`` URI (:mod:`.access`: its Desk, its
+  credentials, the certificate to trust);
+- the wire: :mod:`.transport` (HTTPS on a context that trusts the robot's certificate alone),
+  :mod:`.v1`, :mod:`.web`;
 - :mod:`.tokens`: control kept between processes.
 """
 
-from .bringup import BroughtUp, bring_up, give_back
-from .records import ControlHeld, ControlToken, Credentials, DeskStatus
-from .session import DeskSession
-from .transport import CertificateRefused, DeskRefused, fingerprint_check
+from robohal.net.credentials import Credentials
 
-__all__ = ["BroughtUp", "CertificateRefused", "ControlHeld", "ControlToken", "Credentials", "DeskRefused",
-           "DeskSession", "DeskStatus", "bring_up", "fingerprint_check", "give_back"]
+from .bringup import BroughtUp, bring_up, give_back
+from .records import ControlHeld, ControlToken, DeskStatus
+from .session import DeskSession
+from .transport import DeskRefused
+
+__all__ = ["BroughtUp", "ControlHeld", "ControlToken", "Credentials", "DeskRefused", "DeskSession", "DeskStatus",
+           "bring_up", "give_back"]

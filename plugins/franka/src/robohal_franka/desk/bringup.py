@@ -5,7 +5,7 @@ stays as it was found."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
 from robohal.uri import RobotUri
@@ -52,15 +52,18 @@ def give_back(desk: DeskSession, done: BroughtUp) -> None:
         desk.release_control()
 
 
+def cell_bring_up(uri: RobotUri) -> AbstractContextManager[BroughtUp] | None:
+    """A HIL cell's Franka (its backend's ``bring_up``): control, joints and FCI through Desk for
+    the whole run, with the credentials the URI names (``desk_credentials=``); after the run the
+    robot is left safe whatever it was before: FCI off, joints locked, control released (a lab's
+    rule). None for ``franka://sim``: a simulated cell's run starts its own robot."""
+    return None if uri.wants_simulator else _cell_run(uri)
+
+
 @contextmanager
-def cell_bringup(uri: RobotUri, credentials: str | None) -> Iterator[BroughtUp]:
-    """A HIL cell's Franka (its backend's ``bringup``): control, joints and FCI through Desk for the
-    whole run, the credentials from the source the cell names; after the run the robot is left
-    safe whatever it was before: FCI off, joints locked, control released (a lab's rule)."""
+def _cell_run(uri: RobotUri) -> Iterator[BroughtUp]:
     from .access import open_desk
 
-    if credentials:
-        uri = uri.with_params(desk_credentials=credentials)
     desk = open_desk(uri)
     try:
         done = bring_up(desk)

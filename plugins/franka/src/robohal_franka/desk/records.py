@@ -8,18 +8,6 @@ from robohal.errors import RobohalError
 
 
 @dataclass(frozen=True)
-class Credentials:
-    """A Desk user name and password. The password shows in no repr, log or message."""
-
-    user: str
-    password: str = field(repr=False)
-    source: str = ""  # where they came from (for messages: "the environment", a file), never the values
-
-    def __str__(self) -> str:
-        return f"Desk user {self.user!r}" + (f" (from {self.source})" if self.source else "")
-
-
-@dataclass(frozen=True)
 class ControlToken:
     """Control of the robot, as Desk granted it: its id, the owner it was asked for, and the token
     a control call carries (never shown)."""

@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable
 
 from robohal.errors import ConnectFailed, RobohalError
+from robohal.net.credentials import Credentials
 
-from .records import ControlHeld, ControlToken, Credentials, DeskStatus
+from .records import ControlHeld, ControlToken, DeskStatus
 from .tokens import TokenStore
-from .transport import TIMEOUT, DeskTransport, PinCheck
+from .transport import TIMEOUT, DeskTransport, TlsContext
 from .v1 import V1Desk
 from .web import WebDesk
 
@@ -38,12 +39,12 @@ def default_owner() -> str:
 
 class DeskSession:
     """One session with the Desk at ``url`` (``https://ROBOT[:PORT]``). Use it as a context
-    manager, or :meth:`open` and :meth:`close`. ``pin_check`` vouches for the robot's certificate
-    (:mod:`.transport`); ``model`` picks the web dialect's brake paths first."""
+    manager, or :meth:`open` and :meth:`close`. ``tls`` makes the context that trusts the robot's
+    certificate (:func:`.access.desk_tls`); ``model`` picks the web dialect's brake paths first."""
 
-    def __init__(self, url: str, credentials: Credentials, *, pin_check: PinCheck, model: str = "franka.fr3",
+    def __init__(self, url: str, credentials: Credentials, *, tls: TlsContext, model: str = "franka.fr3",
                  owner: str | None = None, tokens: TokenStore | None = None, timeout: float = TIMEOUT) -> None:
-        self.transport = DeskTransport(url, pin_check, timeout)
+        self.transport = DeskTransport(url, tls, timeout)
         self.credentials = credentials
         self.model = model
         self.owner = owner or default_owner()

@@ -1,15 +1,11 @@
-"""HTTPS to a robot's Desk: one connection, the robot's certificate checked against its pin before
-anything (credentials above all) is sent, JSON in and out, and errors as robohal's.
-
-A robot's Desk certificate is self-signed, so no authority vouches for it: the connection is
-trusted by its fingerprint (SHA-256 of the certificate's DER form) instead, given with the URI
-(``desk_fingerprint=``, as the simulator announces it) or pinned on first use by ``pin_check``.
+"""HTTPS to a robot's Desk: one connection, on a TLS context that trusts the robot's own
+certificate alone (pinned on first use, or the fingerprint the URI names: :mod:`robohal.net.tls`),
+so nothing, credentials above all, reaches a server that cannot show it; JSON in and out, and
+errors as robohal's.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import http.client
 import json
 import ssl
@@ -22,8 +18,8 @@ from robohal.errors import ConnectFailed, ProtocolError, RobohalError
 
 TIMEOUT = 10.0  # s for a connection and an ordinary answer (our choice)
 
-#: ``check(address, der)``: raises unless the certificate ``der`` is the one trusted for ``address``
-PinCheck = Callable[[str, bytes], None]
+#: the TLS context to reach the Desk with, made when the first connection needs it
+TlsContext = Callable[[], ssl.SSLContext]
 
 
 class DeskRefused(RobohalError):
@@ -34,10 +30,6 @@ class DeskRefused(RobohalError):
         super().__init__(message)
         self.status = status
         self.code = code
-
-
-class CertificateRefused(ConnectFailed):
-    """The robot's certificate is not the one pinned for its address: nothing was sent."""
 
 
 @dataclass
@@ -53,25 +45,10 @@ class Answer:
             raise ProtocolError(f"franka Desk: expected JSON, got {self.body[:80]!r}") from None
 
 
-def fingerprint_check(expected: str) -> PinCheck:
-    """A pin check against one known fingerprint (hex, colons allowed)."""
-    want = expected.replace(":", "").strip().lower()
-
-    def check(address: str, der: bytes) -> None:
-        got = hashlib.sha256(der).hexdigest()
-        if not hmac.compare_digest(got, want):
-            raise CertificateRefused(
-                f"franka Desk at {address}: its certificate (SHA-256 {got}) is not the one given ({want});"
-                " nothing was sent. A robot set up again has a new certificate: give the new fingerprint"
-                " only once you know it is the robot's.", address=address)
-
-    return check
-
-
 class DeskTransport:
     """HTTPS requests to ``url`` (``https://HOST[:PORT]``), one kept-alive connection."""
 
-    def __init__(self, url: str, pin_check: PinCheck, timeout: float = TIMEOUT) -> None:
+    def __init__(self, url: str, tls: TlsContext, timeout: float = TIMEOUT) -> None:
         parts = urlsplit(url)
         if parts.scheme != "https" or not parts.hostname:
             raise ConnectFailed(f"franka Desk: {url!r} is not https://HOST[:PORT]", address=url)
@@ -79,35 +56,34 @@ class DeskTransport:
         self.host = parts.hostname
         self.port = parts.port or 443
         self.address = f"{self.host}:{self.port}"
-        self.pin_check = pin_check
+        self.tls = tls
         self.timeout = timeout
         self._connection: http.client.HTTPSConnection | None = None
-        # The certificate is checked against the pin, not against an authority (a robot's is self-signed).
-        self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        self._tls.check_hostname = False
-        self._tls.verify_mode = ssl.CERT_NONE
+        self._context: ssl.SSLContext | None = None  # made once: its pin is checked by the first handshake
 
     def __repr__(self) -> str:
         return f"DeskTransport({self.url!r})"
 
     def _connect(self, timeout: float) -> http.client.HTTPSConnection:
-        connection = http.client.HTTPSConnection(self.host, self.port, timeout=timeout, context=self._tls)
+        if self._context is None:
+            try:
+                self._context = self.tls()
+            except ConnectFailed as exc:
+                if "no TLS server answered" not in str(exc):
+                    raise  # a changed certificate: refused, and nothing was sent
+                raise ConnectFailed(f"franka Desk: nothing answered at https://{self.address} ({exc}). Is this the"
+                                    " robot's address, and is the robot on?", address=self.address) from None
+        connection = http.client.HTTPSConnection(self.host, self.port, timeout=timeout, context=self._context)
         try:
             connection.connect()
+        except ssl.SSLCertVerificationError as exc:  # another certificate than the one just pinned or named
+            connection.close()
+            raise ConnectFailed(f"franka Desk at {self.address} showed a certificate other than the trusted one"
+                                f" ({exc.verify_message}); nothing was sent", address=self.address) from None
         except (OSError, ssl.SSLError) as exc:
             connection.close()
             raise ConnectFailed(f"franka Desk: nothing answered at https://{self.address} ({exc}). Is this the"
                                 " robot's address, and is the robot on?", address=self.address) from None
-        assert connection.sock is not None
-        der = connection.sock.getpeercert(binary_form=True)
-        if der is None:
-            connection.close()
-            raise CertificateRefused(f"franka Desk at {self.address} showed no certificate", address=self.address)
-        try:
-            self.pin_check(self.address, der)
-        except BaseException:
-            connection.close()
-            raise
         return connection
 
     def request(self, method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None,

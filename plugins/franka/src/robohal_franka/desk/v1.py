@@ -9,8 +9,9 @@ import json
 from typing import Any
 
 from robohal.errors import ConnectFailed, ProtocolError
+from robohal.net.credentials import Credentials
 
-from .records import ControlHeld, ControlToken, Credentials, DeskStatus
+from .records import ControlHeld, ControlToken, DeskStatus
 from .transport import Answer, DeskRefused, DeskTransport, refusal
 
 NAME = "v1"

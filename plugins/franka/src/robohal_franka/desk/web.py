@@ -12,8 +12,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from robohal.errors import ConnectFailed, ProtocolError
+from robohal.net.credentials import Credentials
 
-from .records import ControlToken, Credentials, DeskStatus
+from .records import ControlToken, DeskStatus
 from .transport import Answer, DeskRefused, DeskTransport, refusal
 
 NAME = "web"
