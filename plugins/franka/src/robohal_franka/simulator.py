@@ -6,13 +6,18 @@ version 10) so that the real ``pylibfranka.Robot`` connects to it, and its Frank
     python -m robohal_franka.simulator --address 127.0.0.5 [--model franka.fr3]
         [--loss P] [--stall-after S] [--max-missed N] [--seed N] [--ideal 0|1] [--no-realtime 0|1]
         [--contact HEIGHT,STIFFNESS] [--object WIDTH] [--hold command|measured]
+        [--desk v1|web|off] [--desk-user U] [--desk-password P] [--locked 0|1]
+        [--selftest-time S] [--brake-time S] [--force-timeout S]
 
 (``robohal sim franka ...`` runs the same program.) The first stdout line is the ready
-line of every robohal simulator, ``READY franka://<address>?model=<model>``. Control
+line of every robohal simulator, ``READY franka://<address>?model=<model>`` (with a Desk, also
+``desk=https://<address>[:PORT]`` and the ``desk_fingerprint`` of its certificate). Control
 lines on stdin (for tests): ``STALL`` (stop the state stream), ``RESUME``,
 ``LOSS P``, ``REFLEX NAME`` (the next cycle raises that libfranka error),
 ``HAND_SILENT`` (the hand stops answering and streaming, as a hung hand), ``HAND_RESUME``,
-``STATS`` (prints one ``STATS {json}`` line), ``QUIT``. With stdin a pipe or a
+``STATS`` (prints one ``STATS {json}`` line), ``QUIT``; for the Desk: ``PILOT BUTTON``,
+``SELFTEST_FAIL``, ``SAFETY_ERROR NAME``, ``DESK_HOLDER OWNER``, ``DESK_RELEASE``, ``DESK_STATE``
+(prints one ``DESK {json}`` line). With stdin a pipe or a
 terminal, the simulator exits at its end-of-file, so it never outlives its parent;
 otherwise (``</dev/null``, a background job) it runs until Ctrl-C or SIGTERM. It
 binds only the loopback address it is given. One client at a time, as the robot.
@@ -26,6 +31,10 @@ external wrench; a Cartesian reflex past the collision threshold). ``--object 0.
 0.03 m wide between the hand's fingers (by default none). ``--hold measured`` makes the robot hold a
 finished motion where it measures the arm and report that as ``q_d`` (by default it keeps the last
 command; Franka documents neither, see :data:`.simulated_robot.HOLD_MEASURED`).
+
+``--desk v1|web`` serves a simulated Desk (:mod:`.simulated_desk`, :mod:`.desk_server`) on
+``https://<address>`` from a thread of this process, and its state gates the FCI (see
+:meth:`FciSimulator._gate`); ``--locked 1`` starts the robot as a real one: joints locked, FCI off.
 """
 
 from __future__ import annotations
