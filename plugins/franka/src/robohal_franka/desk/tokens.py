@@ -1,8 +1,9 @@
 """Control tokens kept between processes: ``robohal franka unlock`` takes control and the next
 command (``fci on``, ``lock``, a ``franka://`` connect with ``desk_bringup=1``) goes on with it,
 as a user of Desk's page keeps control between clicks. One file per robot and user, readable by
-its owner only, under ``$XDG_STATE_HOME/robohal/franka-desk`` (else ``~/.local/state/...``).
-franky and panda-py keep theirs the same way (a token file per robot)."""
+its owner only (:mod:`robohal.net.private_files`' rule), under ``$XDG_STATE_HOME/robohal/franka-desk``
+(else ``~/.local/state/...``). franky and panda-py keep theirs the same way (a token file per robot).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
+
+from robohal.net.private_files import PrivateFileError, check_private, write_private
 
 from .records import ControlToken
 
@@ -36,15 +38,13 @@ class TokenStore:
         return self.folder / f"{digest}.json"
 
     def load(self, address: str, user: str, dialect: str) -> ControlToken | None:
-        """The token stored for this robot and user, or None (also for a file another user could
-        read or change: not trusted)."""
+        """The token stored for this robot and user, or None (also for a file others could read
+        or change: not trusted, and not used)."""
         path = self._path(address, user)
         try:
-            info = path.stat()
-            if info.st_uid != os.getuid() or info.st_mode & 0o077:
-                return None
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
+            check_private(path, "the control token file", secret=True)
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, PrivateFileError):
             return None
         if not isinstance(data, dict) or data.get("dialect") != dialect or data.get("address") != address:
             return None
@@ -53,17 +53,9 @@ class TokenStore:
         return ControlToken(data["id"], data["owner"], data["token"])
 
     def save(self, address: str, user: str, dialect: str, token: ControlToken) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".token-")  # created 0600
-        try:
-            with os.fdopen(handle, "w") as out:
-                json.dump({"address": address, "user": user, "dialect": dialect, "id": token.id, "owner": token.owner,
-                           "token": token.secret}, out)
-            os.replace(temporary, self._path(address, user))
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        write_private(self._path(address, user), json.dumps(
+            {"address": address, "user": user, "dialect": dialect, "id": token.id, "owner": token.owner,
+             "token": token.secret}))
 
     def forget(self, address: str, user: str) -> None:
         with contextlib.suppress(OSError):
