@@ -155,11 +155,17 @@ def test_a_stale_token_is_refused(locked, tmp_path):
 def test_a_token_is_kept_for_the_next_session(locked, tmp_path):
     with locked.desk(tmp_path, PASSWORD) as desk:
         token = desk.take_control()
+    [stored] = (tmp_path / "tokens").glob("*.json")
+    assert stored.stat().st_mode & 0o777 == 0o600 and token.secret in stored.read_text()
+    stored.chmod(0o644)  # readable by others: not trusted
+    with locked.desk(tmp_path, PASSWORD) as careful:
+        assert careful.token is None
+    stored.chmod(0o600)
     with locked.desk(tmp_path, PASSWORD) as later:
         assert later.token == token and later.has_control
         later.unlock()
         later.release_control()
-    assert locked.desk_state()["holder"] is None
+    assert locked.desk_state()["holder"] is None and not list((tmp_path / "tokens").glob("*.json"))
 
 
 def test_self_test_failure_is_a_safety_error_to_confirm(locked, tmp_path):
