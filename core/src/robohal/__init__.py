@@ -37,7 +37,7 @@ from .kinematics import JointLimits, Kinematics, Solutions
 from .motion import Motion, MotionResult
 from .payload import Payload
 from .plugins.hookspecs import hookimpl
-from .plugins.records import BackendSpec, DemoSpec, ModelSpec, SimulatorSpec, ToolSpec
+from .plugins.records import BackendSpec, CommandSpec, DemoSpec, ModelSpec, SimulatorSpec, ToolSpec
 from .plugins.registry import Registry, default_registry, use_registry
 from .robot import Robot
 from .state import RobotMode, RobotState
@@ -80,7 +80,7 @@ def backends(*, registry: Registry | None = None) -> list[BackendSpec]:
 
 
 __all__ = [
-    "Backend", "BackendSpec", "ConnectFailed", "ConnectionLost", "DemoSpec", "Gripper", "GripperBusy", "GripperLimits",
+    "Backend", "BackendSpec", "CommandSpec", "ConnectFailed", "ConnectionLost", "DemoSpec", "Gripper", "GripperBusy", "GripperLimits",
     "GripperState", "HardwareFault", "InvalidArgument", "IoPorts", "JointLimits", "Kinematics", "LifecycleState",
     "LimitViolation", "ModelSpec", "Motion", "MotionHandle", "MotionResult", "Payload", "PluginConflictError", "PluginError", "ProtocolError",
     "Registry", "RobohalError", "Robot", "RobotMode", "RobotState", "RobotUri", "Signal", "SignalGripper", "SimulatorSpec",

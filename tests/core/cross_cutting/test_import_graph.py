@@ -97,6 +97,7 @@ LAYERS = [
     ("simulation", {"sim"}),
     ("control", {"control"}),
     ("motions", {"motion"}),
+    ("network", {"net"}),
     ("basics", {"kinematics", "spatial", "state", "payload", "uri", "errors"}),
 ]
 

@@ -17,15 +17,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, RobohalError
+from ..plugins.registry import default_registry
 from ..testing.cells import Cell, Lab
 from ..testing.lock import LockError, PlaceLock
+from ..uri import parse_uri
 from .hil import packaged, pytest_command, pytest_missing
 
 #: the environment variable that tells a cell's pytest process (and its suites) the cell's name
@@ -111,7 +113,8 @@ class LabRun:
             run.folder.mkdir(parents=True, exist_ok=True)
             run.log = run.folder / "pytest.log" if self.capture else None
             started = time.monotonic()
-            with open(run.log, "w", encoding="utf-8") if run.log else nullcontext() as out:
+            with cell_bringup(run.cell, say), \
+                    open(run.log, "w", encoding="utf-8") if run.log else nullcontext() as out:
                 child = subprocess.Popen(self.command(run.cell, run.folder), stdout=out, stderr=subprocess.STDOUT
                                          if out else None, stdin=subprocess.DEVNULL,
                                          env={**os.environ, CELL_VARIABLE: run.cell.name})
@@ -121,6 +124,9 @@ class LabRun:
             run.waited = time.monotonic() - begun
             run.error = str(exc)
             say(f"robohal hil: cell {run.cell.name}: not run: {exc}")
+        except RobohalError as exc:  # the bring-up failed, or leaving the robot safe did
+            run.error = f"bring-up: {exc}"
+            say(f"robohal hil: cell {run.cell.name}: {run.error}")
         finally:
             if lock is not None:
                 lock.release()
@@ -128,6 +134,26 @@ class LabRun:
         say(f"robohal hil: cell {run.cell.name}: {outcome} in {run.seconds:.1f} s"
             + (f"; log {run.log}" if run.log else ""))
         return run
+
+
+@contextmanager
+def cell_bringup(cell: Cell, say) -> Iterator[None]:
+    """The cell's robot made ready for the run and safe after, where the cell asks for it
+    (``bringup = true``): its backend's ``bring_up(uri)`` around the suites' whole run, once."""
+    if not cell.bringup:
+        yield
+        return
+    uri = parse_uri(cell.uri)
+    spec = default_registry().backend_spec(uri.scheme)
+    assert spec.bring_up is not None  # (load_cells refuses the key otherwise)
+    bringing = spec.bring_up(uri)
+    if bringing is None:
+        raise RobohalError(f"bringup = true, but {cell.uri} names nothing the {spec.scheme} backend brings a robot"
+                           " up with")
+    say(f"robohal hil: cell {cell.name}: bringing the robot up")
+    with bringing:
+        yield
+    say(f"robohal hil: cell {cell.name}: robot left safe")
 
 
 def _say(text: str) -> None:

@@ -20,7 +20,26 @@ USER_ERRORS = (RobohalError, ValueError, LookupError)
 
 
 class RobohalGroup(click.Group):
-    """Turns user errors into one clear line and exit status 2, no traceback."""
+    """Turns user errors into one clear line and exit status 2, no traceback; adds the commands
+    plugins give (``robohal_commands``) after the core's own, which keep their names."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        own = super().list_commands(ctx)
+        return own + sorted(name for name in _plugin_commands() if name not in own)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is not None:
+            return command
+        spec = _plugin_commands().get(name)
+        if spec is None:
+            return None
+        from ..errors import PluginError
+
+        loaded = spec.command.load() if hasattr(spec.command, "load") else spec.command
+        if not isinstance(loaded, click.Command):
+            raise PluginError(f"plugin {spec.plugin!r}: command {name!r} is {loaded!r:.80}, not a click command")
+        return loaded
 
     def invoke(self, ctx: click.Context) -> Any:
         as_json = "--json" in ctx.args  # the subcommand's arguments, before invoking consumes them
@@ -31,6 +50,15 @@ class RobohalGroup(click.Group):
                 click.echo(json.dumps({"error": str(exc), "type": type(exc).__name__}))
             click.echo(f"robohal: error: {exc}", err=True)
             sys.exit(2)
+
+
+def _plugin_commands() -> dict:
+    """The plugins' commands by name; none when the plugins cannot be listed (``robohal plugins``
+    says why), so the core's own commands still work."""
+    try:
+        return {spec.name: spec for spec in default_registry().commands()}
+    except RobohalError:
+        return {}
 
 
 def _console():
@@ -109,10 +137,11 @@ def plugins(as_json: bool) -> None:
         }
         click.echo(json.dumps(payload, indent=2, default=list))
         return
-    table = _table("robohal plugins", ["plugin", "distribution", "version", "models", "backends"], wrap=["models"])
+    table = _table("robohal plugins", ["plugin", "distribution", "version", "models", "backends", "commands"],
+                   wrap=["models"])
     for info in infos:
         table.add_row(info.name, info.distribution or "-", info.version or "-",
-                      ", ".join(info.models) or "-", ", ".join(info.backends) or "-")
+                      ", ".join(info.models) or "-", ", ".join(info.backends) or "-", ", ".join(info.commands) or "-")
     console = _console()
     console.print(table)
     for failure in registry.failures.values():
@@ -326,6 +355,37 @@ def hil(targets: Sequence[str], report: str | None, suites: Sequence[str], list_
     if not confirm_real_hardware([*targets, *targets_in_pytest_args(pytest_args)], assume_yes=assume_yes):
         sys.exit(2)
     sys.exit(run_hil(targets, report=report, suites=suites, pytest_args=pytest_args))
+
+
+@main.group()
+def certificates() -> None:
+    """Controllers' certificates robohal trusts (pinned on first use, as ssh pins host keys)."""
+
+
+@certificates.command("list")
+def certificates_list() -> None:
+    """Every pinned certificate: HOST:PORT, SHA-256 fingerprint, when it was first seen."""
+    from ..net.tls import KnownCertificates
+
+    known = KnownCertificates()
+    entries = known.entries()
+    if not entries:
+        click.echo(f"no pinned certificates ({known.path})")
+    for key, pin in sorted(entries.items()):
+        click.echo(f"{key}\tSHA256 {pin.fingerprint}\tfirst seen {pin.first_seen}")
+
+
+@certificates.command("forget")
+@click.argument("address", metavar="HOST:PORT")
+def certificates_forget(address: str) -> None:
+    """Forget HOST:PORT's pinned certificate: the next connection trusts what it shows, and pins it.
+    Do this once you know why the controller's certificate changed."""
+    from ..net.tls import KnownCertificates
+
+    known = KnownCertificates()
+    if not known.forget(address):
+        raise RobohalError(f"no certificate is pinned for {address} in {known.path} (robohal certificates list)")
+    click.echo(f"forgot the certificate of {address}; the next connection pins the one it shows")
 
 
 @main.command("new-plugin")

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 import pluggy
 
-from .records import BackendSpec, ModelSpec
+from .records import BackendSpec, CommandSpec, ModelSpec
 
 PROJECT = "robohal"
 
@@ -55,4 +55,16 @@ def robohal_backends() -> Iterable[BackendSpec]:
     ``tools`` declares what a robot on it may carry: a gripper (``robot.gripper``) and named
     I/O signals (``robot.io``), each a :class:`ToolSpec` whose factory builds the tool for a
     URI, or gives None when the URI names none.
+    """
+
+
+@hookspec
+def robohal_commands() -> Iterable[CommandSpec]:
+    """Return the ``robohal`` subcommands this plugin adds.
+
+    Each :class:`CommandSpec` names a subcommand (``abb``) and the click command or group that
+    runs it, usually as a dotted reference imported only when the command is used, so a plugin's
+    command-line code costs nothing until then. The core imports no plugin: this hook is how a
+    plugin's cell tools (``robohal abb setup URI``) join the ``robohal`` command. A name the core
+    uses itself stays the core's.
     """

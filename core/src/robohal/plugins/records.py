@@ -1,7 +1,8 @@
 """Typed records that plugins return from their hooks.
 
 Every callable a record holds (``ModelSpec.factory``, ``BackendSpec.factory``,
-``SimulatorSpec.start``, ``DemoSpec.where``, ``DemoSpec.task`` and ``ToolSpec.factory``) is given either as
+``SimulatorSpec.start``, ``DemoSpec.where``, ``DemoSpec.task``, ``ToolSpec.factory``, ``BackendSpec.bring_up``
+and ``CommandSpec.command``) is given either as
 the object itself or as a dotted reference ``"package.module:attribute"`` (the
 attribute may be dotted too: ``"package.module:Class.build"``). A reference is
 checked for its form when the record is made, and its module is imported only
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ..kinematics import Kinematics
     from ..uri import RobotUri
 
+_COMMAND_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 _MODEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*(\.[a-z0-9][a-z0-9_]*)+$")
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
 _DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
@@ -236,6 +238,10 @@ class BackendSpec:
     params: tuple[str, ...] | None = None
     #: the tools robots on this backend may carry (at most one per kind), see :class:`ToolSpec`
     tools: tuple[ToolSpec, ...] = ()
+    #: ``bring_up(uri)``: for a real robot, a context manager that makes the cell ready before a
+    #: lab's suites run on it and leaves it stopped after (``robohal hil --cells``), or None when
+    #: the URI names nothing to bring up with (an ABB cell without ``rws=``)
+    bring_up: Callable[[RobotUri], Any] | str | None = None
 
     def __post_init__(self) -> None:
         scheme = self.scheme.strip().lower()
@@ -246,8 +252,29 @@ class BackendSpec:
         object.__setattr__(self, "hil_targets", tuple(self.hil_targets))
         object.__setattr__(self, "features", frozenset(self.features))
         object.__setattr__(self, "tools", tuple(self.tools))
+        if self.bring_up is not None:
+            object.__setattr__(self, "bring_up", _callable_field(self.bring_up, f"backend {scheme!r}", "bring_up"))
         kinds = [tool.kind for tool in self.tools if isinstance(tool, ToolSpec)]
         if len(kinds) != len(self.tools):
             raise PluginError(f"backend {scheme!r}: tools must be ToolSpec records")
         if len(set(kinds)) != len(kinds):
             raise PluginError(f"backend {scheme!r}: at most one tool of each kind, got {', '.join(kinds)}")
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A ``robohal`` subcommand a plugin adds: ``robohal NAME ...`` runs ``command``, a click
+    command or group (usually a reference, ``"robohal_abb.cli:abb"``, imported only when the
+    command runs or its help is shown). The core's own commands keep their names."""
+
+    name: str
+    command: Any
+    description: str = ""
+    plugin: str | None = None  # stamped by the registry
+
+    def __post_init__(self) -> None:
+        name = self.name.strip().lower() if isinstance(self.name, str) else self.name
+        if not isinstance(name, str) or not _COMMAND_NAME.match(name):
+            raise PluginError(f"command name {self.name!r} must be lower-case letters, digits and '-'")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "command", _callable_field(self.command, f"command {name!r}", "command"))

@@ -38,7 +38,7 @@ import pluggy
 
 from ..errors import InvalidArgument, PluginConflictError, PluginError, RobohalError, UnknownNameError
 from . import builtin, hookspecs
-from .records import BackendSpec, ModelSpec
+from .records import BackendSpec, CommandSpec, ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,7 @@ class PluginInfo:
     version: str | None = None
     models: tuple[str, ...] = ()
     backends: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,7 @@ class Registry:
         self._trace = trace_from_env() if trace is None else trace
         self._models: dict[str, ModelSpec] = {}
         self._backends: dict[str, BackendSpec] = {}
+        self._commands: dict[str, CommandSpec] = {}
         self._collect()
 
     @classmethod
@@ -212,6 +214,7 @@ class Registry:
     def _collect(self) -> None:
         self._gather("robohal_models", ModelSpec, self._models, "name", "model")
         self._gather("robohal_backends", BackendSpec, self._backends, "scheme", "URI scheme")
+        self._gather("robohal_commands", CommandSpec, self._commands, "name", "command")
 
     def _gather(self, hook: str, kind: type, into: dict, key: str, what: str) -> None:
         """Records of one hook, stamped with their plugin; a key claimed twice names both plugins."""
@@ -234,6 +237,10 @@ class Registry:
 
     def backends(self) -> list[BackendSpec]:
         return sorted(self._backends.values(), key=lambda spec: spec.scheme)
+
+    def commands(self) -> list[CommandSpec]:
+        """The ``robohal`` subcommands plugins add, sorted by name."""
+        return sorted(self._commands.values(), key=lambda spec: spec.name)
 
     def model_spec(self, name: str) -> ModelSpec:
         key = name.strip().lower() if isinstance(name, str) else name
@@ -294,6 +301,7 @@ class Registry:
                     version=version,
                     models=tuple(m.name for m in self.models() if m.plugin == name),
                     backends=tuple(b.scheme for b in self.backends() if b.plugin == name),
+                    commands=tuple(c.name for c in self.commands() if c.plugin == name),
                 )
             )
         return infos

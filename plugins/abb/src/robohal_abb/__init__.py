@@ -55,7 +55,8 @@ def robohal_backends():
                           pick_place="robohal_abb.demo:pick_place"),
             params=("robot", "timeout", "connect_timeout", "mode", "sample_rate", "reply", "sim_*",
                     "do", "di", "ao", "ai", "gripper", "gripper_closed", "gripper_part", "gripper_delay",
-                    "gripper_timeout", "gripper_width"),  # as robohal_abb.signals reads them
+                    "gripper_timeout", "gripper_width",  # as robohal_abb.signals reads them
+                    "rws", "rws_fingerprint"),  # the simulated controller's RWS (sim_rws=6|7) and its certificate
             tools=(ToolSpec("gripper", factory="robohal_abb.signals:gripper_for",
                             description="a two-state gripper on a digital output (gripper=DO; the simulator's vacuum)"),
                    ToolSpec("io", factory="robohal_abb.signals:io_for",
