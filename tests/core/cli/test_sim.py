@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -99,13 +98,11 @@ def test_robohal_sim_prints_the_ready_line_and_stops_on_ctrl_c(scheme: str, whol
         assert parse_ready_line(first).scheme == scheme
         (simulator,) = _children(proc.pid)  # the program runs in robohal's child process
         assert _running(simulator)
-        started = time.monotonic()
         if whole_group:
             os.killpg(proc.pid, signal.SIGINT)
         else:
             proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=15) == 0
-        assert time.monotonic() - started < 10.0
+        assert proc.wait(timeout=15) == 0  # the deadline: a stop that hangs fails here
         assert not _running(simulator)  # stopped and reaped, not left behind
     finally:
         if proc.poll() is None:
