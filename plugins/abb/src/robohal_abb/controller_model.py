@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .file_store import FileStore, PathRefused
-from .rapid_module import RapidModule, Symbol, check_literal, parse_module
+from .rapid_module import BuildError, RapidModule, Symbol, check_literal, parse_module
 
 # Controller return codes (return codes) -----------------------------------------------------------
 OK = 294912  # SYS_CTRL_S_OK
@@ -38,6 +38,7 @@ E_RESOURCE_HELD = -1073445862  # SYS_CTRL_E_RESOURCE_HELD
 E_MODE_REJECT = -1073445860  # SYS_CTRL_E_MODE_REJECT
 E_MASTER_REJECT = -1073445859  # SYS_CTRL_E_MASTER_REJECT: "does not have required mastership"
 E_MAX_LIMIT = -1073445871  # SYS_CTRL_E_MAX_LIMIT_REACHED
+E_NO_SUCH_REQUEST = -1073445870  # RWS manual, rmmp poll example: "NO SUCH REQUEST" (its name: our label)
 E_NO_SUCH_SYMBOL = -1073442816  # SYS_CTRL_E_NO_SUCH_SYMBOL
 E_INVALID_PROGRAMFILE = -1073442814  # SYS_CTRL_E_INVALID_PROGRAMFILE
 E_MOD_AMBNAME = -1073442813  # SYS_CTRL_E_MOD_AMBNAME
@@ -49,25 +50,46 @@ E_INVALID_PATH = -1073438716  # SYS_CTRL_E_INVALID_PATH
 E_FILE_NOT_FOUND = -1073438708  # SYS_CTRL_E_FILE_NOT_FOUND
 E_FAIL = -1073414146  # SYS_CTRL_E_FAIL (RWS manual: a RAPID datum set without mastership answers it)
 
-# Event log codes -------------------------------------------------------------------------------------
+# Event log codes ---------------------------------------------------------------------------------------
+# "OmniCore elog": an OmniCore's event log (RobotWare 7, 2025) as captured in a public client's tests;
+# "IRC5 event list": an IRC5 plant's event statistics (code, title) in a public repository.
 # RWS manual, its ElogSubscriber example's output: 10002 "The program pointer of task T_ROB1 has been
-# reset", 10010 "Motors OFF state", 10011 "Motors ON state", 10016 "ordered to go to the Automatic
-# mode", 10017 "Automatic mode"
-EV_PP_RESET, EV_MOTORS_OFF, EV_MOTORS_ON, EV_AUTO_REQUESTED, EV_AUTO = 10002, 10010, 10011, 10016, 10017
-# ABB's event list as we remember it from the operating manual (not checked against a copy here):
-# 10005 program stopped, 10007 program started, 10012 safety guard stop, 10013 emergency stop,
-# 10015 manual mode selected
-EV_PROGRAM_STOPPED, EV_PROGRAM_STARTED, EV_GUARD_STOP, EV_EMERGENCY_STOP, EV_MANUAL = 10005, 10007, 10012, 10013, 10015
-EV_UDPUC_COMM = 41822  # EGM manual / the RAPID template: ERR_UDPUC_COMM "No data from the UdpUc device"
+# reset", 10016 "ordered to go to the Automatic mode", 10017 "Automatic mode"
+EV_PP_RESET, EV_AUTO_REQUESTED, EV_AUTO = 10002, 10016, 10017
+# OmniCore elog and IRC5 event list: 10010 Motors OFF state, 10011 Motors ON state, 10012 (Safety)
+# guard stop state; OmniCore elog: 10013 Emergency stop state
+EV_MOTORS_OFF, EV_MOTORS_ON, EV_GUARD_STOP, EV_EMERGENCY_STOP = 10010, 10011, 10012, 10013
+# OmniCore elog: 10151 "Program started" (from the first instruction of the entry routine, by an
+# external client) and 10125 "Program stopped" (by an external or internal stop, here after an
+# emergency stop); IRC5 event list: 10005 "Program stopped" and 10008 "Program restarted". Which of
+# each pair a cause gets is our reading of their texts: a start just after resetpp is 10151, any
+# other 10008; a stop request is 10005, the Motors ON circuit opening or a fault 10125
+EV_PROGRAM_STARTED, EV_PROGRAM_RESTARTED = 10151, 10008
+EV_PROGRAM_STOPPED, EV_TASK_STOPPED = 10005, 10125
+EV_UDPUC_COMM = 41822  # EGM manual (research notes): ERR_UDPUC_COMM "No data from the UdpUc device"
 # Our choice: events a controller logs under numbers we could not find; a range of our own
-# (9xxxx) so that no client mistakes them for ABB's
+# (9xxxx) so that no client mistakes them for ABB's. 10015 for manual mode is ABB's number as we
+# recall it from its event list, not checked against a source here
+EV_MANUAL = 10015
 EV_MODULE_LOADED, EV_MODULE_ERROR, EV_MODULE_UNLOADED, EV_SPEED_RATIO, EV_RESTARTED = 90001, 90002, 90003, 90004, 90005
+#: descriptions as the OmniCore elog words them, where it has the code
+DESCRIPTIONS = {
+    EV_MOTORS_OFF: "The system is in the Motors OFF state. It enters this state either after switching from Manual"
+                   " mode to Automatic, or after the Motors ON circuit has been opened during program execution.",
+    EV_MOTORS_ON: "The system is in the Motors ON state.",
+    EV_GUARD_STOP: "The system is in the Guard stop state. It enters this state either after switching from"
+                   " Automatic- to Manual mode, or after the Motors ON circuit has been opened by an Emergency Stop"
+                   " or Automatic Stop, or in Manual mode if Enabling device was released.",
+    EV_EMERGENCY_STOP: "The system is in the Emergency stop state, since the Motors ON circuit has been opened by an"
+                       " Emergency Stop device.",
+}
 INFO, WARNING, ERROR = 1, 2, 3  # msgtype (RWS manual: elog message types 1 info, 2 warning, 3 error)
 
 TASK = "T_ROB1"  # the one motion task of a single-robot controller (ABB's default task name)
 CTRL_STATES = ("motoroff", "motoron", "guardstop", "emergencystop")  # RWS manual: rw/panel/ctrlstate
 OPMODES = ("AUTO", "MANR")  # RWS manual: rw/panel/opmode (MANF and the transitions are not simulated)
 MASTERSHIP_DOMAINS = ("rapid", "motion", "cfg")  # RWS manual; RWS 2.0 calls rapid's "edit"
+RMMP_KEEPALIVE = 10.0  # s; RWS manual (rmmp poll): an unpolled request is removed after 10 seconds
 ELOG_SIZE = 1000  # entries kept in domain 0 (RWS manual: its elog resources sample, buffsize 1000)
 #: the signals of the simulated cell: the tool as rapid/SETUP.md section 4 names it, plus one of
 #: each other kind for clients to exercise (our choice). Network and device: abb-robot-client's
@@ -158,19 +180,22 @@ class ControllerModel:
         self.cycle = "forever"
         self.speed_ratio = 100
         self.program: str | None = None  # the module whose main the program pointer is in
+        self.pp_at_entry = False  # the program pointer at main's first instruction (just reset)
         self.modules: dict[str, RapidModule] = {}
         for name, text in SYSTEM_MODULES.items():
             self.modules[name.lower()] = parse_module(text)
         self.signals = {path: Signal(path, kind, low, high) for path, kind, low, high in SIGNALS}
         self.masters: dict[str, str] = {}  # domain -> session id holding it
         self.rmmp: dict[str, str] = {}  # session id -> pending | granted | denied
+        self.rmmp_polled: dict[str, float] = {}  # session id -> when it last polled its request
+        self.clock = time.monotonic
         self.elog: deque[ElogEntry] = deque(maxlen=ELOG_SIZE)
         self._seqnums = itertools.count(1)
         self.egm_stops = 0  # times the EGM loop was told its program ended (for the STATE line)
         self.log(INFO, EV_AUTO if opmode == "AUTO" else EV_MANUAL,
                  "Automatic mode" if opmode == "AUTO" else "Manual mode selected",
                  f"The system is in the {'Automatic' if opmode == 'AUTO' else 'Manual reduced speed'} mode.")
-        self.log(INFO, EV_MOTORS_OFF, "Motors OFF state", "The system is in the Motors OFF state.")
+        self.log(INFO, EV_MOTORS_OFF, "Motors OFF state", DESCRIPTIONS[EV_MOTORS_OFF])
 
     def close(self) -> None:
         self.files.close()
@@ -184,7 +209,7 @@ class ControllerModel:
     def log(self, msgtype: int, code: int, title: str, desc: str, *args: str) -> ElogEntry:
         """Add an event log entry (domain 0, "Common") with the next sequence number."""
         with self.lock:
-            entry = ElogEntry(next(self._seqnums), msgtype, code, title, desc, tuple(args))
+            entry = ElogEntry(next(self._seqnums), msgtype, code, title, desc, tuple(str(arg) for arg in args))
             self.elog.append(entry)
             self._changed("elog", entry.seqnum)
             return entry
@@ -236,10 +261,32 @@ class ControllerModel:
             raise Refusal(400, E_INVALIDARG, "privilege is modify or exec")
         with self.lock:
             self.rmmp[session] = "granted" if self.opmode == "AUTO" else "pending"
+            self.rmmp_polled[session] = self.clock()
+
+    def rmmp_state(self, session: str, poll: bool = False) -> str | None:
+        """This session's RMMP request: pending, granted, denied or None. RWS manual: a pending
+        request not polled (``/users/rmmp/poll``) for :data:`RMMP_KEEPALIVE` s is removed."""
+        with self.lock:
+            self._expire_rmmp()
+            if poll and session in self.rmmp:
+                self.rmmp_polled[session] = self.clock()
+            return self.rmmp.get(session)
+
+    def cancel_rmmp(self, session: str) -> None:
+        with self.lock:
+            self.rmmp.pop(session, None)
+            self.rmmp_polled.pop(session, None)
+
+    def _expire_rmmp(self) -> None:
+        now = self.clock()
+        for session in [s for s, state in self.rmmp.items()
+                        if state == "pending" and now - self.rmmp_polled.get(s, now) > RMMP_KEEPALIVE]:
+            self.cancel_rmmp(session)
 
     def operator_rmmp(self, grant: bool) -> int:
         """The FlexPendant's answer to every pending RMMP request; how many it answered."""
         with self.lock:
+            self._expire_rmmp()
             pending = [session for session, state in self.rmmp.items() if state == "pending"]
             for session in pending:
                 self.rmmp[session] = "granted" if grant else "denied"
@@ -251,6 +298,7 @@ class ControllerModel:
             for domain in [d for d, holder in self.masters.items() if holder == session]:
                 del self.masters[domain]
             self.rmmp.pop(session, None)
+            self.rmmp_polled.pop(session, None)
 
     # Panel --------------------------------------------------------------------------------------
 
@@ -266,7 +314,7 @@ class ControllerModel:
                     raise Refusal(400, E_REJECT, f"the controller is in {self.ctrlstate}; reset it first")
                 if self.ctrlstate != "motoron":
                     self.ctrlstate = "motoron"
-                    self.log(INFO, EV_MOTORS_ON, "Motors ON state", "The system is in the Motors ON state.")
+                    self.log(INFO, EV_MOTORS_ON, "Motors ON state", DESCRIPTIONS[EV_MOTORS_ON])
                     self._changed("ctrlstate")
             elif self.ctrlstate != "motoroff":
                 self._motors_down("motoroff", EV_MOTORS_OFF, "Motors OFF state")
@@ -288,9 +336,10 @@ class ControllerModel:
 
     def _motors_down(self, state: str, code: int, title: str) -> None:
         self.ctrlstate = state
-        self.log(INFO if state == "motoroff" else WARNING, code, title, f"The system is in the {title}.")
+        # OmniCore elog: these state entries are information (msgtype 1), a stop's cause comes separately
+        self.log(INFO, code, title, DESCRIPTIONS[code])
         self._changed("ctrlstate")
-        self._stop_program("the Motors ON circuit opened")
+        self._stop_program(EV_TASK_STOPPED)
 
     def set_opmode(self, opmode: str) -> None:
         """The key switch (control line ``RWS OPMODE``): a change takes motors off and RMMP away."""
@@ -307,6 +356,7 @@ class ControllerModel:
             else:
                 self.log(INFO, EV_MANUAL, "Manual mode selected", "The system is in the Manual mode.")
             self.rmmp.clear()
+            self.rmmp_polled.clear()
             self._changed("opmode")
             if self.ctrlstate == "motoron":
                 self._motors_down("motoroff", EV_MOTORS_OFF, "Motors OFF state")
@@ -342,6 +392,7 @@ class ControllerModel:
             if not mains:
                 raise Refusal(400, E_NO_PP, f"task {TASK} has no main routine; load a program module")
             self.program = mains[0].name.lower()
+            self.pp_at_entry = True
             self.log(INFO, EV_PP_RESET, "Program pointer reset",
                      f"The program pointer of task {TASK} has been reset.", TASK)
 
@@ -360,18 +411,28 @@ class ControllerModel:
             if cycle != "asis":
                 self.cycle = cycle
             self.execution = "running"
-            self.log(INFO, EV_PROGRAM_STARTED, "Program started", f"Execution of task {TASK} has been started.", TASK)
+            if self.pp_at_entry:
+                self.log(INFO, EV_PROGRAM_STARTED, "Program started",
+                         f"Execution of task {TASK} has been started from the first instruction of the task's entry"
+                         " routine. The originator is an external client.", TASK)
+            else:
+                self.log(INFO, EV_PROGRAM_RESTARTED, "Program restarted",
+                         f"Execution of task {TASK} has been restarted from where it was stopped.", TASK)
+            self.pp_at_entry = False
             self._changed("execution")
 
     def stop(self) -> None:
         with self.lock:
-            self._stop_program("a stop request")
+            self._stop_program(EV_PROGRAM_STOPPED)
 
-    def _stop_program(self, why: str, msgtype: int = INFO) -> None:
+    def _stop_program(self, code: int, msgtype: int = INFO, why: str = "") -> None:
+        """RAPID stops: ``code`` 10005 for a stop request, 10125 for any other stop (see the codes)."""
         if self.execution != "running":
             return
         self.execution = "stopped"
-        self.log(msgtype, EV_PROGRAM_STOPPED, "Program stopped", f"Task {TASK} has stopped: {why}.", TASK)
+        desc = f"The task {TASK} has stopped. The reason is that an external or internal stop" + \
+            (" after current instruction has occurred." if code == EV_PROGRAM_STOPPED else " has occurred.")
+        self.log(msgtype, code, "Program stopped", desc + (f" {why}" if why else ""), TASK)
         self._changed("execution")
 
     # Modules and data ---------------------------------------------------------------------------
@@ -398,7 +459,7 @@ class ControllerModel:
             if self.execution == "running":
                 raise Refusal(400, E_EXEC_STATE, "RAPID is running; stop it first")
             if not module.name:
-                raise Refusal(400, E_RAPID_SYNTAX_ERROR, "; ".join(module.errors))
+                raise Refusal(400, E_RAPID_SYNTAX_ERROR, "; ".join(map(str, module.errors)))
             key = module.name.lower()
             if key in {name.lower() for name in SYSTEM_MODULES}:
                 raise Refusal(400, E_MOD_AMBNAME, f"{module.name} is a system module of the controller")
@@ -411,7 +472,7 @@ class ControllerModel:
                      module.name, TASK)
             for error in module.errors:
                 self.log(ERROR, EV_MODULE_ERROR, "RAPID syntax error", f"Module {module.name}, {error}.",
-                         module.name, error)
+                         module.name, str(error))
             return module
 
     def unload_module(self, task: str, name: str) -> None:
@@ -427,6 +488,11 @@ class ControllerModel:
             if self.program == name.lower():
                 self.program = None
             self.log(INFO, EV_MODULE_UNLOADED, "Module unloaded", f"Module {module.name} was unloaded.", module.name)
+
+    def build_errors(self, task: str) -> list[tuple[str, BuildError]]:
+        """Every loaded module's build errors as (module name, error), in load order."""
+        with self.lock:
+            return [(module.name, error) for module in self.module_list(task) for error in module.errors]
 
     def module_list(self, task: str) -> list[RapidModule]:
         self._task(task)
@@ -482,7 +548,7 @@ class ControllerModel:
             module = self.modules.get(self.program or "")
             if module is not None and module.retries_comm_error():
                 return True
-            self._stop_program("ERR_UDPUC_COMM, no error handler", ERROR)
+            self._stop_program(EV_TASK_STOPPED, ERROR, "ERR_UDPUC_COMM: no error handler takes it.")
             return False
 
     def rapid_mapping(self) -> dict[str, tuple[Signal, ...]] | None:
@@ -541,14 +607,15 @@ class ControllerModel:
         """A warm start: motors off, RAPID stopped, mastership and RMMP gone; modules and the program
         pointer kept (our choice; a warm start keeps the program)."""
         with self.lock:
-            self._stop_program("the controller restarted")
+            self._stop_program(EV_TASK_STOPPED)
             self.masters.clear()
             self.rmmp.clear()
+            self.rmmp_polled.clear()
             if self.ctrlstate != "motoroff":
                 self.ctrlstate = "motoroff"
                 self._changed("ctrlstate")
             self.log(INFO, EV_RESTARTED, "Controller restarted", "The controller was restarted (warm start).")
-            self.log(INFO, EV_MOTORS_OFF, "Motors OFF state", "The system is in the Motors OFF state.")
+            self.log(INFO, EV_MOTORS_OFF, "Motors OFF state", DESCRIPTIONS[EV_MOTORS_OFF])
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:

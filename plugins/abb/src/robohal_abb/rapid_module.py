@@ -32,6 +32,7 @@ SIGNAL_ARRAYS = ("DO_NAMES", "AO_NAMES", "DI_NAMES", "AI_NAMES")
 OPENERS = {"PROC": "ENDPROC", "FUNC": "ENDFUNC", "TRAP": "ENDTRAP", "RECORD": "ENDRECORD"}
 INNER_OPENERS = {"WHILE": "ENDWHILE", "FOR": "ENDFOR", "TEST": "ENDTEST"}
 MAX_MODULE_SIZE = 512 * 1024  # characters; our choice, far above any cell's module, below the upload limit
+MAX_ERRORS = 100  # build errors kept per module; our choice (one broken block can make every later line an error)
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _DECLARATION = re.compile(
@@ -40,6 +41,19 @@ _DECLARATION = re.compile(
 _ROUTINE = re.compile(r"^(?:LOCAL\s+)?(PROC|FUNC|TRAP)\s+(?:[A-Za-z][A-Za-z0-9_]*\s+)?([A-Za-z][A-Za-z0-9_]*)",
                       re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class BuildError:
+    """One error the controller's build finds: where (1-based row; column 1 where our coarse check
+    cannot tell) and what. ``str()`` is the form the event log and the loadmod answer show."""
+
+    row: int
+    column: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.row}: {self.message}"
 
 
 @dataclass
@@ -62,7 +76,7 @@ class RapidModule:
     kind: str = "ProgMod"  # "SysMod" for a (SYSMODULE) one
     symbols: dict[str, Symbol] = field(default_factory=dict)  # by lower-case name: RAPID names ignore case
     routines: dict[str, str] = field(default_factory=dict)  # lower-case name -> body text
-    errors: list[str] = field(default_factory=list)  # "line N: what", as the controller's elog says them
+    errors: list[BuildError] = field(default_factory=list)
 
     @property
     def has_main(self) -> bool:
@@ -182,9 +196,21 @@ def _dims(text: str | None) -> tuple[int, ...] | None:
 
 
 def parse_module(text: str) -> RapidModule:
-    """Read a module's text (see the module docstring). Never raises: what does not read is in ``errors``."""
+    """Read a module's text (see the module docstring). Never raises: what does not read is in
+    ``errors``, at most :data:`MAX_ERRORS`, each at the first non-blank column of its row."""
+    module = _parse(text)
+    rows = text.splitlines()
+    placed = []
+    for error in module.errors[:MAX_ERRORS]:
+        line = rows[error.row - 1] if 0 < error.row <= len(rows) else ""
+        placed.append(BuildError(error.row, len(line) - len(line.lstrip()) + 1, error.message))
+    module.errors = placed
+    return module
+
+
+def _parse(text: str) -> RapidModule:
     if len(text) > MAX_MODULE_SIZE:
-        return RapidModule(name="", text="", errors=[f"line 1: the module is larger than {MAX_MODULE_SIZE} characters"])
+        return RapidModule(name="", text="", errors=[BuildError(1, 1, f"the module is larger than {MAX_MODULE_SIZE} characters")])
     module = RapidModule(name="", text=text)
     statement: list[str] = []  # a declaration or statement spanning lines, until its ";"
     statement_line = 0
@@ -195,18 +221,18 @@ def parse_module(text: str) -> RapidModule:
     for number, raw in enumerate(text.splitlines(), start=1):
         line, closed = strip_comment(raw)
         if not closed:
-            module.errors.append(f"line {number}: string not terminated")
+            module.errors.append(BuildError(number, 1, "string not terminated"))
             continue
         if not line:
             continue
         first = line.split(None, 1)[0].upper().rstrip(";")
         if ended:
-            module.errors.append(f"line {number}: text after ENDMODULE")
+            module.errors.append(BuildError(number, 1, "text after ENDMODULE"))
             break
         if not module.name:
             match = re.match(r"^MODULE\s+([A-Za-z][A-Za-z0-9_]*)\s*(\(.*\))?$", line, re.IGNORECASE)
             if match is None:
-                module.errors.append(f"line {number}: MODULE name expected")
+                module.errors.append(BuildError(number, 1, "MODULE name expected"))
                 return module
             module.name = match.group(1)
             if match.group(2) and "SYSMODULE" in match.group(2).upper():
@@ -214,9 +240,9 @@ def parse_module(text: str) -> RapidModule:
             continue
         if first == "ENDMODULE":
             if statement:
-                module.errors.append(f"line {statement_line}: ';' expected")
+                module.errors.append(BuildError(statement_line, 1, "';' expected"))
             for closing, opened in blocks:
-                module.errors.append(f"line {opened}: {closing} expected before ENDMODULE")
+                module.errors.append(BuildError(opened, 1, f"{closing} expected before ENDMODULE"))
             ended = True
             blocks = []
             continue
@@ -226,7 +252,7 @@ def parse_module(text: str) -> RapidModule:
         if first in OPENERS and not blocks:
             match = _ROUTINE.match(line)
             if first != "RECORD" and match is None:
-                module.errors.append(f"line {number}: routine name expected")
+                module.errors.append(BuildError(number, 1, "routine name expected"))
             elif first != "RECORD":
                 routine = match.group(2).lower()
                 body = [line]
@@ -234,13 +260,13 @@ def parse_module(text: str) -> RapidModule:
             continue
         if first in INNER_OPENERS or (first == "IF" and line.upper().endswith("THEN")):
             if not blocks:
-                module.errors.append(f"line {number}: {first} outside a routine")
+                module.errors.append(BuildError(number, 1, f"{first} outside a routine"))
             blocks.append((INNER_OPENERS.get(first, "ENDIF"), number))
             continue
         if first.startswith("END") and first != "ENDMODULE":
             if not blocks or blocks[-1][0] != first:
                 expected = blocks[-1][0] if blocks else "a declaration"
-                module.errors.append(f"line {number}: {first} where {expected} was expected")
+                module.errors.append(BuildError(number, 1, f"{first} where {expected} was expected"))
                 continue
             blocks.pop()
             if not blocks and routine is not None:
@@ -259,31 +285,31 @@ def parse_module(text: str) -> RapidModule:
         statement_line = 0
         _declare(module, declaration, at)
     if module.name and not ended:
-        module.errors.append("ENDMODULE expected at the end")
+        module.errors.append(BuildError(len(text.splitlines()) or 1, 1, "ENDMODULE expected at the end"))
     if not module.name and not module.errors:
-        module.errors.append("line 1: MODULE name expected")
+        module.errors.append(BuildError(1, 1, "MODULE name expected"))
     return module
 
 
 def _declare(module: RapidModule, text: str, line: int) -> None:
     match = _DECLARATION.match(text)
     if match is None:
-        module.errors.append(f"line {line}: declaration expected, found {text[:40]!r}")
+        module.errors.append(BuildError(line, 1, f"declaration expected, found {text[:40]!r}"))
         return
     kind, type_name, name, dims_text, value = match.groups()
     dims = _dims(dims_text)
     if dims is None:
-        module.errors.append(f"line {line}: array size {dims_text} is not valid")
+        module.errors.append(BuildError(line, 1, f"array size {dims_text} is not valid"))
         return
     if kind.upper() == "CONST" and value is None:
-        module.errors.append(f"line {line}: CONST {name} needs a value")
+        module.errors.append(BuildError(line, 1, f"CONST {name} needs a value"))
         return
     literal = compact(value) if value is not None else default_value(type_name, dims)
     if not literal or not balanced(literal):
-        module.errors.append(f"line {line}: the value of {name} does not read")
+        module.errors.append(BuildError(line, 1, f"the value of {name} does not read"))
         return
     if name.lower() in module.symbols:
-        module.errors.append(f"line {line}: {name} is declared twice")
+        module.errors.append(BuildError(line, 1, f"{name} is declared twice"))
         return
     module.symbols[name.lower()] = Symbol(name, kind.upper(), type_name, literal, dims)
 

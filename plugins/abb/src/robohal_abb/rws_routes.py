@@ -27,7 +27,9 @@ from urllib.parse import unquote
 
 from .controller_model import (
     E_INVALIDARG,
+    E_NO_SUCH_REQUEST,
     E_REJECT,
+    OK,
     S_RAPID_SYNTAX_ERROR,
     TASK,
     ControllerModel,
@@ -86,7 +88,7 @@ def elog_item(entry: ElogEntry, version: int) -> dict[str, Any]:
         "_type": "elog-message-li", "_title": f"/rw/elog/0/{entry.seqnum}", "msgtype": str(entry.msgtype),
         "code": str(entry.code), "src-name": "robohal", "tstamp": entry.stamp, "title": entry.title,
         "desc": entry.desc, "conseqs": "", "causes": "", "actions": "", "argc": str(len(entry.args)),
-        "argv": [{"type": "STRING", "value": arg} for arg in entry.args]}
+        "argv": [{"type": "string", "value": arg} for arg in entry.args]}  # OmniCore elog: lower-case types
     if version == 7:
         item["_links"] = {"self": {"href": f"0/{entry.seqnum}?lang=en"}}
     return item
@@ -171,8 +173,17 @@ def loadmod(call: Call, task: str) -> Answer:
     if module.errors:
         # loaded, with errors (return codes: SYS_CTRL_S_RAPID_SYNTAX_ERROR is a success code)
         return Answer(status=200, code=S_RAPID_SYNTAX_ERROR, base="/rw/rapid/", title="rapid",
-                      message=f"module {module.name} loaded with errors: " + "; ".join(module.errors[:10]))
+                      message=f"module {module.name} loaded with errors: " + "; ".join(map(str, module.errors[:10])))
     return Answer(status=204)
+
+
+def build_errors(call: Call, task: str) -> Answer:
+    """``/rw/rapid/tasks/T/program/builderror``: one ``rap-builderrs`` per error with ModuleName, row,
+    column and error (ABB's RWS 1.0 reference example; public OmniCore clients read the same on
+    RobotWare 7). Paging is not simulated: a module keeps at most MAX_ERRORS."""
+    items = [{"_type": "rap-builderrs", "_title": "builderrs", "ModuleName": name, "row": str(error.row),
+              "column": str(error.column), "error": error.message} for name, error in call.model.build_errors(task)]
+    return Answer(items=items, listing=True, base="/rw/rapid/", title="rapid")
 
 
 def unloadmod(call: Call, task: str) -> Answer:
@@ -356,21 +367,35 @@ def mastership(call: Call, name: str | None, verb: str) -> Answer:
 
 def rmmp_request(call: Call) -> Answer:
     call.model.request_rmmp(call.session, call.needs("privilege"))
-    return Answer(status=202 if call.model.rmmp.get(call.session) == "pending" else 204)
+    return Answer(status=202 if call.model.rmmp_state(call.session) == "pending" else 204)
 
 
 def rmmp_state(call: Call) -> Answer:
-    state = call.model.rmmp.get(call.session)
-    item = {"_type": "user-rmmp", "_title": "rmmp", "privilege": "modify" if state == "granted" else "none",
-            "rmmpheldbyme": "TRUE" if state == "granted" else "FALSE"}
-    return Answer(items=[item], base="/users/", title="users")
+    """RWS manual (Get RMMP state): ``privilege`` none, pending modify, modify or exec, and
+    ``rmmpheldbyme`` true or false; who the user is (userid, alias, ...) is not simulated."""
+    state = call.model.rmmp_state(call.session)
+    privilege = {"granted": "modify", "pending": "pending modify"}.get(state or "", "none")
+    item = {"_type": "user-rmmp", "_title": "state", "privilege": privilege,
+            "rmmpheldbyme": "true" if state == "granted" else "false"}
+    return Answer(items=[item], base="/users/rmmp/", title="users")
 
 
 def rmmp_poll(call: Call) -> Answer:
-    state = call.model.rmmp.get(call.session)
-    status = {"granted": "GRANTED", "pending": "PENDING", "denied": "REJECTED"}.get(state or "", "NONE")
-    return Answer(items=[{"_type": "user-rmmp-poll", "_title": "poll", "status": status}], base="/users/rmmp/",
-                  title="users")
+    """RWS manual (Poll for RMMP grant status): ``status`` with the controller's ``code``; without
+    a request "NO SUCH REQUEST" (the manual's example, with its code). GRANTED and PENDING are what
+    abb-robot-client waits for; REJECTED for a denied request is our choice."""
+    state = call.model.rmmp_state(call.session, poll=True)
+    status = {"granted": "GRANTED", "pending": "PENDING", "denied": "REJECTED"}.get(state or "", "NO SUCH REQUEST")
+    item = {"_type": "user-rmmp-poll", "_title": "state", "code": str(OK if state else E_NO_SUCH_REQUEST),
+            "status": status}
+    return Answer(items=[item], base="/users/rmmp/poll/", title="users")
+
+
+def rmmp_cancel(call: Call) -> Answer:
+    """Withdraw this session's RMMP request or privilege (our choice of spelling: each dialect's verb
+    form on /users/rmmp; we found no page for it)."""
+    call.model.cancel_rmmp(call.session)
+    return Answer(status=204)
 
 
 def get_jointtarget(call: Call, unit: str) -> Answer:
@@ -410,6 +435,7 @@ RW6_ROUTES = _routes([
     ("POST", _TASK_PATH, "deactivate", deactivate),
     ("POST", _TASK_PATH, "loadmod", loadmod),
     ("POST", _TASK_PATH, "unloadmod", unloadmod),
+    ("GET", _TASK_PATH + "/program/builderror", None, build_errors),
     ("GET", r"/rw/rapid/modules", None, get_modules_6),
     ("GET", r"/rw/rapid/symbol/data/RAPID/([^;]+)", None, get_symbol_6),
     ("POST", r"/rw/rapid/symbol/data/RAPID/([^;]+)", "set", set_symbol_6),
@@ -430,6 +456,7 @@ RW6_ROUTES = _routes([
     ("POST", r"/rw/mastership/" + _SEGMENT, "request", lambda call, name: mastership(call, name, "request")),
     ("POST", r"/rw/mastership/" + _SEGMENT, "release", lambda call, name: mastership(call, name, "release")),
     ("POST", r"/users/rmmp", None, rmmp_request),
+    ("POST", r"/users/rmmp", "cancel", rmmp_cancel),
     ("GET", r"/users/rmmp", None, rmmp_state),
     ("GET", r"/users/rmmp/poll", None, rmmp_poll),
     ("GET", r"/rw/motionsystem/mechunits/" + _SEGMENT + "/jointtarget", None, get_jointtarget),
@@ -448,6 +475,7 @@ RW7_ROUTES = _routes([
     ("POST", _TASK_PATH + "/deactivate", None, deactivate),
     ("POST", _TASK_PATH + "/loadmod", None, loadmod),
     ("POST", _TASK_PATH + "/unloadmod", None, unloadmod),
+    ("GET", _TASK_PATH + "/program/builderror", None, build_errors),
     ("GET", r"/rw/rapid/symbol/RAPID/" + _SEGMENT + "/" + _SEGMENT + "/" + _SEGMENT + "/data", None, get_symbol_7),
     ("POST", r"/rw/rapid/symbol/RAPID/" + _SEGMENT + "/" + _SEGMENT + "/" + _SEGMENT + "/data", None, set_symbol_7),
     ("GET", r"/rw/panel/ctrl-state", None, get_ctrlstate),
@@ -467,6 +495,7 @@ RW7_ROUTES = _routes([
     ("POST", r"/rw/mastership/" + _SEGMENT + "/request", None, lambda call, name: mastership(call, name, "request")),
     ("POST", r"/rw/mastership/" + _SEGMENT + "/release", None, lambda call, name: mastership(call, name, "release")),
     ("POST", r"/users/rmmp", None, rmmp_request),
+    ("POST", r"/users/rmmp/cancel", None, rmmp_cancel),
     ("GET", r"/users/rmmp", None, rmmp_state),
     ("GET", r"/users/rmmp/poll", None, rmmp_poll),
     ("GET", r"/rw/motionsystem/mechunits/" + _SEGMENT + "/jointtarget", None, get_jointtarget),
