@@ -7,8 +7,9 @@ keeps the EGM loop and this server consistent). Per request, in order:
 1. fault injection: a restart in progress answers 503; a stall holds the request (at most
    :data:`STALL_LIMIT` s, then drops the connection unanswered); a slow controller waits first;
 2. the dialect's media types: RWS 1.0 answers XHTML, or JSON with ``?json=1``; RWS 2.0 wants
-   ``Accept: application/hal+json;v=2.0`` or ``application/xhtml+xml;v=2.0`` (406 otherwise) and a
-   body's ``Content-Type`` with ``;v=2.0`` (415 otherwise; research notes, public OmniCore clients);
+   ``Accept: application/hal+json;v=2.0`` or ``application/xhtml+xml;v=2.0`` (406 for any other
+   type; no Accept or ``*/*`` is answered in XHTML) and a body's ``Content-Type`` with ``;v=2.0``
+   (415 otherwise; research notes, public OmniCore clients);
 3. authentication and the session (:mod:`.rws_auth`): 401 with the dialect's challenge;
 4. the route (:mod:`.rws_routes`), the file service, subscriptions, or 404
    (SYS_CTRL_E_UNRESOLVED_URL) for what this dialect does not serve.
@@ -301,10 +302,16 @@ class RwsServer:
             return JSON if query.get("json") == "1" else XHTML
         if raw_path.startswith("/poll/"):
             return XHTML  # a websocket upgrade names no media type
-        offered = {part.strip().replace(" ", "").lower() for part in request.headers.get("Accept", "").split(",")}
+        offered = {part.strip().replace(" ", "").lower().split(";q=")[0]
+                   for part in request.headers.get("Accept", "").split(",")}
         for media_type, media in MEDIA_7.items():
             if media_type in offered:
                 return media
+        if offered == {""} or "*/*" in offered:
+            # no Accept, or any type: served. A public RobotWare 7 client (rwswrap, written against an
+            # OmniCore) posts its commands with its HTTP library's "*/*". The answer's type then is
+            # our choice: XHTML, RWS's default representation since RWS 1.0
+            return XHTML
         raise Refusal(406, E_UNRESOLVED_URL, "Not acceptable: RWS 2.0 answers application/hal+json;v=2.0 or"
                                              " application/xhtml+xml;v=2.0")
 
