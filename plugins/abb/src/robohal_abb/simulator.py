@@ -95,6 +95,8 @@ DEFAULT_PART = (0.85, 0.25, 0.90)
 STOP_REPORT = 0.1
 #: s the RAPID template's ERR_UDPUC_COMM handler waits before a new session (its WaitTime 1)
 TEMPLATE_RETRY = 1.0
+#: the interpreter's thread switch interval while RWS runs in this process (see ``command``)
+RWS_SWITCH_INTERVAL = 0.0005
 
 
 @dataclass
@@ -830,6 +832,10 @@ def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, 
             cell.close()
             raise click.UsageError(f"cannot serve RWS on {address[0]}:{rws_port}: {exc}") from None
         rws.start()
+        # RWS answers in a thread of this process: the EGM loop must not wait CPython's default 5 ms
+        # for the interpreter lock behind a request being answered (our choice: 0.5 ms; measured
+        # with benchmarks/egm_rws_pacing.py)
+        sys.setswitchinterval(RWS_SWITCH_INTERVAL)
     controller = SimulatedController(model, parse_address(sensor, wire.DEFAULT_PORT), address, options,
                                      model_name=model_name, cell=cell, rws=rws)
     controller.run(control_lines(sys.stdin))
