@@ -219,3 +219,99 @@ def bare_robot() -> Iterator[Callable[..., BareRobot]]:
     yield make
     for robot in made:
         robot.close()
+
+
+# Robot Web Services (--rws 6|7) ---------------------------------------------------------------------
+
+@pytest.fixture
+def rws_template() -> Callable[..., bytes]:
+    """The RAPID template with the simulated cell's tool named in its I/O arrays, as rapid/SETUP.md
+    section 4 tells a cell to do: the module a user uploads (``rws_template(broken=True)``: with a
+    syntax error)."""
+    return _rws_template
+
+
+def _rws_template(*, broken: bool = False) -> bytes:
+    from pathlib import Path
+
+    import robohal_abb
+
+    text = (Path(robohal_abb.__file__).parent / "rapid" / "RobohalEgm.mod").read_text()
+    text = text.replace('CONST string DO_NAMES{4} := ["", "", "", ""];',
+                        'CONST string DO_NAMES{4} := ["doVacuum", "", "", ""];')
+    text = text.replace('CONST string DI_NAMES{4} := ["", "", "", ""];',
+                        'CONST string DI_NAMES{4} := ["diVacuumOn", "diPartPresent", "", ""];')
+    if broken:  # an IF whose ENDIF went missing: a syntax error the controller reports
+        text = text.replace("        ENDIF\n        ! \\NoWaitCond", "        ! \\NoWaitCond", 1)
+    return text.encode()
+
+
+class RwsCell:
+    """A simulated controller with RWS and the UDP port its EGM stream goes to (nothing answers it)."""
+
+    def __init__(self, process: SimulatorProcess, sensor: socket.socket) -> None:
+        self.process = process
+        self.sensor = sensor
+        self.url = process.uri.params["rws"]
+        self.lines: list[str] = []
+
+    def datagrams(self, seconds: float) -> int:
+        """How many robot messages arrive within ``seconds``."""
+        count = 0
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            self.sensor.settimeout(left)
+            try:
+                self.sensor.recv(65536)
+            except (TimeoutError, OSError):
+                break
+            count += 1
+        return count
+
+    def wait_stream(self, flowing: bool, timeout: float = 10.0) -> None:
+        """Until robot messages flow (a message within 0.2 s), or until they stopped (none for 0.5 s)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if flowing and self.datagrams(0.2) > 0:
+                return
+            if not flowing and self.datagrams(0.5) == 0:
+                return
+        raise AssertionError(f"the EGM stream {'never started' if flowing else 'went on'} within {timeout} s")
+
+    def state(self) -> dict:
+        self.process.send("RWS STATE")
+        deadline = time.monotonic() + 10.0
+        while (left := deadline - time.monotonic()) > 0:
+            line = self.process.readline(left)
+            if line is None:
+                break
+            if line.startswith("RWS "):
+                return json.loads(line[4:])
+            self.lines.append(line)
+        raise AssertionError("the simulator did not answer RWS STATE")
+
+
+@pytest.fixture
+def rws_cell() -> Iterator[Callable[..., RwsCell]]:
+    """Start simulated controllers with RWS: ``rws_cell(6)``, ``rws_cell(7, "--rws-password", "x")``;
+    each is stopped after the test."""
+    started: list[tuple[SimulatorProcess, socket.socket]] = []
+
+    def start(version: int, *args: str) -> RwsCell:
+        sensor = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sensor.bind(("127.0.0.1", 0))
+        port = sensor.getsockname()[1]
+        argv = python_module("robohal_abb.simulator", "--sensor", f"127.0.0.1:{port}", "--model", EGM_MODEL,
+                             "--comm-timeout", "0", "--rws", str(version), *args)
+        try:
+            process = SimulatorProcess(argv)
+        except BaseException:
+            sensor.close()
+            raise
+        started.append((process, sensor))
+        return RwsCell(process, sensor)
+
+    yield start
+    for process, sensor in started:
+        process.stop()
+        sensor.close()

@@ -43,7 +43,7 @@ import sys
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 import numpy as np
@@ -52,7 +52,12 @@ from robohal.sim.process import announce_ready
 from robohal.uri import RobotUri
 
 from . import stamps, wire
+from .controller_model import TOOL_INPUTS, TOOL_OUTPUT
 from .signals import SignalLayout
+
+if TYPE_CHECKING:
+    from .controller_model import ControllerModel
+    from .rws_server import RwsServer
 
 # Where each rule comes from: "manual" is ABB's EGM application manual (RobotWare 7), "template"
 # is robohal's RAPID module (rapid/RobohalEgm.mod), "abb_libegm" the acceptance rules of ABB's
@@ -77,6 +82,12 @@ PICK_TOLERANCE = 0.005
 #: m, base frame: where the part lies unless --part says otherwise; our choice: the IRB 1410 (the
 #: default model) reaches it with the cup facing down, away from its start pose
 DEFAULT_PART = (0.85, 0.25, 0.90)
+#: s the stream goes on after RAPID stops or the motors go off, reporting why, before it ends (with
+#: RWS). Our choice: 25 periods, so a sensor learns the reason (motors off, RAPID stopped) from the
+#: robot's own messages before they stop, as the EGM backend expects
+STOP_REPORT = 0.1
+#: s the RAPID template's ERR_UDPUC_COMM handler waits before a new session (its WaitTime 1)
+TEMPLATE_RETRY = 1.0
 
 
 @dataclass
@@ -153,7 +164,8 @@ class SimulatedController:
 
     def __init__(self, model: Kinematics, sensor: tuple[str, int], bind: tuple[str, int] = ("127.0.0.1", 0),
                  options: ControllerOptions | None = None, out: TextIO | None = None,
-                 model_name: str | None = None) -> None:
+                 model_name: str | None = None, cell: ControllerModel | None = None,
+                 rws: RwsServer | None = None) -> None:
         if model.dof != 6:
             raise click.UsageError(f"EGM streams 6 robot joints; the model has {model.dof}")
         self.model = model
@@ -190,6 +202,16 @@ class SimulatedController:
         self.vacuum_switched = self.started - VALVE_TIME
         self.part = np.array(self.options.part, dtype=np.float64)
         self.held: np.ndarray | None = None  # the part's offset from the flange while the cup holds it
+        # With RWS the controller is one: RAPID, the motors and the I/O are the cell's (controller_model),
+        # and EGM flows only while its program runs an EGM instruction (see _follow_rapid)
+        self.cell = cell
+        self.rws = rws
+        self.egm_active = False
+        self.silent_at: float | None = None  # when the stream ends after a stop (STOP_REPORT)
+        if cell is not None:
+            self.motors, self.rapid, self.mci = "off", "stopped", "stopped"
+            self.sending = False  # after power-up: motors off, RAPID stopped, no EGM until started
+            self.stats.counters["sessions"] = 0
 
     # The robot's state machine ---------------------------------------------------------
 
@@ -227,7 +249,11 @@ class SimulatedController:
         if not words:
             return
         self.stats.counters[f"command_{words[0].lower()}"] += 1
-        if words[0] == "RESTART":
+        if words[0] == "RWS":
+            self._rws_line(line.strip().split()[1:])
+        elif words[0] == "RESTART" and self.cell is not None and not self.egm_active:
+            self._event("restart_ignored", why="RAPID runs no EGM session")  # the cell's RAPID decides
+        elif words[0] == "RESTART":
             q = None
             if len(words) == 7:
                 q = np.radians([float(w) for w in words[1:]])
@@ -249,7 +275,56 @@ class SimulatedController:
         else:
             self._event("unknown_command", line=line.strip())
 
+    def _rws_line(self, words: list[str]) -> None:
+        """``RWS ...`` control lines: fault injection and the operator at the FlexPendant (the module
+        docstring lists them). Answers ``RWS {json}`` to STATE and ``ERROR ...`` to what it cannot do."""
+        cell, rws = self.cell, self.rws
+        if cell is None or rws is None:
+            self._event("error", why="this controller has no RWS (--rws 6 or --rws 7)")
+            return
+        verb = words[0].upper() if words else ""
+        argument = words[1] if len(words) > 1 else ""
+        try:
+            if verb == "SLOW" and len(words) == 2:
+                rws.call(rws.set_slow, _seconds(argument))
+            elif verb == "RESTART" and len(words) == 2:
+                rws.call(rws.restart, _seconds(argument))
+            elif verb == "STALL":
+                rws.call(rws.stall, True)
+            elif verb == "RESUME":
+                rws.call(rws.stall, False)
+            elif verb == "DROP_WEBSOCKETS":
+                rws.call(rws.drop_websockets)
+            elif verb == "PASSWORD" and len(words) == 2:
+                rws.call(setattr, rws.sessions, "password", argument)
+            elif verb == "OPMODE" and len(words) == 2:
+                cell.set_opmode(argument.upper())
+            elif verb == "RMMP" and argument.upper() in ("GRANT", "DENY"):
+                cell.operator_rmmp(argument.upper() == "GRANT")
+            elif verb in ("GUARDSTOP", "ESTOP"):
+                cell.cell_stop("guardstop" if verb == "GUARDSTOP" else "emergencystop")
+            elif verb == "RESET":
+                cell.reset_stop()
+            elif verb == "SIGNAL" and len(words) == 3:
+                cell.set_signal(argument, words[2], from_cell=True)
+            elif verb == "STATE":
+                state = {**cell.snapshot(), "egm_active": self.egm_active, "sending": self.sending, **rws.counters,
+                         "websockets": rws.websocket_count()}
+                self.out.write("RWS " + json.dumps(state, sort_keys=True) + "\n")
+                self.out.flush()
+                return
+            else:
+                raise ValueError(f"unknown RWS control line {' '.join(words)!r}")
+        except Exception as exc:  # a refusal of the model, a bad number: said, never fatal
+            self.out.write(f"ERROR {getattr(exc, 'message', exc)}\n")
+            self.out.flush()
+            return
+        self._event("rws", line=" ".join(words))
+
     def _motors_off(self, now: float) -> None:
+        if self.cell is not None:
+            self.cell.cell_stop("motoroff")  # RAPID stops with it; _follow_rapid ends the stream
+            return
         self.motors, self.rapid, self.mci = "off", "stopped", "stopped"
         self.target = self.q.copy()
         self.dq = np.zeros(6)
@@ -260,6 +335,8 @@ class SimulatedController:
         """Advance the robot by one sample period."""
         o = self.options
         elapsed = now - self.started
+        if self.cell is not None:
+            self._follow_rapid(now)
         if o.motors_off_after is not None and self.motors == "on" and elapsed >= o.motors_off_after:
             o.motors_off_after = None
             self._motors_off(now)
@@ -275,6 +352,12 @@ class SimulatedController:
             self.stats.counters["comm_timeouts"] += 1
             self._end_run(now, "error", "stopped", "comm_timeout")  # ERR_UDPUC_COMM, event 41822
             active = False
+            if self.cell is not None:
+                # the template's handler: EGMReset (the stream ends), WaitTime, a new session; without
+                # a handler RAPID stops with the error and _follow_rapid ends the run for good
+                self.silent_at = now + STOP_REPORT
+                if not self.cell.egm_comm_timeout():
+                    self.ended_at = None
         if self.motors == "on":
             self._follow(o.period)
         if o.tool != "none":
@@ -288,9 +371,35 @@ class SimulatedController:
                     self._end_run(now, "stopped", "running", "cond_time")
             else:
                 self.converged_since = None
-        if self.ended_at is not None and o.retry_after is not None and now - self.ended_at >= o.retry_after:
+        retry = o.retry_after if o.retry_after is not None or self.cell is None else TEMPLATE_RETRY
+        if self.ended_at is not None and retry is not None and now - self.ended_at >= retry:
             self._new_session()  # the RAPID loop runs EGMSetupUC/EGMActJoint/EGMRunJoint again
+            if self.cell is not None:
+                self.sending, self.silent_at = True, None
             self._event("new_session")
+
+    def _follow_rapid(self, now: float) -> None:
+        """With RWS: start an EGM session when the cell's program starts running an EGM instruction
+        (motors on, RAPID running); end it when RAPID stops or the motors go off, reporting that for
+        STOP_REPORT, then silence, as a controller whose EGM run has ended."""
+        assert self.cell is not None
+        program = self.cell.egm_program()
+        if program is not None and not self.egm_active:
+            self.egm_active = True
+            self._new_session()
+            self.sending, self.silent_at = True, None
+            self._event("egm_started", module=program.name, mode=program.egm_mode())
+        elif program is None and self.egm_active:
+            self.egm_active = False
+            self.motors = "on" if self.cell.ctrlstate == "motoron" else "off"
+            self.rapid, self.mci = "stopped", "stopped"
+            self.target = self.q.copy()  # motion stops where it is
+            self.dq = np.zeros(6)
+            self.ended_at = None
+            self.silent_at = now + STOP_REPORT
+            self._event("egm_ended", motors=self.motors, rapid=self.cell.execution)
+        if self.silent_at is not None and now >= self.silent_at:
+            self.sending, self.silent_at = False, None
 
     def _follow(self, dt: float) -> None:
         """One period of motion control: a first-order lag towards the target (see ``lag``), never
@@ -345,6 +454,9 @@ class SimulatedController:
     def _apply_outputs(self, rapid: list[float], now: float) -> None:
         """The template's I/O loop: the outputs robohal sent, once its leading 1 says they are its."""
         counters = self.stats.counters
+        if self.cell is not None:
+            self._apply_cell_outputs(rapid)
+            return
         if not rapid or rapid[0] != 1.0 or len(rapid) < 1 + len(TOOL_LAYOUT.outputs):
             counters["rapid_data_not_applied"] += 1
             return
@@ -357,7 +469,25 @@ class SimulatedController:
         """The valve's feedback: the output's state once the valve has switched."""
         return self.vacuum if now - self.vacuum_switched >= VALVE_TIME else not self.vacuum
 
+    def _apply_cell_outputs(self, rapid: list[float]) -> None:
+        """With RWS: the template's ApplyOutputs sets the cell's signals its DO_NAMES/AO_NAMES map."""
+        assert self.cell is not None
+        mapping = self.cell.rapid_mapping()
+        outputs = (mapping or {}).get("do", ()) + (mapping or {}).get("ao", ())
+        if not mapping or not rapid or rapid[0] != 1.0 or len(rapid) < 1 + len(outputs):
+            self.stats.counters["rapid_data_not_applied"] += 1
+            return
+        for signal, value in zip(outputs, rapid[1:], strict=False):
+            digital = signal.type == "DO"
+            text = ("1" if value >= 0.5 else "0") if digital else f"{min(max(value, signal.minimum), signal.maximum):g}"
+            self.cell.set_signal(signal.path, text)
+
     def _tool_step(self, now: float) -> None:
+        if self.cell is not None:
+            vacuum = self.cell.signals[TOOL_OUTPUT].value >= 0.5  # the cell's output, set by RWS or EGM
+            if vacuum != self.vacuum:
+                self.vacuum, self.vacuum_switched = vacuum, now
+                self._event("output", vacuum=int(vacuum))
         flange = self.model.forward(self.q)[:3, 3]
         if self.held is not None:
             self.part = flange + self.held
@@ -367,12 +497,23 @@ class SimulatedController:
         elif self._vacuum_on(now) and self.vacuum and np.linalg.norm(self.part - flange) <= PICK_TOLERANCE:
             self.held = self.part - flange
             self._event("picked", at=",".join(f"{v:.4f}" for v in self.part))
+        if self.cell is not None:  # the valve's feedback and the vacuum switch, as the cell's inputs
+            for path, value in zip(TOOL_INPUTS, (self._vacuum_on(now), self.held is not None), strict=True):
+                if self.cell.signals[path].value != float(value):
+                    self.cell.set_signal(path, str(int(value)), from_cell=True)
 
     def _rapid_report(self, now: float) -> list[float] | None:
         """RAPIDfromRobot as the template fills it: the counts, the inputs, then the output as
         the controller has it (TOOL_LAYOUT's order)."""
         if self.options.tool == "none":
             return None
+        if self.cell is not None:
+            mapping = self.cell.rapid_mapping()  # the running module's *_NAMES; None: no RAPID data
+            if mapping is None:
+                return None
+            kinds = ("di", "ai", "do", "ao")
+            return [*(float(len(mapping[kind])) for kind in kinds),
+                    *(signal.value for kind in kinds for signal in mapping[kind])]
         return [*TOOL_LAYOUT.counts, float(self._vacuum_on(now)), float(self.held is not None), float(self.vacuum)]
 
     # Sensor data ----------------------------------------------------------------------
@@ -480,6 +621,10 @@ class SimulatedController:
             params["robot"] = host
         if self.options.tool != "none":
             params.update(TOOL_PARAMS)
+        if self.rws is not None:  # where its Robot Web Services are, and the certificate it made (RW7)
+            params["rws"] = self.rws.url
+            if self.rws.fingerprint:
+                params["rws_fingerprint"] = self.rws.fingerprint
         return RobotUri("abb-egm", host=self.sensor[0], port=self.sensor[1], params=params)
 
     def run(self, stdin: Any = None) -> dict[str, Any]:
@@ -548,6 +693,10 @@ class SimulatedController:
         finally:
             selector.close()
             self.sock.close()
+            if self.rws is not None:
+                self.rws.stop()
+            if self.cell is not None:
+                self.cell.close()
         self._print_stats()
         return self.stats.summary(time.monotonic() - self.started)
 
@@ -564,6 +713,13 @@ class SimulatedController:
 
 
 # Command line --------------------------------------------------------------------------------
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 3600.0:  # bounded (our choice): a fault lasts at most an hour
+        raise ValueError("seconds in 0..3600")
+    return value
 
 
 def parse_address(text: str, default_port: int) -> tuple[str, int]:
@@ -614,12 +770,21 @@ def _probability(ctx: click.Context, param: click.Parameter, value: float) -> fl
               help="The tool: a vacuum gripper on RAPID data signals (vacuum; vacuum_on, part_present), or none.")
 @click.option("--part", default=",".join(map(str, DEFAULT_PART)), show_default=True, metavar="X,Y,Z",
               help="Where the part to pick lies, m in the base frame.")
+@click.option("--rws", "rws_version", type=click.Choice(["6", "7"]), default=None,
+              help="Serve Robot Web Services as RobotWare 6 (RWS 1.0, HTTP) or 7 (RWS 2.0, HTTPS); the controller"
+                   " then starts as after power-up (motors off, RAPID stopped, no EGM until RAPID runs it).")
+@click.option("--rws-user", default="Default User", show_default=True, help="RWS user name (ABB's default).")
+@click.option("--rws-password", default="robotics", show_default=True, help="RWS password (ABB's default).")
+@click.option("--rws-port", type=int, default=0, show_default=True, help="RWS TCP port on the --bind host (0: a free one).")
+@click.option("--opmode", type=click.Choice(["auto", "manr"]), default="auto", show_default=True,
+              help="Operating mode with --rws: automatic, or manual reduced speed (RMMP needed for mastership).")
 def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, seed: int | None, loss: float,
             delay_ms: float, duplicate: float, reorder: float, stall_after: float | None,
             motors_off_after: float | None, comm_timeout: float, retry_after: float | None, max_speed_deg: float,
             lag_ms: float,
             cond_time: float, convergence_deg: float, sample_ms: float, duration: float | None,
-            contact: str | None, tool: str, part: str) -> None:
+            contact: str | None, tool: str, part: str, rws_version: str | None, rws_user: str, rws_password: str,
+            rws_port: int, opmode: str) -> None:
     """A simulated ABB controller streaming EGM to a sensor (stdin: RESTART, MOTORS OFF, STALL, RESUME, STATS, QUIT)."""
     import robohal
 
@@ -658,8 +823,23 @@ def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, 
         delay=delay_ms / 1000.0, duplicate=duplicate, reorder=reorder, stall_after=stall_after,
         motors_off_after=motors_off_after, duration=duration, q0=start, contact=plane, tool=tool, part=where,
     )
-    controller = SimulatedController(model, parse_address(sensor, wire.DEFAULT_PORT), parse_address(bind, 0), options,
-                                     model_name=model_name)
+    address = parse_address(bind, 0)
+    cell = rws = None
+    if rws_version is not None:
+        # aiohttp and cryptography only when RWS is asked for
+        from .controller_model import ControllerModel
+        from .rws_server import RwsServer
+
+        cell = ControllerModel(opmode=opmode.upper())
+        try:
+            rws = RwsServer(cell, int(rws_version), host=address[0], port=rws_port, user=rws_user,
+                            password=rws_password, joints=lambda: [float(v) for v in np.degrees(controller.q)])
+        except (OSError, ValueError) as exc:
+            cell.close()
+            raise click.UsageError(f"cannot serve RWS on {address[0]}:{rws_port}: {exc}") from None
+        rws.start()
+    controller = SimulatedController(model, parse_address(sensor, wire.DEFAULT_PORT), address, options,
+                                     model_name=model_name, cell=cell, rws=rws)
     controller.run(sys.stdin)
 
 
