@@ -177,7 +177,7 @@ class AbbCell:
         rws = self._client()
         modules = rws.modules(self.task)
         loaded = any(name.lower() == MODULE.lower() for name in modules)
-        errors = tuple(rws.build_errors(self.task)) if loaded else ()
+        errors = tuple(rws.build_errors_if_offered(self.task)) if loaded else ()
         return CellStatus(rws.url, rws.dialect.robotware, rws.system(), rws.controller_state(), rws.operation_mode(),
                           rws.execution(), rws.speed_ratio(), loaded, self.task, errors)
 
@@ -234,15 +234,23 @@ class AbbCell:
         modules = rws.modules(self.task)
         if not any(name.lower() == MODULE.lower() for name in modules):
             raise RwsError(f"{MODULE} is not loaded in {self.task} on {rws.url}: run `robohal abb setup` first")
-        changed = False
+        motors_turned_on = False
         if state != "motoron":
             self.motors(True)
-            changed = True
-        if not rws.execution().running:
+            motors_turned_on = True
+        if rws.execution().running:
+            return motors_turned_on
+        try:
             rws.start()
             self._wait(lambda: rws.execution().running, "RAPID running", lambda: rws.execution().state)
-            changed = True
-        return changed
+        except BaseException:
+            if motors_turned_on:  # a start that failed leaves the motors as it found them
+                try:
+                    self.motors(False)
+                except RwsError as exc:
+                    log.warning("%s: RAPID did not start, and the motors stayed on: %s", rws.url, exc)
+            raise
+        return True
 
     def stop(self, *, motors_off: bool = False) -> None:
         """RAPID stopped (and the motors off if asked): the cell left as robohal found it before ``start``."""

@@ -62,6 +62,7 @@ DEFAULT_TASK = "T_ROB1"  # the motion task of a single-robot system
 RMMP_POLL = 0.5  # s between polls of a manual-mode privilege request (ABB: poll within 10 s or it lapses)
 ELOG_PAGES = 40  # event log pages read at most (a domain keeps about 1000 messages)
 OK = (200, 201, 202, 204)
+SYS_CTRL_S_OK = 294912  # the controller's own "success" (ABB's return codes)
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class RwsClient:
         self._ssl = None
         self._lock = threading.RLock()  # one call at a time: Digest counts its nonces
         self._signal_paths: dict[str, str] = {}
+        self._held: set[str] = set()  # mastership domains this session holds
         self.system_info: SystemInfo | None = None
 
     def __repr__(self) -> str:
@@ -311,7 +313,7 @@ class RwsClient:
     def set_speed_ratio(self, fraction: float) -> None:
         if not (isinstance(fraction, (int, float)) and 0.0 <= fraction <= 1.0):
             raise ValueError(f"a speed ratio is a fraction in [0, 1], got {fraction!r}")
-        self._form("POST", self._dialect().set_speed_ratio(), {"speed-ratio": str(round(fraction * 100))})
+        self._form("POST", self._implicit(self._dialect().set_speed_ratio()), {"speed-ratio": str(round(fraction * 100))})
 
     # RAPID execution ---------------------------------------------------------------------------------
 
@@ -343,13 +345,19 @@ class RwsClient:
 
     def request_mastership(self, domain: str = "edit") -> None:
         self._form("POST", self._dialect().mastership(domain, "request"))
+        self._held.add(domain)
 
     def release_mastership(self, domain: str = "edit") -> None:
+        self._held.discard(domain)
         self._form("POST", self._dialect().mastership(domain, "release"))
 
     @contextmanager
     def mastership(self, domain: str = "edit") -> Iterator[None]:
-        """Hold mastership of ``edit`` (RAPID and configuration) or ``motion`` inside a ``with``."""
+        """Hold mastership of ``edit`` (RAPID and configuration) or ``motion`` inside a ``with``
+        (already held: kept, and not released at the end)."""
+        if domain in self._held:
+            yield
+            return
         self.request_mastership(domain)
         try:
             yield
@@ -358,6 +366,16 @@ class RwsClient:
                 self.release_mastership(domain)
             except RwsError as exc:  # the with-block's own error matters more
                 log.warning("RWS %s: releasing %s mastership failed: %s", self.url, domain, exc)
+
+    @contextmanager
+    def _edit(self) -> Iterator[None]:
+        """Edit mastership for one change: RobotWare 6 must hold it (RWS 1.0: "Rapid Mastership
+        Required"); RobotWare 7 takes it for the call itself (``?mastership=implicit``)."""
+        if self._dialect().robotware >= 7:
+            yield
+        else:
+            with self.mastership("edit"):
+                yield
 
     def request_rmmp(self, timeout: float = 30.0) -> None:
         """Request the manual-mode privilege to modify (RMMP), which someone at the FlexPendant must grant
@@ -404,32 +422,39 @@ class RwsClient:
         RobotWare 6; RobotWare 7 takes it for the call). A module that does not build raises
         :class:`RapidBuildError` listing each error."""
         try:
-            self._form("POST", self._implicit(self._dialect().task_verb(task, "loadmod")),
-                       {"modulepath": path, "replace": "true" if replace else "false"}, timeout=timeout)
+            with self._edit():
+                answer = self._form("POST", self._implicit(self._dialect().task_verb(task, "loadmod")),
+                                    {"modulepath": path, "replace": "true" if replace else "false"}, timeout=timeout)
         except RwsNotFound:
             raise
         except RwsError as exc:
             if exc.status != 400:
                 raise
-            errors = self._build_errors_or_none(task)
+            errors = self.build_errors_if_offered(task)
             if errors:
                 raise RapidBuildError(f"{path} did not load into {task}: {len(errors)} build error(s): "
                                       + "; ".join(map(str, errors[:10])) + f" ({exc.detail or exc})", errors=errors,
                                       status=exc.status, code=exc.code, detail=exc.detail) from None
             raise
-        errors = self._build_errors_or_none(task)
-        if errors:
-            raise RapidBuildError(f"{path} loaded into {task}, but the program does not build: "
-                                  + "; ".join(map(str, errors[:10])), errors=errors)
+        # a module with errors may load all the same: the answer then carries a return code other
+        # than SYS_CTRL_S_OK (a syntax error's is a success code), and the build-error list names them
+        code, detail = parse.error_of(answer.body) if answer.body else (None, "")
+        errors = self.build_errors_if_offered(task)
+        if errors or (code is not None and code != SYS_CTRL_S_OK):
+            listed = "; ".join(map(str, errors[:10])) or detail or f"controller code {code}"
+            raise RapidBuildError(f"{path} loaded into {task}, but it does not build: {listed}", errors=errors,
+                                  status=answer.status, code=code, detail=detail)
 
-    def _build_errors_or_none(self, task: str) -> list[BuildError]:
+    def build_errors_if_offered(self, task: str = DEFAULT_TASK) -> list[BuildError]:
+        """The build errors, or none when the controller offers no build-error list (404)."""
         try:
             return self.build_errors(task)
         except RwsNotFound:  # a controller without the build-error resource: its loadmod answer is all we know
             return []
 
     def unload_module(self, name: str, *, task: str = DEFAULT_TASK) -> None:
-        self._form("POST", self._implicit(self._dialect().task_verb(task, "unloadmod")), {"module": name})
+        with self._edit():
+            self._form("POST", self._implicit(self._dialect().task_verb(task, "unloadmod")), {"module": name})
 
     # RAPID data -----------------------------------------------------------------------------------------
 
@@ -446,7 +471,8 @@ class RwsClient:
 
     def write_literal(self, name: str, literal: str, *, module: str, task: str = DEFAULT_TASK) -> None:
         """Write a RAPID variable from its literal text (``[1,2,3]``, a record)."""
-        self._form("POST", self._implicit(self._dialect().set_symbol(task, module, name)), {"value": literal})
+        with self._edit():
+            self._form("POST", self._implicit(self._dialect().set_symbol(task, module, name)), {"value": literal})
 
     # I/O signals ------------------------------------------------------------------------------------------
 
@@ -503,8 +529,18 @@ class RwsClient:
 
     def elog(self, domain: int = 0, *, since: int | None = None, limit: int | None = None) -> list[ElogEntry]:
         """The event log of ``domain`` (0: common), oldest first: only messages after sequence
-        number ``since`` if given, and only the newest ``limit`` if given."""
-        entries = parse.elog_entries(list(self._pages(self._dialect().elog(domain))), domain)
+        number ``since`` if given, and only the newest ``limit`` if given. Asked as narrowly as the
+        controller allows (``elogseqnum`` from ``since``; newest first with a ``limit``), then
+        filtered here too, whatever it sent."""
+        params: dict[str, str] = {}
+        if since is not None:
+            params["elogseqnum"] = str(since + 1)
+        elif limit:
+            params["order"] = "lifo"
+            if self._dialect().robotware >= 7:
+                params["limit"] = str(limit)
+        pages = 1 if limit and since is None else ELOG_PAGES
+        entries = parse.elog_entries(list(self._pages(self._dialect().elog(domain, params), pages)), domain)
         if since is not None:
             entries = [entry for entry in entries if entry.seqnum > since]
         return entries[-limit:] if limit else entries

@@ -80,9 +80,8 @@ class Dialect:
         return "/rw/panel/speedratio", self.query()
 
     def set_speed_ratio(self) -> Request:
-        if self.verb_in_path:
-            return "/rw/panel/speedratio", self.query()
-        return self.action("/rw/panel/speedratio", "setspeedratio")
+        # RWS 2.0 kept RWS 1.0's ?action= form here (abb_librws' RWS 2.0 client; the simulator agrees)
+        return "/rw/panel/speedratio", self.query({"action": "setspeedratio"})
 
     def execution(self) -> Request:
         return "/rw/rapid/execution", self.query()
@@ -112,7 +111,9 @@ class Dialect:
         return f"/fileservice/{_path(path)}"
 
     def modules(self, task: str) -> Request:
-        return f"/rw/rapid/tasks/{_segment(task)}/modules", self.query()
+        if self.verb_in_path:
+            return f"/rw/rapid/tasks/{_segment(task)}/modules", self.query()
+        return "/rw/rapid/modules", self.query({"task": task})
 
     def task_verb(self, task: str, verb: str) -> Request:
         """``loadmod`` or ``unloadmod`` on a task."""
