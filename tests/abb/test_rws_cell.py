@@ -107,3 +107,27 @@ def test_malformed_rws_parameters_are_refused_before_anything_is_sent(params, me
     with pytest.raises(UriError, match=message) as caught:
         robohal.connect(f"abb-egm://127.0.0.1:0?model=abb.irb1410&{query}", connect=False)
     assert "s3cret" not in str(caught.value)
+
+
+LAB_SUITE = """
+def test_the_cell_was_brought_up(robot):
+    assert robot.state.info["motor_state"] == "on" and robot.state.info["rapid_state"] == "running"
+"""
+
+
+def test_robohal_hil_brings_a_cell_up_before_its_suites_and_leaves_it_stopped(rws_cell, rws_template, tmp_path):
+    import subprocess
+    import sys
+
+    sim = rws_cell(7)
+    set_up(sim, rws_template(), tmp_path)
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "test_cell.py").write_text(LAB_SUITE)
+    # the simulated controller started by hand is, on the wire, a cell: robohal hil treats it as one
+    (tmp_path / "cells.toml").write_text(f'[cells.abb]\nuri = "{sim.process.uri}"\nsuites = ["suite"]\n')
+    done = subprocess.run([sys.executable, "-m", "robohal.cli.main", "hil", "--cells", "cells.toml", "--cell", "abb",
+                           "--yes"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "cell abb: brought up for its suites" in done.stderr and "cell abb: left stopped" in done.stderr
+    state = sim.state()
+    assert (state["execution"], state["egm_active"]) == ("stopped", False)

@@ -2,7 +2,9 @@
 
 Each ``[cells.NAME]`` table gives the cell's robot ``uri``, the ``suites`` that apply (importable
 packages, or folders relative to the file), its safety settings (``speed`` factor, ``workspace``
-box in the base frame, m), who to ask (``contact``) and the labgrid ``place`` that locks it. An
+box in the base frame, m), who to ask (``contact``), the labgrid ``place`` that locks it and whether
+robohal brings a real cell up around its suites (``bring_up``, default true: where the backend can,
+e.g. an ABB cell whose URI names ``rws=``, it is started before and left stopped after). An
 optional ``[lab]`` table names the labgrid ``coordinator``, how long a run waits for a held cell
 (``lock_timeout``, s) and a ``history`` file. Every mistake is refused on loading, naming the
 file, the cell and the key.
@@ -28,7 +30,7 @@ else:  # pragma: no cover - Python 3.10
 
 #: the package of the backend contract suite, which applies to every cell
 CONTRACT_SUITE = "robohal.testing.suite"
-CELL_KEYS = {"uri", "suites", "speed", "workspace", "contact", "place"}
+CELL_KEYS = {"uri", "suites", "speed", "workspace", "contact", "place", "bring_up"}
 LAB_KEYS = {"coordinator", "lock_timeout", "history"}
 DEFAULT_LOCK_TIMEOUT = 600.0  # s
 
@@ -45,6 +47,9 @@ class Cell:
     safety: CellSafety = field(default_factory=CellSafety)
     contact: str = ""
     place: str = ""
+    #: make a real cell ready before its suites and leave it stopped after, where its backend can
+    #: (``BackendSpec.bring_up``: an ABB cell whose URI names ``rws=``)
+    bring_up: bool = True
 
     @property
     def simulated(self) -> bool:
@@ -160,7 +165,11 @@ def _cell(path: Path, name: str, table: object, registry: Registry) -> Cell:
     place = table.get("place", name)
     if not isinstance(place, str) or not place.strip():
         raise CellFileError(f"{where}: place must be a labgrid place name")
-    return Cell(name=name, uri=uri, suites=tuple(suites), safety=safety, contact=contact, place=place)
+    bring_up = table.get("bring_up", True)
+    if not isinstance(bring_up, bool):
+        raise CellFileError(f"{where}: bring_up must be true or false, got {bring_up!r}")
+    return Cell(name=name, uri=uri, suites=tuple(suites), safety=safety, contact=contact, place=place,
+                bring_up=bring_up)
 
 
 def _workspace(value: object) -> Workspace | None:
