@@ -46,6 +46,7 @@ def test_a_good_file_gives_its_settings_and_defaults(tmp_path):
     assert one.safety.speed == 0.5 and one.safety.workspace.upper.tolist() == [1.0, 0.5, 0.1]
     assert one.suites == (CONTRACT_SUITE,) and one.place == "one"  # no family suite for sim://
     assert two.place == "the-second" and two.safety.workspace is None and two.safety.speed == 1.0
+    assert one.bring_up and two.bring_up  # a real cell's backend brings it up unless the file says not
     assert [cell.name for cell in lab.select(["two", "all"])] == ["two", "one"]
 
 
@@ -66,6 +67,7 @@ def test_a_good_file_gives_its_settings_and_defaults(tmp_path):
     (("[cells.two]", "[cells.all]"), "a cell name is letters"),
     (("[lab]", "[labs]"), "unknown table(s) ['labs']"),
     (("[lab]", "[lab"), "is not valid TOML"),
+    (('contact = "someone"', 'bring_up = "yes"'), "bring_up must be true or false"),
 ])
 def test_mistakes_are_refused_with_the_reason(tmp_path, change, message):
     old, new = change
