@@ -1,8 +1,8 @@
 """An ABB cell brought up over Robot Web Services: ``robohal abb ...`` and the same in Python.
 
-    from robohal_abb.cell import AbbCell
+    from robohal_abb.cell import AbbCell, open_cell
 
-    with AbbCell("https://192.168.125.1") as cell:   # or AbbCell.from_uri("abb-egm://...&rws=https://...")
+    with AbbCell("https://192.168.125.1") as cell:   # or open_cell("abb-egm://...&rws=https://...")
         print(cell.status())     # motors, mode, RAPID, whether RobohalEgm is loaded
         cell.setup()             # RobohalEgm.mod uploaded, loaded into T_ROB1, built, program pointer to main
         cell.start()             # motors on, RAPID started: the controller streams EGM
@@ -134,6 +134,8 @@ class AbbCell:
                  credentials: Credentials | None = None, timeout: float = DEFAULT_TIMEOUT,
                  ca_bundle: str | None = None, fingerprint: str | None = None) -> None:
         self.task = task
+        #: the robot's URI (abb-egm://...), when the cell was named by one
+        self.robot_uri: RobotUri | None = None
         self.rws = RwsClient(url, robotware=robotware, credentials=credentials, timeout=timeout, ca_bundle=ca_bundle,
                              fingerprint=fingerprint)
 
@@ -153,7 +155,9 @@ class AbbCell:
         if options is None:
             raise UriError(f"{parsed} names no controller RWS: add rws=http://HOST (RobotWare 6) or rws=https://HOST"
                            " (RobotWare 7)")
-        return cls.from_options(options, **kwargs)
+        cell = cls.from_options(options, **kwargs)
+        cell.robot_uri = parsed
+        return cell
 
     def __repr__(self) -> str:
         return f"AbbCell({self.rws!r}, task={self.task!r})"
@@ -274,6 +278,34 @@ class AbbCell:
             if time.monotonic() > deadline:
                 raise RwsError(f"{self.rws.url}: asked for {what}, but it is still {now()} after {SETTLE:g} s")
             time.sleep(POLL)
+
+
+@contextmanager
+def open_cell(uri: str | RobotUri, **options: Any) -> Iterator[AbbCell]:
+    """The cell a URI names, open inside the ``with``: an ``abb-egm://...?rws=...`` URI, an RWS
+    address, or ``abb-egm://sim?sim_rws=6|7&...``, for which a simulated controller is started
+    (and stopped at the end). ``cell.robot_uri`` is the robot's URI to connect to (the simulator's)."""
+    text = str(uri)
+    simulator = None
+    robot_uri: RobotUri | None = None
+    if not text.startswith(("http://", "https://")):
+        robot_uri = parse_uri(text) if isinstance(uri, str) else uri
+        if robot_uri.wants_simulator:
+            if "sim_rws" not in robot_uri.params:
+                raise UriError(f"{robot_uri}: the simulated controller serves RWS with sim_rws=6 (RobotWare 6) or"
+                               " sim_rws=7 (RobotWare 7)")
+            from .simulation import start_simulator
+
+            simulator = start_simulator(robot_uri)
+            robot_uri = simulator.uri
+    try:
+        cell = AbbCell.from_uri(robot_uri if robot_uri is not None else text, **options)
+        cell.robot_uri = robot_uri
+        with cell:
+            yield cell
+    finally:
+        if simulator is not None:
+            simulator.stop()
 
 
 @contextmanager

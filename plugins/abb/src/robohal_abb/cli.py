@@ -18,33 +18,10 @@ from the command line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import click
 
-from .cell import AbbCell
-
-
-@contextmanager
-def _cell(uri: str) -> Iterator[AbbCell]:
-    """The cell a URI names; for the reserved host ``sim``, a simulated controller started for it."""
-    from robohal.uri import parse_uri
-
-    simulator = None
-    if not uri.startswith(("http://", "https://")):
-        parsed = parse_uri(uri)
-        if parsed.wants_simulator:
-            from .simulation import start_simulator
-
-            simulator = start_simulator(parsed)
-            uri = str(simulator.uri)
-    try:
-        with AbbCell.from_uri(uri) as cell:
-            yield cell
-    finally:
-        if simulator is not None:
-            simulator.stop()
+from .cell import open_cell
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -59,7 +36,7 @@ def abb() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status(uri: str, as_json: bool) -> None:
     """The cell: motors, operating mode, RAPID, speed ratio, whether RobohalEgm is loaded and builds."""
-    with _cell(uri) as cell:
+    with open_cell(uri) as cell:
         found = cell.status()
     if as_json:
         click.echo(json.dumps(found.as_dict(), indent=2))
@@ -84,7 +61,7 @@ def status(uri: str, as_json: bool) -> None:
 def setup(uri: str, module: str | None, task: str) -> None:
     """Upload RobohalEgm.mod, load it into the motion task, check that it built, set the program
     pointer to main. RAPID must be stopped; in manual mode the pendant grants write access."""
-    with _cell(uri) as cell:
+    with open_cell(uri) as cell:
         cell.task = task
         remote = cell.setup(module)
         click.echo(f"set up: {remote} loaded into {task}, built, program pointer at main")
@@ -94,7 +71,7 @@ def setup(uri: str, module: str | None, task: str) -> None:
 @click.argument("uri")
 def start(uri: str) -> None:
     """Motors on and RAPID started: the controller streams EGM to robohal."""
-    with _cell(uri) as cell:
+    with open_cell(uri) as cell:
         changed = cell.start()
     click.echo("started: motors on, RAPID running" if changed else "already running")
 
@@ -104,7 +81,7 @@ def start(uri: str) -> None:
 @click.option("--motors-off", is_flag=True, help="Turn the motors off too.")
 def stop(uri: str, motors_off: bool) -> None:
     """RAPID stopped (the EGM run ends)."""
-    with _cell(uri) as cell:
+    with open_cell(uri) as cell:
         cell.stop(motors_off=motors_off)
     click.echo("stopped: RAPID stopped" + (", motors off" if motors_off else ""))
 
@@ -114,7 +91,7 @@ def stop(uri: str, motors_off: bool) -> None:
 @click.argument("state", type=click.Choice(["on", "off"]))
 def motors(uri: str, state: str) -> None:
     """Motors on (automatic mode only: in manual mode the enabling device does it) or off."""
-    with _cell(uri) as cell:
+    with open_cell(uri) as cell:
         cell.motors(state == "on")
     click.echo(f"motors {state}")
 
@@ -141,7 +118,7 @@ def _signal_value(text: str) -> bool | int | float:
 @click.argument("value", required=False)
 def io(uri: str, name: str, value: str | None) -> None:
     """Read the I/O signal NAME (NETWORK/DEVICE/NAME, or the name alone), or set it to VALUE."""
-    with _cell(uri) as cell:
+    with open_cell(uri) as cell:
         signal = cell.io(name, _signal_value(value) if value is not None else None)
     shown = int(signal.value) if isinstance(signal.value, bool) else signal.value
     click.echo(f"{signal.path} ({signal.type}) = {shown}")
@@ -154,7 +131,7 @@ def io(uri: str, name: str, value: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def elog(uri: str, limit: int, since: int | None, as_json: bool) -> None:
     """The controller's event log (common domain), oldest first, with sequence numbers."""
-    with _cell(uri) as cell:
+    with open_cell(uri) as cell:
         entries = cell.elog(since=since, limit=limit)
     if as_json:
         click.echo(json.dumps([entry.__dict__ | {"severity": entry.severity} for entry in entries], indent=2,
