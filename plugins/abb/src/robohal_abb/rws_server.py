@@ -355,11 +355,11 @@ class RwsServer:
             return self._unsubscribe(session, path[len("/subscription/"):])
         if path.startswith("/poll/") and method == "GET":
             return await self._websocket(request, session, path[len("/poll/"):])
-        _, form, _ = await self._body(request, form=True) if method in ("POST", "PUT") else (b"", {}, [])
         found = find_route(self.version, method, path, query.get("action"))
         if found is None:
             raise Refusal(404, E_UNRESOLVED_URL, f"{method} {raw_path[:120]} is not a resource of RWS"
                                                  f" {'1.0' if self.version == 6 else '2.0'}")
+        _, form, _ = await self._body(request, form=True) if method in ("POST", "PUT") else (b"", {}, [])
         handler, arguments = found
         call = Call(self.model, self.version, session.id, query, form, origin=self.origin, joints=self.joints)
         return self._answer(handler(call, *arguments), media)

@@ -28,6 +28,14 @@ connects with (``robot=`` names this controller's own address, ``do=``/``di=``/`
 its tool's signals); its own UDP port goes to stderr. Later lines are ``EVENT ...`` and, on exit or on request, ``STATS {json}``. Control lines on stdin (for tests): ``RESTART [j1..j6 deg]``,
 ``MOTORS OFF``, ``STALL``, ``RESUME``, ``STATS``, ``QUIT``; end of input on a
 pipe quits.
+
+With ``--rws 6|7`` it is also the controller behind simulated Robot Web Services
+(:mod:`.rws_server` over :mod:`.controller_model`): it starts as after power-up (motors off,
+RAPID stopped, silent) and streams only while RAPID runs a module whose main reaches an EGM run
+with motors on; the ready URI adds ``rws=`` (and ``rws_fingerprint=`` for RobotWare 7's
+certificate). Control lines ``RWS SLOW S``, ``RWS RESTART S``, ``RWS STALL``, ``RWS RESUME``,
+``RWS DROP_WEBSOCKETS``, ``RWS PASSWORD P``, ``RWS OPMODE AUTO|MANR``, ``RWS RMMP GRANT|DENY``,
+``RWS GUARDSTOP``, ``RWS ESTOP``, ``RWS RESET``, ``RWS SIGNAL NAME VALUE``, ``RWS STATE``.
 """
 
 from __future__ import annotations
