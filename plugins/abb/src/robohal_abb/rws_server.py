@@ -192,6 +192,14 @@ class RwsServer:
         except RuntimeError:  # the loop has closed: the simulator is stopping
             pass
 
+    def run(self, function: Callable[..., Any], *args: Any, timeout: float = 10.0) -> Any:
+        """Run ``function(*args)`` on the server's loop and wait for its result (from another thread)."""
+
+        async def call() -> Any:
+            return function(*args)
+
+        return asyncio.run_coroutine_threadsafe(call(), self.loop).result(timeout)
+
     # Fault injection (call these through call()) ----------------------------------------------------
 
     def set_slow(self, seconds: float) -> None:
