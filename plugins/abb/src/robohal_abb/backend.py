@@ -46,6 +46,11 @@ built and handed over before the answer can be sent).
 I/O signals and a gripper (``do=``, ``di=``, ``ao=``, ``ai=``, ``gripper=...``) ride on
 the same messages, as EGM's RAPID data: see :mod:`robohal_abb.signals`.
 
+``rws=http(s)://CONTROLLER`` names the cell's Robot Web Services (with ``rws_start``,
+``rws_dialect``, ``rws_fingerprint``, ``rws_ca``, ``rws_timeout``): ``connect()`` checks the cell
+first, or starts it, ``close()`` stops what it started, and an ended stream's error gets the
+controller's event log's reason; see :mod:`robohal_abb.cell_link`.
+
 ``mode=joint`` (EGMRunJoint) sends joint targets; ``mode=pose`` (EGMRunPose,
 tool0 in the base frame) sends the model's forward kinematics of the same
 checked joint setpoint. The joints on the wire are the model's joints in
