@@ -399,16 +399,20 @@ class RwsClient:
 
     # Files and modules ---------------------------------------------------------------------------------
 
+    def _file_headers(self) -> dict[str, str]:
+        accept = self._dialect().file_accept
+        return {"Accept": accept} if accept else {}
+
     def upload(self, path: str, data: bytes, *, timeout: float = SLOW_TIMEOUT) -> None:
         """Write ``data`` to the controller's ``path`` (``$HOME/RobohalEgm.mod``), replacing a file there."""
-        self._call("PUT", (self._dialect().file(path), {}), content=bytes(data),
-                   headers={"Content-Type": self._dialect().text_upload}, timeout=timeout)
+        self._call("PUT", (self._dialect().file(path), {}), content=bytes(data), timeout=timeout,
+                   headers={"Content-Type": self._dialect().text_upload, **self._file_headers()})
 
     def download(self, path: str, *, timeout: float = SLOW_TIMEOUT) -> bytes:
-        return self._call("GET", (self._dialect().file(path), {}), timeout=timeout).body
+        return self._call("GET", (self._dialect().file(path), {}), timeout=timeout, headers=self._file_headers()).body
 
     def delete_file(self, path: str) -> None:
-        self._call("DELETE", (self._dialect().file(path), {}))
+        self._call("DELETE", (self._dialect().file(path), {}), headers=self._file_headers())
 
     def modules(self, task: str = DEFAULT_TASK) -> list[str]:
         return parse.module_names(self._call("GET", self._dialect().modules(task)).items())

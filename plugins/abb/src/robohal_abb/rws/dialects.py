@@ -42,6 +42,7 @@ class Dialect:
     accept: str  # the Accept header of every call ("" for none)
     form: str  # the Content-Type of form bodies
     text_upload: str  # the Content-Type of a file upload
+    file_accept: str  # the Accept header of file-service calls ("" for the dialect's own)
     subprotocol: str  # the websocket subprotocol of subscriptions
     json_query: bool  # add json=1 to every call (RWS 1.0)
     verb_in_path: bool  # POST .../start rather than ...?action=start
@@ -168,12 +169,14 @@ class Dialect:
 
 RWS1 = Dialect(
     robotware=6, name="RWS 1.0 (RobotWare 6)", auth="digest", accept="", form="application/x-www-form-urlencoded",
-    text_upload="text/plain", subprotocol="robapi2_subscription", json_query=True, verb_in_path=False,
+    text_upload="text/plain", file_accept="", subprotocol="robapi2_subscription", json_query=True, verb_in_path=False,
     ctrlstate="/rw/panel/ctrlstate")
 
 RWS2 = Dialect(
     robotware=7, name="RWS 2.0 (RobotWare 7)", auth="basic", accept="application/hal+json;v=2.0",
-    form="application/x-www-form-urlencoded;v=2.0", text_upload="text/plain;v=2.0", subprotocol="rws_subscription",
+    # files are no HAL resources: a public RWS 2.0 client captured from OmniCore reads them with XHTML's type
+    form="application/x-www-form-urlencoded;v=2.0", text_upload="text/plain;v=2.0",
+    file_accept="application/xhtml+xml;v=2.0", subprotocol="rws_subscription",
     json_query=False, verb_in_path=True, ctrlstate="/rw/panel/ctrl-state")
 
 DIALECTS = {6: RWS1, 7: RWS2}
