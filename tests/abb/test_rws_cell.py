@@ -124,10 +124,11 @@ def test_robohal_hil_brings_a_cell_up_before_its_suites_and_leaves_it_stopped(rw
     (tmp_path / "suite").mkdir()
     (tmp_path / "suite" / "test_cell.py").write_text(LAB_SUITE)
     # the simulated controller started by hand is, on the wire, a cell: robohal hil treats it as one
-    (tmp_path / "cells.toml").write_text(f'[cells.abb]\nuri = "{sim.process.uri}"\nsuites = ["suite"]\n')
+    # (bringup = true: its backend starts it before the suites and stops RAPID after)
+    (tmp_path / "cells.toml").write_text(f'[cells.abb]\nuri = "{sim.process.uri}"\nsuites = ["suite"]\nbringup = true\n')
     done = subprocess.run([sys.executable, "-m", "robohal.cli.main", "hil", "--cells", "cells.toml", "--cell", "abb",
                            "--yes"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "cell abb: brought up for its suites" in done.stderr and "cell abb: left stopped" in done.stderr
+    assert "cell abb: bringing the robot up" in done.stderr and "cell abb: robot left safe" in done.stderr
     state = sim.state()
     assert (state["execution"], state["egm_active"]) == ("stopped", False)

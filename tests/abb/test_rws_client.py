@@ -134,6 +134,13 @@ def test_credentials_come_from_the_environment(rws_cell, monkeypatch):
     with cell_for(sim) as cell:
         assert cell.rws.controller_state() == "motoroff"
         assert "from-env" not in repr(cell.rws)
+    # a cell's URI names whose credentials (never the credentials): ROBOHAL_LAB_IRB_PASSWORD here
+    monkeypatch.delenv("ROBOHAL_ABB_RWS_PASSWORD")
+    monkeypatch.setenv("ROBOHAL_LAB_IRB_PASSWORD", "from-env")
+    with AbbCell.from_uri(sim.process.uri.with_params(rws_credentials="lab-irb")) as cell:
+        assert cell.rws.operation_mode() == "AUTO"
+    with pytest.raises(RwsAuthError, match="ROBOHAL_ABB_RWS_PASSWORD"):
+        cell_for(sim).rws.open()  # abb-rws's own: ABB's default password, refused here
 
 
 @BOTH

@@ -3,6 +3,7 @@ firmware in simavr, and its process behaviour (CLI options, control lines, shutd
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -162,7 +163,8 @@ def _emulator(*args: str) -> subprocess.Popen:
     src = str(Path(firmware.__file__).resolve().parents[1])
     return subprocess.Popen([sys.executable, "-m", "robohal_arduino_planar.simulator", "--firmware", "emulator", *args],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"})
+                            env={"PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")])),
+                                 "PATH": "/usr/bin:/bin"})
 
 
 @pytest.mark.parametrize("how", ["eof", "quit", "sigterm"])

@@ -8,6 +8,7 @@ import subprocess
 from itertools import pairwise
 
 import pytest
+import robohal
 from robohal_arduino_planar import wire as p
 
 
@@ -39,6 +40,30 @@ def test_harness_exits_when_told(firmware_build, how):
         assert proc.wait(10) == 0
     finally:
         _finish(proc)
+
+
+@pytest.mark.parametrize("stdin", [subprocess.DEVNULL, "closed"], ids=["dev-null", "closed"])
+def test_harness_without_a_pipe_on_stdin_runs_until_terminated(firmware_build, stdin):
+    # nohup, `&` in a script, a service: no launcher holds its stdin, so its end means nothing
+    elf, harness = firmware_build
+    argv = [str(harness), str(elf), "--boot-ms", "50"]
+    if stdin == "closed":  # (then the pty would be its descriptor 0, were it not careful)
+        argv, stdin = ["sh", "-c", 'exec "$0" "$@" <&-', *argv], None
+    proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = proc.stdout.readline().decode()
+        assert first.startswith("READY arduino-planar:///dev/pts/"), (first, proc.stderr.read1(4000))
+        with robohal.connect(first.split(" ", 1)[1].strip()) as robot:  # the firmware answers the backend
+            assert robot.state.q is not None
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.stdout.close()
+        proc.stderr.close()
 
 
 @pytest.mark.parametrize("args, code", [([], 2), (["--boot-ms", "x"], 2), (["--bogus"], 2),

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,8 +21,8 @@ THIRD_PARTY = Path(__file__).with_name("third_party.py")
 
 
 class Simulator:
-    def __init__(self, *args: str) -> None:
-        self.host = free_loopback_host(1337)
+    def __init__(self, *args: str, host: str | None = None) -> None:
+        self.host = host or free_loopback_host(1337)
         self.process = SimulatorProcess(python_module("robohal_franka.simulator", "--address", self.host, *args))
         self.uri = self.process.uri
         self.first_line = self.process.first_line
@@ -34,13 +36,45 @@ class Simulator:
     def stop(self) -> None:
         self.process.stop()
 
+    def desk_state(self, timeout: float = 5.0) -> dict:
+        """The simulated Desk's state (its stdin line DESK_STATE)."""
+        self.process.lines()
+        self.send("DESK_STATE")
+        deadline = time.monotonic() + timeout
+        while (line := self.process.readline(max(deadline - time.monotonic(), 0.0))) is not None:
+            if line.startswith("DESK "):
+                return json.loads(line[len("DESK "):])
+        raise AssertionError(f"the simulator did not answer DESK_STATE within {timeout:g} s")
+
+    def wait_desk(self, condition, timeout: float = 10.0) -> dict:
+        """The Desk's state once ``condition(state)`` holds (an AssertionError at the deadline)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.desk_state()
+            if condition(state):
+                return state
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the Desk never got there within {timeout:g} s: {state}")
+            time.sleep(0.02)  # polling a condition with a deadline
+
+    def desk(self, tmp_path: Path, password: str = "franka", user: str = "franka", **options):
+        """A :class:`DeskSession` to this simulator's Desk, trusting the certificate whose fingerprint the
+        ready line gave, its control tokens kept under ``tmp_path``."""
+        from robohal_franka.desk import Credentials, DeskSession
+        from robohal_franka.desk.access import desk_tls
+        from robohal_franka.desk.tokens import TokenStore
+
+        url = self.uri.params["desk"]
+        return DeskSession(url, Credentials(user, password), tls=desk_tls(url, self.uri.params["desk_fingerprint"]),
+                           tokens=TokenStore(tmp_path / "tokens"), **options)
+
 
 @pytest.fixture
 def start_simulator():
     started: list[Simulator] = []
 
-    def start(*args: str) -> Simulator:
-        simulator = Simulator(*args)
+    def start(*args: str, host: str | None = None) -> Simulator:
+        simulator = Simulator(*args, host=host)
         started.append(simulator)
         return simulator
 

@@ -21,7 +21,8 @@ ROBOHAL = Path(sys.executable).with_name("robohal")
 def test_backend_record():
     spec = default_registry().backend_spec("franka")
     assert spec.plugin == "franka"
-    assert spec.hil_targets == ("franka://sim?model=franka.fr3", "franka://sim?model=franka.fr3&impl=stubs")
+    assert spec.hil_targets == ("franka://sim?model=franka.fr3", "franka://sim?model=franka.fr3&sim_hold=measured",
+                                "franka://sim?model=franka.fr3&impl=stubs")
     assert spec.simulator is not None and spec.simulator.default_model == "franka.fr3"
     assert spec.simulator.program == "robohal_franka.simulator"
     assert spec.factory.text == "robohal_franka.backend:FrankaBackend"

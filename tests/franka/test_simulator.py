@@ -118,23 +118,3 @@ def test_a_late_tick_slips_the_clock_instead_of_shortening_the_next_cycle():
     # 0.6 ms late: the client still gets nearly a full cycle to answer this state
     assert next_tick_after(10.0, 10.0006) == pytest.approx(10.0006 + MIN_TICK_GAP)
     assert MIN_TICK_GAP >= 0.0008
-
-
-def test_without_a_pipe_on_stdin_it_runs_until_terminated():
-    # `robohal sim franka ... &` in a script gets /dev/null as stdin: its end must not stop the arm.
-    import subprocess
-    import sys
-
-    from robohal.sim.process import free_loopback_host
-
-    host = free_loopback_host(1337)
-    process = subprocess.Popen([sys.executable, "-m", "robohal_franka.simulator", "--address", host, "--no-realtime"],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout.readline() == f"READY franka://{host}?model=franka.fr3\n"
-        with pytest.raises(subprocess.TimeoutExpired):
-            process.wait(timeout=1.0)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        process.stdout.close()

@@ -317,3 +317,45 @@ def test_a_client_that_counts_its_own_cycles_through_a_lost_state_is_refused():
     robot.tick()  # the client never answers the state of this cycle
     assert _answer_for(robot, q0 + np.r_[ramp[300], np.zeros(6)], robot.message_id) == "reflex"
     assert "joint_motion_generator_velocity_discontinuity" in robot.errors
+
+
+def ramp_and_finish(robot: SimulatedRobot, distance: float = 0.05, cycles: int = 300) -> np.ndarray:
+    """A smooth joint-2 move of ``distance`` rad, finished at rest; returns its last command."""
+    q0, q = robot.q_d.copy(), robot.q_d.copy()
+    for k in range(1, cycles + 1):
+        q = q0.copy()
+        q[1] += distance * (0.5 - 0.5 * math.cos(math.pi * k / cycles)) ** 2
+        assert step(robot, q=q, finished=k == cycles) in (None, "finished")
+    return q
+
+
+def test_a_finished_motion_holds_the_last_command_by_default():
+    robot = moving_robot(seed=3)
+    last = ramp_and_finish(robot)
+    assert robot.mode is RobotMode.IDLE
+    assert np.array_equal(robot.q_d, last.astype(np.float32).astype(np.float64))
+
+
+def test_hold_measured_reports_where_the_arm_is_and_keeps_it_there():
+    robot = moving_robot(seed=3, hold="measured")
+    last = ramp_and_finish(robot)
+    measured = robot.q.copy()  # the state the finishing tick reported
+    assert robot.mode is RobotMode.IDLE
+    held = robot.q_d.copy()
+    off = np.abs(held - last).max()
+    assert 1e-5 < off < 3e-3, f"held {off:.2e} rad off the last command: the arm's lag and static error"
+    assert np.abs(held - measured).max() < 1e-4  # the measured q of the finishing cycle, as float32
+    for _ in range(400):  # held in place: the arm settles there and does not creep on
+        robot.tick()
+    assert np.array_equal(robot.q_d, held)
+    assert np.abs(robot.q - held).max() < 5e-5
+    # the next motion starts on that hold as on any other
+    assert robot.start_motion(MoveController.JOINT_IMPEDANCE, MoveGenerator.JOINT_POSITION) is MoveStatus.MOTION_STARTED
+    assert step(robot, q=held) is None and robot.mode is RobotMode.MOVE
+
+
+def test_hold_measured_also_at_rest_after_start():
+    robot = SimulatedRobot("franka.fr3", seed=3, hold="measured")
+    assert np.abs(robot.q_d - robot.q).max() < 1e-6  # float32 of the measured q
+    with pytest.raises(ValueError, match="hold"):
+        SimulatedRobot("franka.fr3", hold="nearby")

@@ -233,7 +233,49 @@ def raise_priority() -> bool:
         return False
 
 
+def desk_main(dialect: str, host: str, desk_host: str, password: str) -> int:
+    """franky's Desk (v1) or DeskWebSession (web) brings the robot up, franky moves the arm, the
+    Desk locks it again; a Pilot button pressed meanwhile (the test injects it once this prints
+    LISTENING) arrives on franky's poll_buttons."""
+    raise_priority()
+    import franky
+
+    session = franky.Desk if dialect == "v1" else franky.DeskWebSession
+    result: dict = {"dialect": dialect, "error": None}
+    with session(desk_host, "franka", password) as desk:
+        try:
+            result["brakes_before"] = desk.brake_state.value
+            desk.take_control(wait_timeout=10.0)
+            result["has_control"] = bool(desk.has_control)
+            desk.unlock_brakes()
+            desk.enable_fci()
+            result["brakes_unlocked"] = desk.brake_state.value
+            desk.poll_buttons(timeout=0.0)  # opens the Pilot's websocket
+            print("LISTENING", flush=True)
+            events: list = []
+            deadline = time.monotonic() + 30.0
+            while not any(not event.pressed for event in events) and time.monotonic() < deadline:  # press, release
+                events += desk.poll_buttons(timeout=max(deadline - time.monotonic(), 0.0))
+            result["buttons"] = [[event.button.value, event.pressed] for event in events]
+            robot = franky.Robot(host, realtime_config=franky.RealtimeConfig.Ignore)
+            robot.relative_dynamics_factor = DYNAMICS_FACTOR
+            q0 = list(robot.current_joint_state.position)
+            target = _joint_target(q0, [0.1, -0.1, 0.1, 0.1, -0.1, 0.1, 0.1])
+            robot.move(franky.JointMotion(franky.JointState(target)))
+            state = _settled(robot)
+            result.update(q=target, q_end=list(state.q), robot_mode=str(state.robot_mode))
+            del robot
+            desk.lock_brakes()
+            result["brakes_after"] = desk.brake_state.value
+        except (franky.Exception, franky.DeskError) as exc:
+            result["error"] = f"{type(exc).__name__}: {exc}"
+    print(json.dumps(result), flush=True)
+    return 0
+
+
 def client_main(argv: list[str]) -> int:
+    if argv[0] == "desk":
+        return desk_main(*argv[1:])
     scenario, host = argv
     raised = raise_priority()
     import franky

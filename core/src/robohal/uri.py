@@ -115,7 +115,9 @@ class RobotUri:
             netloc = f"[{self.host}]"
         if self.port is not None:
             netloc += f":{self.port}"
-        query = f"?{urlencode(sorted((k, _redacted(v)) for k, v in self.params.items()))}" if self.params else ""
+        # ':' and '/' may stand in a query (RFC 3986): rws=https://HOST reads as written
+        query = f"?{urlencode(sorted((k, _redacted(v)) for k, v in self.params.items()), safe=':/')}" \
+            if self.params else ""
         return f"{self.scheme}://{netloc}{quote(self.path)}{query}"
 
 

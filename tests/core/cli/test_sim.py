@@ -1,29 +1,69 @@
 """`robohal sim SCHEME [ARGS...]`: any plugin's simulator program in the foreground, the same for
 every scheme: its ready line first, its own options (and --help) passed through, and Ctrl-C stops
-it and exits 0, whether the Ctrl-C reaches robohal alone or, as at a terminal, the whole group."""
+it and exits 0, whether the Ctrl-C reaches robohal alone or, as at a terminal, the whole group.
+Started with /dev/null or no stdin (nohup, a script's `&`, a service) it runs until stopped; the
+end of a launcher's pipe ends it."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import robohal
 from robohal.sim.process import free_loopback_host, free_port, parse_ready_line
 
 ROBOHAL = Path(sys.executable).with_name("robohal")
 
 
 def _arguments(scheme: str) -> list[str]:
-    if scheme == "abb-egm":
-        return ["--sensor", f"127.0.0.1:{free_port()}"]
+    if scheme == "abb-egm":  # (no \\CommTimeout: it streams until stopped, whenever a backend connects)
+        return ["--sensor", f"127.0.0.1:{free_port()}", "--comm-timeout", "0"]
     if scheme == "franka":
         return ["--address", free_loopback_host(1337), "--no-realtime", "1"]
     return ["--firmware", "emulator", "--boot-ms", "50"]
+
+
+def _avr_toolchain_missing() -> str | None:
+    from robohal_arduino_planar import firmware
+
+    return firmware.toolchain_missing()
+
+
+# Each simulator as `robohal sim` runs it: its scheme and the options it gets here.
+SIMULATORS = [
+    pytest.param("abb-egm", None, id="abb-egm"),
+    pytest.param("franka", None, id="franka"),
+    pytest.param("arduino-planar", None, id="arduino-planar-emulator"),
+    pytest.param("arduino-planar", ["--firmware", "simavr", "--boot-ms", "50"], id="arduino-planar-simavr"),
+]
+CLOSED_STDIN = ["sh", "-c", 'exec "$0" "$@" <&-']  # runs a command with its stdin closed
+
+
+def _start(scheme: str, args: list[str] | None, stdin) -> subprocess.Popen:
+    if args is not None and "simavr" in args and _avr_toolchain_missing():
+        pytest.skip(f"the firmware simulator needs {_avr_toolchain_missing()} (make avr-deps)")
+    argv = [str(ROBOHAL), "sim", scheme, *(_arguments(scheme) if args is None else args)]
+    if stdin == "closed":
+        argv, stdin = CLOSED_STDIN + argv, None
+    return subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def _end(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
 
 
 def _first_line(proc: subprocess.Popen, timeout: float) -> str:
@@ -75,11 +115,67 @@ def test_robohal_sim_prints_the_ready_line_and_stops_on_ctrl_c(scheme: str, whol
             stream.close()
 
 
+@pytest.mark.parametrize("stdin", [subprocess.DEVNULL, "closed"], ids=["dev-null", "closed"])
+@pytest.mark.parametrize("scheme, args", SIMULATORS)
+def test_without_a_pipe_on_stdin_a_simulator_runs_until_stopped(scheme: str, args: list[str] | None, stdin) -> None:
+    proc = _start(scheme, args, stdin)
+    try:
+        first = _first_line(proc, 120.0)  # (the firmware is built first where it is out of date)
+        assert first.startswith(f"READY {scheme}://"), (first, proc.stderr.read1(4000) if proc.poll() else b"")
+        (simulator,) = _children(proc.pid)
+        with robohal.connect(first.split(" ", 1)[1]) as robot:  # its backend asks it over its own protocol
+            assert robot.state.q is not None
+        assert _running(simulator) and proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+        assert not _running(simulator)
+    finally:
+        _end(proc)
+
+
+@pytest.mark.parametrize("scheme, args", SIMULATORS)
+def test_the_end_of_its_launcher_s_pipe_ends_a_simulator(scheme: str, args: list[str] | None) -> None:
+    proc = _start(scheme, args, subprocess.PIPE)
+    try:
+        first = _first_line(proc, 120.0)
+        assert first.startswith(f"READY {scheme}://"), (first, proc.stderr.read1(4000) if proc.poll() else b"")
+        (simulator,) = _children(proc.pid)
+        proc.stdin.close()  # the launcher is gone: no signal is sent
+        assert proc.wait(timeout=15) == 0
+        assert not _running(simulator)
+    finally:
+        _end(proc)
+
+
+def test_franka_without_an_address_picks_a_free_loopback_one_of_its_own() -> None:
+    both = [_start("franka", ["--no-realtime", "1"], subprocess.DEVNULL) for _ in range(2)]  # at the same time
+    try:
+        uris = [parse_ready_line(_first_line(proc, 60.0)) for proc in both]
+        hosts = {uri.host for uri in uris}
+        assert len(hosts) == 2 and all(ipaddress.ip_address(host).is_loopback for host in hosts)
+        for uri in uris:
+            assert uri.port is None  # the FCI's own port, 1337, on the address it picked
+            socket.create_connection((uri.host, 1337), timeout=10).close()
+    finally:
+        for proc in both:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=15)
+            _end(proc)
+
+
+@pytest.mark.parametrize("scheme", ["abb-egm", "franka", "arduino-planar"])
+def test_a_usage_error_names_the_command_the_user_typed(scheme: str) -> None:
+    refused = subprocess.run([str(ROBOHAL), "sim", scheme, "--no-such-option"], capture_output=True, text=True,
+                             timeout=60, stdin=subprocess.DEVNULL)
+    assert refused.returncode == 2
+    assert f"robohal sim {scheme}" in refused.stderr and "python -m" not in refused.stderr
+
+
 @pytest.mark.parametrize("scheme, option", [("abb-egm", "--retry-after"), ("franka", "--max-missed"),
                                             ("arduino-planar", "--firmware")])
 def test_help_is_the_simulator_program_s_own(scheme: str, option: str) -> None:
     shown = subprocess.run([str(ROBOHAL), "sim", scheme, "--help"], capture_output=True, text=True, timeout=60)
-    assert shown.returncode == 0 and option in shown.stdout and "robohal_" in shown.stdout
+    assert shown.returncode == 0 and option in shown.stdout and f"robohal sim {scheme}" in shown.stdout
 
 
 def test_without_a_scheme_it_lists_the_simulators() -> None:

@@ -1,11 +1,19 @@
 """The simulator launch protocol: SimulatorProcess (a program in its own process, its ready line
-and its stderr log), the ready line, sim_* parameters as options, and launch()."""
+and its stderr log), the ready line, sim_* parameters as options, launch(), and which stdin's
+end ends a simulator (control_lines)."""
 
 from __future__ import annotations
 
+import io
 import os
+import pty
+import queue
+import signal
+import socket
+import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 from robohal.errors import UriError
@@ -14,6 +22,7 @@ from robohal.sim.process import (
     SimulatorProcess,
     announce_ready,
     boolean,
+    control_lines,
     launch,
     parse_ready_line,
     simulator_options,
@@ -178,3 +187,166 @@ def test_launch_runs_the_module_with_its_arguments_then_the_sim_options(tmp_path
         assert process.uri == parse_uri("fake://127.0.0.1:5?model=generic.planar2&robot=127.0.0.1&timeout=3")
     finally:
         process.stop()
+
+
+# Control lines: which stdin ends a simulator ----------------------------------------------------
+
+# A simulator program in miniature: it says what control_lines() made of its stdin, echoes its
+# control lines, says when they end, and answers "ping" on UDP for as long as it runs.
+CONTROLLED = """
+import selectors, socket, sys
+from robohal.sim.process import announce_ready, control_lines
+
+udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+udp.bind(("127.0.0.1", 0))
+control = control_lines(sys.stdin)
+announce_ready(f"sim://127.0.0.1:{udp.getsockname()[1]}?model=generic.planar2")
+print("LINES", "none" if control is None else "ending the run" if control.ends_run else "only", flush=True)
+selector = selectors.DefaultSelector()
+selector.register(udp, selectors.EVENT_READ, "udp")
+if control is not None:
+    selector.register(control, selectors.EVENT_READ, "control")
+while True:
+    for key, _ in selector.select():
+        if key.data == "udp":
+            data, peer = udp.recvfrom(100)
+            udp.sendto(b"pong", peer)
+            continue
+        lines = control.read()
+        if lines is None:
+            print("END", flush=True)
+            selector.unregister(control)
+            if control.ends_run:
+                sys.exit(0)
+        for line in lines or ():
+            print("GOT", line, flush=True)
+"""
+
+
+class Controlled:
+    """The miniature simulator in its own process, its stdin as given (closed: ``"closed"``)."""
+
+    def __init__(self, stdin) -> None:
+        argv = [sys.executable, "-c", CONTROLLED]
+        if stdin == "closed":
+            argv, stdin = ["sh", "-c", 'exec "$0" "$@" <&-', *argv], None
+        self.process = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, text=True)
+        self._lines: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=lambda: [self._lines.put(line.strip()) for line in self.process.stdout],
+                                        daemon=True)
+        self._reader.start()
+        self.uri = parse_ready_line(self.line())
+
+    def line(self, timeout: float = 20.0) -> str:
+        """Its next stdout line ("" if none came within ``timeout``)."""
+        try:
+            return self._lines.get(timeout=timeout)
+        except queue.Empty:
+            return ""
+
+    def answers(self, timeout: float = 10.0) -> bool:
+        """Whether it answers a ping within ``timeout``: it runs its loop, not merely exists."""
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.settimeout(timeout)
+            probe.sendto(b"ping", (self.uri.host, self.uri.port))
+            try:
+                return probe.recv(100) == b"pong"
+            except TimeoutError:
+                return False
+
+    def terminate(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=10)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self._reader.join(timeout=10)  # it reads to the end of stdout, which came with the exit
+        self.process.stdout.close()
+
+
+@pytest.fixture
+def controlled():
+    started: list[Controlled] = []
+
+    def start(stdin) -> Controlled:
+        started.append(Controlled(stdin))
+        return started[-1]
+
+    yield start
+    for program in started:
+        program.close()
+
+
+@pytest.mark.parametrize("stdin", ["devnull", "closed", "write-only"], ids=["dev-null", "closed", "nohup"])
+def test_without_a_pipe_a_simulator_runs_until_sigterm(controlled, stdin):
+    # nohup gives a terminal's job a /dev/null it cannot even read; a service and `&` in a script
+    # give /dev/null; a supervisor may close stdin altogether
+    with open(os.devnull, "wb") as write_only:
+        given = {"devnull": subprocess.DEVNULL, "closed": "closed", "write-only": write_only}[stdin]
+        program = controlled(given)
+    assert program.line() == "LINES none"
+    assert program.answers()
+    assert program.process.poll() is None
+    assert program.terminate() == -signal.SIGTERM
+
+
+def test_the_end_of_its_launcher_s_pipe_ends_a_simulator(controlled):
+    program = controlled(subprocess.PIPE)
+    assert program.line() == "LINES ending the run"
+    program.process.stdin.write("STATS\n")
+    program.process.stdin.flush()
+    assert program.line() == "GOT STATS"
+    program.process.stdin.close()  # the launcher is gone
+    assert program.line() == "END"
+    assert program.process.wait(timeout=10) == 0  # by itself: no signal was sent
+
+
+def test_at_a_terminal_ctrl_d_ends_the_lines_not_the_simulator(controlled):
+    master, slave = pty.openpty()
+    try:
+        program = controlled(slave)
+        assert program.line() == "LINES only"
+        os.write(master, b"STATS\n")
+        assert program.line() == "GOT STATS"
+        os.write(master, b"\x04")  # Ctrl-D at the start of a line: the terminal's end of input
+        assert program.line() == "END"
+        assert program.answers()
+        assert program.process.poll() is None
+        assert program.terminate() == -signal.SIGTERM
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_a_simulator_launched_with_a_pipe_quits_when_the_launcher_closes_it():
+    simulator = SimulatorProcess([sys.executable, "-c", CONTROLLED], timeout=20)
+    try:
+        assert simulator.readline(10) == "LINES ending the run"
+        simulator.process.stdin.close()  # what stop() does first, and what a launcher's exit does
+        assert simulator.process.wait(timeout=10) == 0
+    finally:
+        simulator.stop()
+
+
+def test_control_lines_come_in_whole_lines_across_reads():
+    reader, writer = os.pipe()
+    try:
+        lines = control_lines(os.fdopen(reader, "rb", buffering=0, closefd=False))
+        os.write(writer, b"STA")
+        assert lines.read() == []
+        os.write(writer, b"TS\r\nQUIT\npart")
+        assert lines.read() == ["STATS", "QUIT"]
+        os.close(writer)
+        writer = -1
+        assert lines.read() is None  # the unfinished "part" is no line
+    finally:
+        os.close(reader)
+        if writer >= 0:
+            os.close(writer)
+
+
+def test_a_stream_without_a_descriptor_gives_no_control_lines():
+    assert control_lines(None) is None  # Python found no stdin at start
+    assert control_lines(io.StringIO("STATS\n")) is None

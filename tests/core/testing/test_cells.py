@@ -46,7 +46,6 @@ def test_a_good_file_gives_its_settings_and_defaults(tmp_path):
     assert one.safety.speed == 0.5 and one.safety.workspace.upper.tolist() == [1.0, 0.5, 0.1]
     assert one.suites == (CONTRACT_SUITE,) and one.place == "one"  # no family suite for sim://
     assert two.place == "the-second" and two.safety.workspace is None and two.safety.speed == 1.0
-    assert one.bring_up and two.bring_up  # a real cell's backend brings it up unless the file says not
     assert [cell.name for cell in lab.select(["two", "all"])] == ["two", "one"]
 
 
@@ -67,7 +66,8 @@ def test_a_good_file_gives_its_settings_and_defaults(tmp_path):
     (("[cells.two]", "[cells.all]"), "a cell name is letters"),
     (("[lab]", "[labs]"), "unknown table(s) ['labs']"),
     (("[lab]", "[lab"), "is not valid TOML"),
-    (('contact = "someone"', 'bring_up = "yes"'), "bring_up must be true or false"),
+    (("contact = \"someone\"", "bringup = true"), "the sim backend brings no robot up"),
+    (("contact = \"someone\"", "bringup = 1"), "bringup is true or false"),
 ])
 def test_mistakes_are_refused_with_the_reason(tmp_path, change, message):
     old, new = change
@@ -92,3 +92,9 @@ def test_an_unknown_cell_names_the_cells_there_are(tmp_path):
 def test_a_missing_file_is_said_plainly(tmp_path):
     with pytest.raises(CellFileError, match="No such file"):
         load_cells(tmp_path / "nope.toml")
+
+
+def test_a_franka_cell_asks_for_bring_up(tmp_path):
+    cell = load_cells(write(tmp_path, '[cells.fr3]\nuri = "franka://172.16.0.2?desk_credentials=lab-fr3"\n'
+                                      'bringup = true\n')).cells["fr3"]
+    assert cell.bringup

@@ -24,7 +24,7 @@ from ..plugins.records import DemoSpec
 from ..plugins.registry import Registry, default_registry
 from ..robot import Robot
 from .pick_place import pick_and_place
-from .plots import matplotlib_pyplot
+from .plots import draw_joints, joint_labels, matplotlib_pyplot, with_gaps
 
 
 @dataclass
@@ -41,13 +41,23 @@ class DemoRun:
     on_robot: Any = None  # called with the task's robot once connected (robohal demo --view shows it)
     grasps: list[bool] = field(default_factory=list)  # each grasp's outcome: whether it held the part
     released: bool | None = None  # whether the last release let the part go
-    gripper_trace: np.ndarray | None = None  # (N, 2): seconds, gripper width (m)
+    gripper_trace: np.ndarray | None = None  # (N, 2): seconds since the task began, gripper width (m)
+    started: float = field(default_factory=time.monotonic)  # when the task began (host clock, s)
+    robot_clock: float | None = None  # host clock minus the robot's clock (s), taken when it connected
 
     def attach(self, robot: Robot) -> None:
-        """The task has connected ``robot``: record its model, and show it where asked."""
+        """The task has connected ``robot``: record its model and its clock, and show it where asked."""
         self.model = robot.model
+        self.robot_clock = time.monotonic() - robot.state.time
         if self.on_robot is not None:
             self.on_robot(robot)
+
+    def task_seconds(self, times: np.ndarray) -> np.ndarray:
+        """Robot-clock times (a motion's) as seconds since the task began, the gripper trace's clock.
+        Without the robot's clock, the first motion starts at 0."""
+        if self.robot_clock is None:
+            return times - next(result.times[0] for result in self.results if result.cycles)
+        return times + self.robot_clock - self.started
 
     @property
     def merged(self) -> MotionResult | None:
@@ -144,25 +154,32 @@ def lost_packets(info: dict[str, Any]) -> str:
     return "-"
 
 
-def plot_run(run: DemoRun, folder: Path) -> Path | None:
+def demo_figure(run: DemoRun) -> Any:
+    """The figure of a task: joints, path versus target, tracking error and (where it gripped) the
+    gripper's width; the time panels share one axis, seconds since the task began, and leave the
+    time between two motions empty. None without matplotlib or motions."""
     plt = matplotlib_pyplot()
-    merged = run.merged
-    if plt is None or merged is None or merged.cycles == 0:
+    motions = [result for result in run.results if result.cycles]
+    if plt is None or not motions:
         return None
-    t = merged.times - merged.times[0]
-    commanded = run.model.forward(merged.commanded)[:, :3, 3]
-    measured = run.model.forward(merged.measured)[:, :3, 3]
+    t = with_gaps([run.task_seconds(result.times) for result in motions])
+    commanded_xyz = [run.model.forward(result.commanded)[:, :3, 3] for result in motions]
+    measured_xyz = [run.model.forward(result.measured)[:, :3, 3] for result in motions]
     trace = run.gripper_trace
     panels = 3 if trace is None else 4
     fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4.5))
-    axes[0].plot(t, np.degrees(merged.commanded), "--", linewidth=1)
-    axes[0].set_prop_cycle(None)
-    axes[0].plot(t, np.degrees(merged.measured), linewidth=1)
-    axes[0].set(title="joint trajectories (dashed: commanded)", xlabel="time [s]", ylabel="joint [deg]")
+    timed = [axes[0], axes[2], *axes[3:]]
+    for axis in timed[1:]:
+        axis.sharex(timed[0])
+    draw_joints(axes[0], t, with_gaps([r.commanded for r in motions]), with_gaps([r.measured for r in motions]),
+                joint_labels(run.model, motions[0].commanded.shape[1]))
+    axes[0].set(title="joint trajectories (dashed: commanded)", ylabel="joint [deg]")
     # the two coordinates along which the path moves most
-    span = np.ptp(np.vstack([run.ideal, commanded]), axis=0) if run.ideal is not None else np.ptp(commanded, axis=0)
+    reached = np.vstack(commanded_xyz)
+    span = np.ptp(reached if run.ideal is None else np.vstack([run.ideal, reached]), axis=0)
     i, j = sorted(np.argsort(span)[-2:])
     names = "xyz"
+    commanded, measured = with_gaps(commanded_xyz), with_gaps(measured_xyz)
     if run.ideal is not None:
         axes[1].plot(run.ideal[:, i] * 1e3, run.ideal[:, j] * 1e3, "k:", linewidth=2, label="target")
     axes[1].plot(commanded[:, i] * 1e3, commanded[:, j] * 1e3, label="commanded")
@@ -170,16 +187,27 @@ def plot_run(run: DemoRun, folder: Path) -> Path | None:
     axes[1].set(title="path versus target", xlabel=f"{names[i]} [mm]", ylabel=f"{names[j]} [mm]")
     axes[1].axis("equal")
     axes[1].legend()
-    axes[2].plot(t, np.degrees(merged.tracking_error))
-    axes[2].set(title="tracking error (max over joints)", xlabel="time [s]", ylabel="[deg]")
+    axes[2].plot(t, np.degrees(with_gaps([r.tracking_error for r in motions])))
+    axes[2].set(title="tracking error (max over joints)", ylabel="[deg]")
     if trace is not None:
         axes[3].plot(trace[:, 0], trace[:, 1] * 1e3)
-        axes[3].set(title="gripper width", xlabel="time since the task began [s]", ylabel="[mm]")
+        axes[3].set(title="gripper width", ylabel="[mm]")
+    for axis in timed:
+        axis.set_xlabel("time since the task began [s]")
+    timed[0].set_xlim(left=0.0)
     fig.suptitle(f"{run.name}: {run.task}")
     fig.tight_layout()
+    return fig
+
+
+def plot_run(run: DemoRun, folder: Path) -> Path | None:
+    """Write the task's figure (:func:`demo_figure`) as a PNG in ``folder``."""
+    fig = demo_figure(run)
+    if fig is None:
+        return None
     path = folder / f"{run.name.lower().replace(' ', '-')}.png"
     fig.savefig(path, dpi=90)
-    plt.close(fig)
+    matplotlib_pyplot().close(fig)
     return path
 
 
@@ -197,15 +225,14 @@ def run_demo(out: str, tasks: list[DemoSpec] | None = None, *, view: Any = None)
     for demo in demos() if tasks is None else tasks:
         name, task = demo.name, demo.task
         uri, what = demo.where()
-        run = DemoRun(name, uri, what, on_robot=None if view is None else view.add)
-        start = time.monotonic()
+        run = DemoRun(name, uri, what, on_robot=None if view is None else view.add)  # (the task begins)
         with console.status(f"{name}: {what} ({uri})"):
             try:
                 task(run)
             except Exception as exc:  # one robot's failure must not hide the others' results
                 run.error = f"{type(exc).__name__}: {exc}"
                 (folder / f"{name.lower().replace(' ', '-')}-error.txt").write_text(traceback.format_exc())
-        run.seconds = time.monotonic() - start
+        run.seconds = time.monotonic() - run.started
         console.print(f"{'[red]failed[/red]' if run.error else '[green]done[/green]'}  {name} in {run.seconds:.1f} s")
         runs.append(run)
 

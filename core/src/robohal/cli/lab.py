@@ -1,8 +1,7 @@
 """``robohal hil --cells FILE --cell NAME``: the HIL suites on a lab's named cells.
 
 Each cell runs in a pytest process of its own (its simulator, its safety settings, its report
-folder), so one cell's crash is that cell's alone. A real cell whose backend can bring it up (an ABB
-cell whose URI names its RWS) is made ready before its process starts and left stopped after. ``jobs`` cells run at once; a cell is never
+folder), so one cell's crash is that cell's alone. ``jobs`` cells run at once; a cell is never
 run by two workers, since a run lists each cell once and, with a labgrid coordinator, holds the
 cell's place for as long as its process runs (another run waits). ``--shard K/N`` keeps every
 N-th cell, so N CI jobs share the cells. When all are done the cells' JUnit files, motions and
@@ -25,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InvalidArgument, RobohalError
+from ..plugins.registry import default_registry
 from ..testing.cells import Cell, Lab
 from ..testing.lock import LockError, PlaceLock
+from ..uri import parse_uri
 from .hil import packaged, pytest_command, pytest_missing
 
 #: the environment variable that tells a cell's pytest process (and its suites) the cell's name
@@ -112,17 +113,20 @@ class LabRun:
             run.folder.mkdir(parents=True, exist_ok=True)
             run.log = run.folder / "pytest.log" if self.capture else None
             started = time.monotonic()
-            with open(run.log, "w", encoding="utf-8") if run.log else nullcontext() as out, \
-                    _brought_up(run.cell, say):
+            with cell_bringup(run.cell, say), \
+                    open(run.log, "w", encoding="utf-8") if run.log else nullcontext() as out:
                 child = subprocess.Popen(self.command(run.cell, run.folder), stdout=out, stderr=subprocess.STDOUT
                                          if out else None, stdin=subprocess.DEVNULL,
                                          env={**os.environ, CELL_VARIABLE: run.cell.name})
                 run.code = _wait_or_stop(child, self.stopping)
             run.seconds = time.monotonic() - started
-        except (LockError, BringUpFailed) as exc:
+        except LockError as exc:
             run.waited = time.monotonic() - begun
             run.error = str(exc)
             say(f"robohal hil: cell {run.cell.name}: not run: {exc}")
+        except RobohalError as exc:  # the bring-up failed, or leaving the robot safe did
+            run.error = f"bring-up: {exc}"
+            say(f"robohal hil: cell {run.cell.name}: {run.error}")
         finally:
             if lock is not None:
                 lock.release()
@@ -132,40 +136,24 @@ class LabRun:
         return run
 
 
-class BringUpFailed(RobohalError):
-    """A real cell could not be made ready for its suites (or left stopped after them)."""
-
-
 @contextmanager
-def _brought_up(cell: Cell, say) -> Iterator[None]:
-    """A real cell made ready around its suites by its backend's bring-up (an ABB cell with
-    ``rws=``: motors on and RAPID started, RAPID stopped after); nothing for a simulated cell
-    (its simulator starts inside the suites), one without a bring-up, or ``bring_up = false``."""
-    bring_up = None
-    if cell.bring_up and not cell.simulated:
-        from ..plugins.registry import default_registry
-        from ..uri import parse_uri
-
-        uri = parse_uri(cell.uri)
-        spec = default_registry().backend_spec(uri.scheme)
-        if spec.bring_up is not None:
-            bring_up = spec.bring_up(uri)
-    if bring_up is None:
+def cell_bringup(cell: Cell, say) -> Iterator[None]:
+    """The cell's robot made ready for the run and safe after, where the cell asks for it
+    (``bringup = true``): its backend's ``bring_up(uri)`` around the suites' whole run, once."""
+    if not cell.bringup:
         yield
         return
-    try:
-        bring_up.__enter__()
-    except RobohalError as exc:
-        raise BringUpFailed(f"could not bring the cell up: {exc}") from exc
-    say(f"robohal hil: cell {cell.name}: brought up for its suites")
-    try:
+    uri = parse_uri(cell.uri)
+    spec = default_registry().backend_spec(uri.scheme)
+    assert spec.bring_up is not None  # (load_cells refuses the key otherwise)
+    bringing = spec.bring_up(uri)
+    if bringing is None:
+        raise RobohalError(f"bringup = true, but {cell.uri} names nothing the {spec.scheme} backend brings a robot"
+                           " up with")
+    say(f"robohal hil: cell {cell.name}: bringing the robot up")
+    with bringing:
         yield
-    finally:
-        try:
-            bring_up.__exit__(None, None, None)
-            say(f"robohal hil: cell {cell.name}: left stopped")
-        except RobohalError as exc:
-            say(f"robohal hil: cell {cell.name}: could not be left stopped: {exc}; stop it at the cell")
+    say(f"robohal hil: cell {cell.name}: robot left safe")
 
 
 def _say(text: str) -> None:

@@ -46,16 +46,18 @@ class PickPlace:
 
 
 class WidthRecorder:
-    """Samples the gripper's width in a thread of its own while the task runs, for the plot."""
+    """Samples the gripper's width in a thread of its own while the task runs, for the plot;
+    its times count from ``since`` (the host's monotonic clock: when the task began), else
+    from its own start."""
 
-    def __init__(self, gripper: Any, period: float = WIDTH_PERIOD) -> None:
+    def __init__(self, gripper: Any, period: float = WIDTH_PERIOD, since: float | None = None) -> None:
         self.gripper = gripper
         self.period = period
         self.times: list[float] = []
         self.widths: list[float] = []
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="robohal-gripper-width", daemon=True)
-        self._start = time.monotonic()
+        self._start = time.monotonic() if since is None else since
 
     def __enter__(self) -> WidthRecorder:
         self._thread.start()
@@ -77,7 +79,7 @@ class WidthRecorder:
 
     @property
     def trace(self) -> np.ndarray:
-        """(N, 2): seconds since the task began, width (m)."""
+        """(N, 2): seconds (since ``since``), width (m)."""
         return np.column_stack([self.times, self.widths]) if self.times else np.zeros((0, 2))
 
 
@@ -101,7 +103,7 @@ def pick_and_place(run: Any, plan: PickPlace) -> None:
 
         pick, place = np.asarray(plan.pick, dtype=float), np.asarray(plan.place, dtype=float)
         path = [pick + approach, pick, pick + approach, place + approach, place, place + approach]
-        with WidthRecorder(gripper) as recorder:
+        with WidthRecorder(gripper, since=run.started) as recorder:  # on the clock of the task's motions
             gripper.open()
             robot.move_linear(at(path[0]), speed=plan.speed)  # the way there: not part of the figure
             run.results.append(robot.move_linear(at(path[1]), speed=plan.speed))

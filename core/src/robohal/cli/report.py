@@ -10,11 +10,22 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
+# The test id robohal's pytest plugin gives a family's test when no target is of its family's
+# scheme (robohal.testing.plugin): such a test was never meant to run here.
+NO_TARGET_ID = "[no-target]"
+
 
 def write_markdown_report(junit_path: str, folder: str) -> Path:
+    """``report.md`` in ``folder`` from one run's JUnit XML: first one line for the tests of robot
+    families no target was given for, then per target a summary line, every test and the
+    motions with their plots."""
     tree = ET.parse(junit_path)
     by_target: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    not_run: dict[str, int] = defaultdict(int)  # per suite: its tests that had no target of their family
     for case in tree.iter("testcase"):
+        if case.get("name", "").endswith(NO_TARGET_ID) and case.find("skipped") is not None:
+            not_run[suite_of(case.get("classname", ""))] += 1
+            continue
         name = f"{case.get('classname', '')}::{case.get('name', '')}"
         target = "(no target)"
         for prop in case.iter("property"):
@@ -29,7 +40,7 @@ def write_markdown_report(junit_path: str, folder: str) -> Path:
         by_target[target].append((name, outcome, detail))
     motions_path = Path(folder) / "motions.json"
     motions = json.loads(motions_path.read_text()) if motions_path.exists() else []
-    lines = ["# robohal HIL report", ""]
+    lines = ["# robohal HIL report", "", *([not_run_line(not_run), ""] if not_run else [])]
     for target, cases in sorted(by_target.items()):
         counts = defaultdict(int)
         for _, outcome, _ in cases:
@@ -48,6 +59,12 @@ def write_markdown_report(junit_path: str, folder: str) -> Path:
     path = Path(folder) / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def not_run_line(not_run: dict[str, int]) -> str:
+    """One line for the suites of robot families that had no target in the run, with their counts."""
+    suites = ", ".join(f"`{suite}` {count}" for suite, count in sorted(not_run.items()))
+    return f"Not run, no target of their robot family: {sum(not_run.values())} tests ({suites})."
 
 
 # A lab run: one folder per cell, merged --------------------------------------------------------

@@ -10,8 +10,10 @@ A simulator program is a module run as ``python -m <module> [options]``:
 - **Options come from the URI**: each ``sim_<name>=<value>`` parameter of the
   ``sim`` URI is the option ``--<name-with-dashes> <value>`` (:func:`simulator_options`);
   boolean options take a value too (``--ideal 1``; :func:`boolean` parses it).
-- **Its stdin carries control lines** (``STATS``, ``QUIT``, ...); at its end on a
-  pipe, the program exits, so it never outlives its parent.
+- **Its stdin carries control lines** (``STATS``, ``QUIT``, ...; :func:`control_lines`); at
+  the end of a pipe the program exits, so it never outlives the launcher that holds the pipe.
+  Started with ``/dev/null``, a file, a terminal or no stdin at all, it runs until SIGTERM or
+  Ctrl-C.
 
 A plugin's :class:`~robohal.plugins.records.SimulatorSpec` ``start(uri)`` checks the
 URI and calls :func:`launch` with its module and fixed arguments; that returns a
@@ -29,6 +31,7 @@ import random
 import selectors
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -45,6 +48,7 @@ START_TIMEOUT = 20.0  # s: a simulator that has not announced itself by then is 
 READY = "READY"  # the first word of the ready line
 SIM_PREFIX = "sim_"  # URI parameters with this prefix are the simulator program's options
 STOP_GRACE = 0.2  # s a stopping simulator gets to quit by itself (its stdin ended) before SIGTERM
+MAX_CONTROL_LINE = 4096  # bytes: an unfinished control line longer than this is junk (our bound)
 
 
 @runtime_checkable
@@ -79,6 +83,79 @@ def boolean(text: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ValueError(f"{text!r} is not a boolean: use 1/0, true/false, yes/no")
+
+
+class ControlLines:
+    """The control lines (``STATS``, ``QUIT``, fault injection) of a simulator program's stdin.
+
+    Register it with the program's selector (it has ``fileno()``); when it is readable,
+    :meth:`read` gives the lines that have arrived. ``None`` from :meth:`read` is its end: stop
+    watching it, and quit where :attr:`ends_run` says so. The descriptor stays blocking: a
+    terminal's is shared with the shell, which must not find it non-blocking afterwards.
+    """
+
+    def __init__(self, fd: int, *, ends_run: bool) -> None:
+        self.fd = fd
+        self.ends_run = ends_run  # its end means the process that started this one is done or gone
+        self._terminal = os.isatty(fd)
+        self._partial = b""
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def read(self) -> list[str] | None:
+        """The complete lines that have arrived (one read: it does not block once the descriptor
+        is readable), or None at the end."""
+        if self._terminal and _in_background(self.fd):
+            return None  # a background job that reads its terminal is stopped (SIGTTIN): not ours to read
+        try:
+            chunk = os.read(self.fd, 4096)
+        except (BlockingIOError, InterruptedError):
+            return []
+        except OSError:  # e.g. EIO from a terminal that hung up: no more lines either way
+            chunk = b""
+        if not chunk:
+            return None
+        *lines, partial = (self._partial + chunk).split(b"\n")
+        self._partial = partial[-MAX_CONTROL_LINE:]
+        return [line.decode("utf-8", "replace").rstrip("\r") for line in lines]
+
+
+def _in_background(fd: int) -> bool:
+    """Whether this process is a background job of the terminal ``fd``."""
+    try:
+        return os.tcgetpgrp(fd) != os.getpgrp()
+    except OSError:  # not our controlling terminal: reading it stops nobody
+        return False
+
+
+def control_lines(stdin: Any) -> ControlLines | None:
+    """A simulator program's control lines from ``stdin`` (``sys.stdin``), or None where none can come.
+
+    - A pipe or a socket: the process at its other end started this one (robohal's launcher,
+      a test, a shell pipeline). Its end means that process is done or gone, and the program
+      quits (:attr:`ControlLines.ends_run`): no simulator outlives its launcher.
+    - A terminal: the lines typed; Ctrl-D ends the lines, not the program.
+    - ``/dev/null``, a file, or no stdin at all (``nohup``, ``&`` in a script, a service):
+      None. Such a program runs until SIGTERM or Ctrl-C.
+    """
+    # The kind of stdin is read from the descriptor itself rather than from a flag the launcher
+    # passes: what ends the run is the end of this very descriptor, and the kernel says what it
+    # is. Any parent holding a pipe gets the same no-orphan promise without knowing a flag, and
+    # no flag can disagree with the descriptor (one inherited by a program whose stdin is a
+    # terminal, or one a launcher forgot).
+    if stdin is None:  # Python found no stdin at start: whatever holds descriptor 0 now is not one
+        return None
+    try:
+        fd = stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError, AttributeError):  # closed, or not a real stream (a test's StringIO)
+        return None
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return ControlLines(fd, ends_run=True)
+    if os.isatty(fd):
+        return ControlLines(fd, ends_run=False)
+    return None
 
 
 # The launcher's side -------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 
 Each ``[cells.NAME]`` table gives the cell's robot ``uri``, the ``suites`` that apply (importable
 packages, or folders relative to the file), its safety settings (``speed`` factor, ``workspace``
-box in the base frame, m), who to ask (``contact``), the labgrid ``place`` that locks it and whether
-robohal brings a real cell up around its suites (``bring_up``, default true: where the backend can,
-e.g. an ABB cell whose URI names ``rws=``, it is started before and left stopped after). An
+box in the base frame, m), who to ask (``contact``) and the labgrid ``place`` that locks it.
+``bringup = true`` has the backend make the robot ready before the run and safe after (a Franka:
+Desk's control, joints and FCI, locked again at the end), with the robot's credentials from where
+its URI says (a Franka's ``desk_credentials=``: the environment or the credentials file, never the
+cell file). An
 optional ``[lab]`` table names the labgrid ``coordinator``, how long a run waits for a held cell
 (``lock_timeout``, s) and a ``history`` file. Every mistake is refused on loading, naming the
 file, the cell and the key.
@@ -30,7 +32,7 @@ else:  # pragma: no cover - Python 3.10
 
 #: the package of the backend contract suite, which applies to every cell
 CONTRACT_SUITE = "robohal.testing.suite"
-CELL_KEYS = {"uri", "suites", "speed", "workspace", "contact", "place", "bring_up"}
+CELL_KEYS = {"uri", "suites", "speed", "workspace", "contact", "place", "bringup"}
 LAB_KEYS = {"coordinator", "lock_timeout", "history"}
 DEFAULT_LOCK_TIMEOUT = 600.0  # s
 
@@ -47,9 +49,8 @@ class Cell:
     safety: CellSafety = field(default_factory=CellSafety)
     contact: str = ""
     place: str = ""
-    #: make a real cell ready before its suites and leave it stopped after, where its backend can
-    #: (``BackendSpec.bring_up``: an ABB cell whose URI names ``rws=``)
-    bring_up: bool = True
+    #: the backend brings the robot up before the run and leaves it safe after (its ``bring_up``)
+    bringup: bool = False
 
     @property
     def simulated(self) -> bool:
@@ -165,11 +166,13 @@ def _cell(path: Path, name: str, table: object, registry: Registry) -> Cell:
     place = table.get("place", name)
     if not isinstance(place, str) or not place.strip():
         raise CellFileError(f"{where}: place must be a labgrid place name")
-    bring_up = table.get("bring_up", True)
-    if not isinstance(bring_up, bool):
-        raise CellFileError(f"{where}: bring_up must be true or false, got {bring_up!r}")
+    bringup = table.get("bringup", False)
+    if not isinstance(bringup, bool):
+        raise CellFileError(f"{where}: bringup is true or false")
+    if bringup and spec.bring_up is None:
+        raise CellFileError(f"{where}: bringup: the {spec.scheme} backend brings no robot up (it has nothing to do)")
     return Cell(name=name, uri=uri, suites=tuple(suites), safety=safety, contact=contact, place=place,
-                bring_up=bring_up)
+                bringup=bringup)
 
 
 def _workspace(value: object) -> Workspace | None:

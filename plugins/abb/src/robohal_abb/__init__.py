@@ -59,7 +59,8 @@ def robohal_backends():
             params=("robot", "timeout", "connect_timeout", "mode", "sample_rate", "reply", "sim_*",
                     "do", "di", "ao", "ai", "gripper", "gripper_closed", "gripper_part", "gripper_delay",
                     "gripper_timeout", "gripper_width",  # as robohal_abb.signals reads them
-                    "rws", "rws_dialect", "rws_start", "rws_ca", "rws_fingerprint", "rws_timeout"),  # robohal_abb.cell (the simulator announces rws and rws_fingerprint)
+                    "rws", "rws_dialect", "rws_start", "rws_ca", "rws_fingerprint", "rws_timeout",
+                    "rws_credentials"),  # robohal_abb.cell (the simulator announces rws and rws_fingerprint)
             tools=(ToolSpec("gripper", factory="robohal_abb.signals:gripper_for",
                             description="a two-state gripper on a digital output (gripper=DO; the simulator's vacuum)"),
                    ToolSpec("io", factory="robohal_abb.signals:io_for",

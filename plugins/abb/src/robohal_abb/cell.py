@@ -18,10 +18,11 @@ configuration: see ``rapid/SETUP.md``.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from robohal.uri import RobotUri, parse_uri
 
 from . import stream_end
 from .rws import RwsClient, RwsError, RwsUnsupported
-from .rws.client import DEFAULT_TASK, DEFAULT_TIMEOUT
+from .rws.client import DEFAULT_TASK, DEFAULT_TIMEOUT, SERVICE
 from .rws.values import BuildError, ElogEntry, ExecutionState, Signal, SystemInfo
 
 log = logging.getLogger("robohal.abb")
@@ -46,7 +47,7 @@ REMOTE_FOLDER = "$HOME"
 SETTLE = 10.0
 POLL = 0.05  # s between looks while waiting for a state
 #: the URI parameters that name the cell's RWS
-PARAMS = ("rws", "rws_dialect", "rws_start", "rws_ca", "rws_fingerprint", "rws_timeout")
+PARAMS = ("rws", "rws_dialect", "rws_start", "rws_ca", "rws_fingerprint", "rws_timeout", "rws_credentials")
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,8 @@ class CellOptions:
     ca_bundle: str | None = None
     fingerprint: str | None = None
     timeout: float = DEFAULT_TIMEOUT
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: whose credentials (robohal.net.credentials): ROBOHAL_<SERVICE>_USER/_PASSWORD, [SERVICE."HOST"]
+    service: str = SERVICE
 
     @classmethod
     def from_uri(cls, uri: RobotUri) -> CellOptions | None:
@@ -122,9 +124,13 @@ class CellOptions:
         if robotware is not None and robotware not in ("6", "7"):
             raise UriError(f"{uri}: rws_dialect is 6 (RobotWare 6, RWS 1.0) or 7 (RobotWare 7, RWS 2.0),"
                            f" got {robotware!r}")
+        service = uri.params.get("rws_credentials", SERVICE)
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,63}", service):
+            raise UriError(f"{uri}: rws_credentials names whose credentials robohal looks up (letters, digits, '-',"
+                           f" '_'), got {service!r}")
         return cls(url, int(robotware) if robotware else None, uri.get_bool("rws_start", False),
                    uri.params.get("rws_ca"), uri.params.get("rws_fingerprint"),
-                   uri.get_float("rws_timeout", DEFAULT_TIMEOUT, minimum=0.1))
+                   uri.get_float("rws_timeout", DEFAULT_TIMEOUT, minimum=0.1), service)
 
 
 class AbbCell:
@@ -132,17 +138,17 @@ class AbbCell:
 
     def __init__(self, url: str, *, robotware: int | None = None, task: str = DEFAULT_TASK,
                  credentials: Credentials | None = None, timeout: float = DEFAULT_TIMEOUT,
-                 ca_bundle: str | None = None, fingerprint: str | None = None) -> None:
+                 ca_bundle: str | None = None, fingerprint: str | None = None, service: str = SERVICE) -> None:
         self.task = task
         #: the robot's URI (abb-egm://...), when the cell was named by one
         self.robot_uri: RobotUri | None = None
         self.rws = RwsClient(url, robotware=robotware, credentials=credentials, timeout=timeout, ca_bundle=ca_bundle,
-                             fingerprint=fingerprint)
+                             fingerprint=fingerprint, service=service)
 
     @classmethod
     def from_options(cls, options: CellOptions, **kwargs: Any) -> AbbCell:
         return cls(options.url, robotware=options.robotware, timeout=options.timeout, ca_bundle=options.ca_bundle,
-                   fingerprint=options.fingerprint, **kwargs)
+                   fingerprint=options.fingerprint, service=options.service, **kwargs)
 
     @classmethod
     def from_uri(cls, uri: str | RobotUri, **kwargs: Any) -> AbbCell:

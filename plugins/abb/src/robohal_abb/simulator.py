@@ -26,8 +26,9 @@ by default). The first stdout line is the ready line of every robohal simulator,
 ``READY abb-egm://SENSOR_HOST:SENSOR_PORT?model=...&robot=HOST[&do=...]``: the URI a sensor
 connects with (``robot=`` names this controller's own address, ``do=``/``di=``/``gripper=``
 its tool's signals); its own UDP port goes to stderr. Later lines are ``EVENT ...`` and, on exit or on request, ``STATS {json}``. Control lines on stdin (for tests): ``RESTART [j1..j6 deg]``,
-``MOTORS OFF``, ``STALL``, ``RESUME``, ``STATS``, ``QUIT``; end of input on a
-pipe quits.
+``MOTORS OFF``, ``STALL``, ``RESUME``, ``STATS``, ``QUIT``; the end of a pipe (the
+launcher's) quits. Started otherwise (a terminal, ``</dev/null``, a background job), it runs
+until Ctrl-C or SIGTERM.
 
 With ``--rws 6|7`` it is also the controller behind simulated Robot Web Services
 (:mod:`.rws_server` over :mod:`.controller_model`): it starts as after power-up (motors off,
@@ -42,11 +43,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import selectors
 import socket
-import stat
 import sys
 import time
 from collections import Counter, deque
@@ -56,7 +55,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 import numpy as np
 from robohal.kinematics import Kinematics
-from robohal.sim.process import announce_ready
+from robohal.sim.process import ControlLines, announce_ready, control_lines
 from robohal.uri import RobotUri
 
 from . import stamps, wire
@@ -635,21 +634,13 @@ class SimulatedController:
                 params["rws_fingerprint"] = self.rws.fingerprint
         return RobotUri("abb-egm", host=self.sensor[0], port=self.sensor[1], params=params)
 
-    def run(self, stdin: Any = None) -> dict[str, Any]:
-        """Run until QUIT, end of stdin (a pipe), ``duration`` or Ctrl-C; return the statistics."""
+    def run(self, control: ControlLines | None = None) -> dict[str, Any]:
+        """Run until QUIT, the end of a launcher's pipe, ``duration`` or Ctrl-C; return the statistics."""
         o = self.options
         selector = selectors.DefaultSelector()
         selector.register(self.sock, selectors.EVENT_READ, "udp")
-        quit_on_eof = False
-        buffer = b""
-        if stdin is not None:
-            fd = stdin.fileno()
-            quit_on_eof = stat.S_ISFIFO(os.fstat(fd).st_mode)
-            try:
-                selector.register(fd, selectors.EVENT_READ, "stdin")
-                os.set_blocking(fd, False)
-            except (OSError, ValueError):  # /dev/null or a file: no control lines
-                quit_on_eof = False
+        if control is not None:
+            selector.register(control, selectors.EVENT_READ, "stdin")
         announce_ready(self.ready_uri(), self.out)
         host, port = self.address
         print(f"# simulated EGM controller on {host}:{port}, sending to {self.sensor[0]}:{self.sensor[1]} every"
@@ -665,20 +656,13 @@ class SimulatedController:
                 for key, _ in selector.select(max(0.0, wake - now)):
                     if key.data == "udp":
                         self._drain()
+                    elif (lines := control.read()) is None:
+                        selector.unregister(control)
+                        if control.ends_run:  # the launcher went away
+                            self.running = False
                     else:
-                        try:
-                            chunk = os.read(key.fd, 4096)
-                        except BlockingIOError:
-                            continue
-                        if not chunk:
-                            selector.unregister(key.fd)
-                            if quit_on_eof:
-                                self.running = False
-                            continue
-                        buffer += chunk
-                        *lines, buffer = buffer.split(b"\n")
                         for line in lines:
-                            self.command(line.decode("utf-8", "replace"))
+                            self.command(line)
                 now = time.monotonic()
                 if now >= next_tick:
                     if last_tick is not None:
@@ -848,8 +832,8 @@ def command(sensor: str, bind: str, model_name: str, mode: str, q0: str | None, 
         rws.start()
     controller = SimulatedController(model, parse_address(sensor, wire.DEFAULT_PORT), address, options,
                                      model_name=model_name, cell=cell, rws=rws)
-    controller.run(sys.stdin)
+    controller.run(control_lines(sys.stdin))
 
 
 if __name__ == "__main__":
-    command()
+    command(prog_name="robohal sim abb-egm")

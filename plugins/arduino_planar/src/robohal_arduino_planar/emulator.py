@@ -12,7 +12,7 @@ per 20 ms frame, each followed by ``HORN <sim_us> <pin> <position_us>``: where t
 the slew model of :mod:`.servo` (``servo_speed`` rad/s, default the SG90's rated 10.47; ``ideal``: the
 horn jumps to each pulse at once); stdin takes the harness's control lines ``RESET``,
 ``INJECT_RX <hex>``, ``INJECT_TX <hex>``, ``DROP_RX <n>``, ``STATS`` (answered with
-``STATS {json}``: the horns now) and ``QUIT``. :meth:`Emulator.run` returns on QUIT, stdin EOF or
+``STATS {json}``: the horns now) and ``QUIT``. :meth:`Emulator.run` returns on QUIT, the end of a pipe or
 when ``stop`` is set (the program's SIGTERM and SIGINT handlers set it).
 
 :class:`FirmwareModel` is the firmware's logic without I/O, so it can be tested on its own.
@@ -31,6 +31,8 @@ import termios
 import time
 import tty
 from collections.abc import Callable
+
+from robohal.sim.process import ControlLines
 
 from . import wire as p
 from .servo import SG90_SPEED, ServoHorn
@@ -52,8 +54,6 @@ RUN_WAIT_S = 0.005
 MAX_CATCH_UP_FRAMES = 50
 # Our choice, as the harness's out_buf: output nobody reads is dropped beyond this many bytes.
 MAX_UNREAD_OUT = 65536
-# Our choice, as the harness's control buffer: a control line longer than this is junk.
-MAX_CONTROL_LINE = 256
 # Our choice: the boot hold after an open. A real Uno's bootloader takes 1-2 s (research notes);
 # tests want it shorter, the backend's boot budget (2 s) covers the real one.
 DEFAULT_BOOT_MS = 300
@@ -464,9 +464,10 @@ class Emulator:
             serial.mcu_sent(model.poll(), now)
         self.out += serial.delivered(now)
 
-    def run(self) -> None:
-        """Serve the pty until QUIT, stdin's end or ``stop`` (the caller has announced :attr:`slave_path`)."""
-        ctl = b""
+    def run(self, control: ControlLines | None = None) -> None:
+        """Serve the pty until QUIT, the end of a launcher's pipe (``control``: the control lines)
+        or ``stop`` (the caller has announced :attr:`slave_path`)."""
+        watched = [self.watch.fd, self.master] if control is None else [control, self.watch.fd, self.master]
         while not self.stop:
             now = time.monotonic()
             timeout = IDLE_WAIT_S
@@ -476,19 +477,17 @@ class Emulator:
                 timeout = min(timeout, RUN_WAIT_S, self.next_frame - now, self.serial.next_event(now))
             wants_write = [self.master] if self.out else []
             try:
-                readable, _, _ = select.select([0, self.watch.fd, self.master], wants_write, [],
-                                               max(0.0, timeout))
+                readable, _, _ = select.select(watched, wants_write, [], max(0.0, timeout))
             except InterruptedError:
                 continue
-            if 0 in readable:
-                data = os.read(0, 4096)        # one read per select cannot block
-                if data == b"":
-                    break                      # stdin closed: our owner is gone
-                ctl += data
-                *lines, ctl = ctl.split(b"\n")
-                for raw in lines:
-                    self.control(raw.decode("ascii", "replace"))
-                ctl = ctl[-MAX_CONTROL_LINE:]
+            if control in readable:
+                lines = control.read()
+                if lines is None:
+                    if control.ends_run:
+                        break                  # the launcher's pipe ended: our owner is gone
+                    watched.remove(control)
+                for line in lines or ():
+                    self.control(line)
             if self.watch.fd in readable and self.watch.read():
                 self.hold("open")
             if self.boot_deadline is not None and time.monotonic() >= self.boot_deadline:

@@ -1,8 +1,8 @@
 """The planar-arm simulator program: a simulated Uno running robohal_planar on a pseudo-terminal.
 
-    python -m robohal_arduino_planar.simulator [--firmware simavr|emulator] [--boot-ms N] [--fast 0|1]
+    robohal sim arduino-planar [--firmware simavr|emulator] [--boot-ms N] [--fast 0|1]
         [--servo-speed RAD_PER_S] [--ideal 0|1] [--pulses 0|1] [--watchdog-ms N] [--watchdog-action A]
-    robohal sim arduino-planar ...  (the same program)
+    python -m robohal_arduino_planar.simulator ...  (the same program)
 
 ``--firmware simavr`` (the default) builds the real firmware and the simavr harness (see
 :mod:`.firmware`) and becomes the harness; ``--firmware emulator`` runs the emulated MCU
@@ -11,7 +11,8 @@ robohal simulator, ``READY arduino-planar:///dev/pts/N`` (connect there), then a
 whenever the MCU leaves reset, and with ``--pulses 1`` every servo ``PULSE`` line and the ``HORN``
 line after it (the launcher asks for them: the HIL suites read them; at a terminal they are noise).
 stdin takes the control lines of PROTOCOL.md (``RESET``, ``INJECT_TX 41420a``, ``STATS``, ``QUIT``, ...);
-the program ends at QUIT, at stdin's end, and on SIGTERM or SIGINT.
+the program ends at QUIT, at the end of a pipe on stdin (its launcher's), and on SIGTERM or SIGINT.
+Started otherwise (a terminal, ``</dev/null``, a background job), only the signals end it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import os
 import signal
 import sys
 
-from robohal.sim.process import announce_ready, boolean
+from robohal.sim.process import announce_ready, boolean, control_lines
 from robohal.uri import RobotUri
 
 from . import firmware
@@ -36,7 +37,7 @@ MAX_BOOT_MS = 60000  # the harness's bound for a mistyped value
 
 def parser() -> argparse.ArgumentParser:
     switch = {"type": boolean, "nargs": "?", "const": True, "default": False, "metavar": "0|1"}
-    found = argparse.ArgumentParser(prog="python -m robohal_arduino_planar.simulator",
+    found = argparse.ArgumentParser(prog="robohal sim arduino-planar",
                                     description=__doc__.split("\n\n")[0])
     found.add_argument("--firmware", choices=KINDS, default="simavr",
                        help="the real firmware in simavr (needs `make avr-deps`) or the Python emulator"
@@ -83,6 +84,10 @@ def run_simavr(args: argparse.Namespace) -> int:
     except RuntimeError as exc:  # a failed build
         print(exc, file=sys.stderr)
         return 1
+    if sys.stdin is None:  # started with no stdin: the harness's pty must not become its descriptor 0
+        nothing = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(nothing, 0)
+        os.close(nothing)
     sys.stdout.flush()
     os.execv(argv[0], argv)
     return 1  # not reached: execv replaces this process or raises
@@ -102,7 +107,7 @@ def run_emulator(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         announce_ready(RobotUri("arduino-planar", path=emulator.slave_path))
-        emulator.run()
+        emulator.run(control_lines(sys.stdin))
     except BrokenPipeError:
         pass
     return 0

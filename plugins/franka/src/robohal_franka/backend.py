@@ -11,7 +11,10 @@ process reports on the next call.
 URI parameters: ``realtime`` (``enforce`` by default on a PREEMPT_RT kernel,
 else ``ignore``), ``impl`` (``pylibfranka``, the default, or ``stubs``: the
 pure-Python stand-in, same code path), ``collision`` (torque and force
-thresholds for the collision behaviour, in Nm and N: ``collision=40,60``).
+thresholds for the collision behaviour, in Nm and N: ``collision=40,60``),
+``desk_bringup=1`` (connect takes control in Desk, unlocks the joints and activates FCI as
+needed, and close gives back what it changed; ``desk_force=1`` takes control from its holder,
+by Desk's rules) with the Desk parameters of :mod:`.desk.access`.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from robohal.uri import RobotUri
 from .control import MODES, ControlConfig, StreamStarved, pack_error, unpack_error
 from .facts import MAX_PAYLOAD
 from .shared import SESSION_MOTION, SESSION_STREAM, Doorbell, Layout, SharedBlock
-from .simulated_robot import parse_contact
+from .simulated_robot import HOLD_COMMAND, parse_contact
 from .wire import ERROR_NAMES, TCP_PORT
 
 PERIOD = 0.001
@@ -162,6 +165,10 @@ class FrankaBackend(Backend):
         self._gone = False  # the control process lost the robot, or exited: the pipe says nothing more
         self._fault_names: tuple[str, ...] = ()
         self._base_motion_setpoints = 0
+        self.desk_bringup = uri.get_bool("desk_bringup", False)
+        self.desk_force = uri.get_bool("desk_force", False)
+        self._desk: Any = None  # the Desk session of a bring-up, and what it changed (given back on close)
+        self._brought: Any = None
 
     @staticmethod
     def _contact(uri: RobotUri) -> tuple[float, float] | None:
@@ -189,6 +196,61 @@ class FrankaBackend(Backend):
     # Process and pipe ------------------------------------------------------------------
 
     def _open(self) -> RobotState:
+        if self.desk_bringup and not self.in_process_simulation:
+            self._bring_up()
+        try:
+            return self._start_control()
+        except ConnectFailed as refused:
+            self._give_back()
+            raise self._explained(refused) from None
+        except BaseException:
+            self._give_back()
+            raise
+
+    def _bring_up(self) -> None:
+        """Desk first: control, joints unlocked, FCI active (what was changed is given back on close)."""
+        from .desk import bring_up
+        from .desk.access import open_desk
+
+        desk = open_desk(self.uri)
+        try:
+            self._brought = bring_up(desk, force=self.desk_force)
+        except BaseException:
+            desk.close()
+            raise
+        self._desk = desk
+        log.info("%s: brought up through Desk (%s)", self.uri, self._brought)
+
+    def _give_back(self) -> None:
+        desk, done, self._desk, self._brought = self._desk, self._brought, None, None
+        if desk is None:
+            return
+        try:
+            from .desk import give_back
+
+            give_back(desk, done)
+        except RobohalError as exc:
+            log.warning("%s: giving the robot back through Desk failed: %s", self.uri, exc)
+        finally:
+            desk.close()
+
+    def _explained(self, refused: ConnectFailed) -> ConnectFailed:
+        """libfranka's refused connection, where the URI names a Desk: Desk says whether FCI is off."""
+        if "TCP refused" not in str(refused) or "desk" not in self.uri.params:
+            return refused
+        try:
+            from .desk.access import open_desk
+
+            with open_desk(self.uri) as desk:
+                status = desk.status()
+        except RobohalError:
+            return refused
+        if status.fci_active:
+            return refused
+        return ConnectFailed(f"franka: FCI is off (Desk at {desk.address} says so): robohal franka fci on {self.uri},"
+                             f" or connect with desk_bringup=1. ({refused})", address=refused.address)
+
+    def _start_control(self) -> RobotState:
         # A fresh interpreter (not multiprocessing's spawn, which re-imports the user's
         # main module): shared memory is a file in /dev/shm, the pipe a socketpair.
         self._shm_file = tempfile.NamedTemporaryFile(prefix="robohal-franka-", dir=SHM_DIR)
@@ -206,6 +268,7 @@ class FrankaBackend(Backend):
             stub_ideal=self.uri.get_bool("sim_ideal", False),
             stub_seed=self.uri.get_int("sim_seed", 0, minimum=0) if "sim_seed" in self.uri.params else None,
             stub_contact=self._contact(self.uri),
+            stub_hold=self.uri.params.get("sim_hold", HOLD_COMMAND),
         )
         self._process = subprocess.Popen(
             [sys.executable, "-c", CONTROL_MAIN, str(child_fds[0]), self._shm_file.name, *map(str, child_fds[1:])],
@@ -249,6 +312,7 @@ class FrankaBackend(Backend):
             pass
         finally:
             self._stop_process()
+            self._give_back()
 
     def _stop_process(self) -> None:
         process, self._process = self._process, None

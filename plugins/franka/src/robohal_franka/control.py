@@ -87,6 +87,7 @@ class ControlConfig:
     stub_ideal: bool = False  # the stand-in's arm tracks perfectly (sim_ideal=1: unit tests only)
     stub_seed: int | None = None  # its tracking noise's seed (sim_seed=N)
     stub_contact: tuple[float, float] | None = None  # a plane the flange meets (sim_contact=HEIGHT,STIFFNESS)
+    stub_hold: str = "command"  # the q_d a finished motion leaves (sim_hold=command|measured)
 
 
 # Errors across the pipe: exceptions with keyword attributes do not survive plain pickling.
@@ -239,7 +240,8 @@ class ControlLoop:
             realtime_priority()
             realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
             self.robot = self.lib.Robot(config.host, realtime, model=config.model_name, max_missed=config.stub_max_missed,
-                                        ideal=config.stub_ideal, seed=config.stub_seed, contact=config.stub_contact)
+                                        ideal=config.stub_ideal, seed=config.stub_seed, contact=config.stub_contact,
+                                        hold=config.stub_hold)
         else:
             realtime = self.lib.RealtimeConfig.kIgnore if config.realtime == "ignore" else self.lib.RealtimeConfig.kEnforce
             self.robot = self.lib.Robot(config.host, realtime)
@@ -509,9 +511,14 @@ class ControlLoop:
         self.prepared = None
 
     def finished(self) -> None:
-        """The robot has the finishing command: the session is over."""
+        """The robot has the finishing command: the session is over. A state from after it is
+        published first: what the robot holds now (its q_d: the last command, or, on a robot that
+        holds the arm where it measures it, that) is ``commanded`` the moment anyone hears the
+        motion ended."""
         gc.enable()
         self.control = None
+        self.state = self.robot.read_once()
+        self.publish(self.state)
         self.shared.set(Layout.SESSION, SESSION_NONE)
         self.drop_motions()
         if self.stop_reply is not None:
@@ -684,16 +691,41 @@ class ControlLoop:
         address = f"{self.config.host}:{TCP_PORT}"
         if "refused" in str(exc):
             # libfranka says "enable FCI mode in Desk" for any refused TCP connection: nothing
-            # listening there is as likely as FCI being off
+            # listening there is as likely as FCI being off (the backend asks Desk where it can)
             return ConnectFailed(
-                f"franka: nothing accepted a connection at {address} (TCP refused). Check that this is the robot's"
-                " address and the robot is on and cabled to this computer, and that FCI is active (in Desk: unlock"
-                f" the joints, activate FCI). libfranka: {exc}", address=address)
+                f"franka: nothing accepted a connection at {address} (TCP refused): FCI is off, or this is not the"
+                f" robot's address. Activate FCI: robohal franka fci on franka://{self.config.host} (or in Desk), or"
+                " connect with desk_bringup=1; else check the address, that the robot is on and cabled to this"
+                f" computer. libfranka: {exc}", address=address)
         return ConnectFailed(f"franka: could not reach the robot at {address}: {exc}. Check the address, the cable and"
                              " this computer's IP in the robot's subnet (ping it).", address=address)
 
+    def refused_in_mode(self, text: str) -> HardwareFault | None:
+        """libfranka's "command not possible in the current mode ("MODE")!" as what to do about it.
+        libfranka adds "Did you open the brakes?" to the mode Other (robot_impl.h), the mode of a
+        robot whose joints are locked (libfranka issue 133)."""
+        found = re.search(r'command not possible in the current mode \("([^"]+)"\)', text)
+        if found is None:
+            return None
+        mode, uri = found.group(1), f"franka://{self.config.host}"
+        if mode == "Other":
+            advice = (f"its joints are locked (or a Desk self-test or safety error holds them). Unlock them:"
+                      f" robohal franka unlock {uri} (or the padlock in Desk), or connect with desk_bringup=1")
+        elif mode == "User stopped":
+            advice = "its user stop (external activation device) is pressed: release it"
+        elif mode == "Reflex":
+            advice = "it is in a reflex: call recover()"
+        else:
+            advice = f"it is in the mode {mode!r}, in which it takes no motion"
+        return HardwareFault(f"franka: the robot refused the command: {advice}. libfranka: {text}", names=(),
+                             recoverable=mode == "Reflex")
+
     def map_error(self, exc: BaseException) -> BaseException:
         kind = type(exc).__name__
+        if kind == "CommandException":
+            refused = self.refused_in_mode(str(exc))
+            if refused is not None:
+                return refused
         if kind in ("ControlException", "CommandException"):
             names: tuple[str, ...] = ()
             try:

@@ -92,6 +92,15 @@ COMMAND_WAIT = 0.02
 START_POSE_TOLERANCE = 5e-4  # rad per joint
 START_POSE_TOLERANCE_CARTESIAN = (1e-3, 1e-3)  # m, rad at the flange
 SUCCESS_WINDOW = 100  # our choice: cycles over which control_command_success_rate is reported
+# What the robot reports as q_d once a motion has ended (finished, stopped, a reflex) and at rest
+# after start: Franka documents none (libfranka's robot_state.h: q_d is the "Desired joint
+# position"; its examples start each motion from the measured q). HOLD_COMMAND: the last desired
+# position, as this simulator always did; HOLD_MEASURED: the robot holds the arm where it measures
+# it and reports that, as one third-party FCI simulator does. Both are faithful to what is
+# documented; `--hold` picks one, so that clients are tested against both.
+HOLD_COMMAND = "command"
+HOLD_MEASURED = "measured"
+HOLDS = (HOLD_COMMAND, HOLD_MEASURED)
 GRAVITY = (0.0, 0.0, -9.81)
 #: the upper nominal force thresholds among set_collision_behavior's 52 values (lower and upper
 #: torque for acceleration, then nominal; lower and upper force for acceleration, then nominal)
@@ -386,6 +395,17 @@ class JointTracking:
         self.bias = np.zeros(7) if ideal else rng.uniform(low, high, 7) * rng.choice((-1.0, 1.0), 7)
         self.position = q_d + self.bias  # the arm has been standing: settled on its static error
         self.velocity = np.zeros(7)
+        self.offset = np.zeros(7)  # see hold_in_place
+
+    def hold_in_place(self, q_d: np.ndarray) -> None:
+        """The robot made ``q_d`` its hold where the arm stands (HOLD_MEASURED): friction keeps the
+        joints there, so the controller's rest is where they are, not ``q_d`` plus the static error
+        (which would creep the arm on by that error at every hold). Our model, until the next motion."""
+        self.offset = self.position - q_d - self.bias
+
+    def release(self) -> None:
+        """A motion starts: the joints move again, against friction, toward q_d plus the static error."""
+        self.offset = np.zeros(7)
 
     def step(self, q_d: np.ndarray, dq_d: np.ndarray) -> None:
         """One control cycle toward ``q_d`` (semi-implicit Euler: stable at w dt = 0.06)."""
@@ -393,7 +413,8 @@ class JointTracking:
             self.position, self.velocity = q_d.copy(), dq_d.copy()
             return
         w, zeta = TRACKING_BANDWIDTH, TRACKING_DAMPING
-        acceleration = w * w * (q_d + self.bias - self.position) + 2 * zeta * w * (dq_d - self.velocity)
+        rest = q_d + self.bias + self.offset
+        acceleration = w * w * (rest - self.position) + 2 * zeta * w * (dq_d - self.velocity)
         self.velocity = self.velocity + acceleration * PERIOD
         self.position = self.position + self.velocity * PERIOD
 
@@ -453,7 +474,11 @@ class SimulatedRobot:
         ideal: bool = False,
         seed: int | None = None,
         contact: tuple[float, float] | None = None,
+        hold: str = HOLD_COMMAND,
     ) -> None:
+        if hold not in HOLDS:
+            raise ValueError(f"hold is one of {', '.join(HOLDS)}, not {hold!r}")
+        self.hold = hold
         self.model_name = model_name
         self.contact = None if contact is None else Contact(*contact)
         self.wrench = np.zeros(6)  # O_F_ext_hat_K: the external wrench on the flange, base frame
@@ -467,6 +492,8 @@ class SimulatedRobot:
         self.ddq_d = np.zeros(7)
         self.tracking = JointTracking(self.q_d, np.random.default_rng(self.seed), self.ideal)
         self.q, self.dq = self.tracking.measured()
+        if hold == HOLD_MEASURED:  # at rest after start too: the hold is where the arm is measured
+            self._hold_measured()
         self.tau_J_d = np.zeros(7)
         self.dtau_J = np.zeros(7)
         self.pose_c: np.ndarray | None = None  # the Cartesian pose command in force (Cartesian motions)
@@ -553,6 +580,7 @@ class SimulatedRobot:
         self._started = False
         self._missed = 0
         self._first_command = True
+        self.tracking.release()
         self.async_motion = AsyncJointMotion(self.arm, self.q_d, maximum_velocities) if asynchronous else None
         return MoveStatus.MOTION_STARTED
 
@@ -564,9 +592,31 @@ class SimulatedRobot:
         return True
 
     def recover(self) -> None:
-        """Automatic error recovery: from Reflex back to Idle, holding."""
+        """Automatic error recovery: from Reflex back to Idle, holding (with its brakes shut, the arm
+        stays held by them: our choice)."""
         self.errors = ()
-        self._to_idle()
+        if self.mode is not RobotMode.OTHER:
+            self._to_idle()
+
+    def set_brakes(self, held: bool) -> bool:
+        """Desk's gate on the arm (:mod:`.simulated_desk`): with its brakes shut (joints locked, a
+        self-test, a safety error) the robot reports the mode Other and refuses a Move as "command
+        not possible in the current mode", to which libfranka adds "Did you open the brakes?"
+        (libfranka's robot_impl.h commandNotPossibleMsg for kOther; libfranka issue 133). Shutting
+        them ends a running motion (our choice: the caller answers its Move Aborted); opening them
+        leaves the robot Idle, a reflex's errors cleared with the brakes' cycle (our choice).
+        Returns whether a motion was ended."""
+        if held == (self.mode is RobotMode.OTHER):
+            return False
+        moving = self.moving
+        if held:
+            self._halt()
+            self.mode = RobotMode.OTHER
+            self.generator = StateGenerator.IDLE
+        else:
+            self.errors = ()
+            self._to_idle()
+        return moving
 
     def inject_late(self, commands: int) -> None:
         """Take the next ``commands`` commands of a running motion as too late (fault injection):
@@ -941,8 +991,11 @@ class SimulatedRobot:
         self._halt()
 
     def _halt(self) -> None:
-        """Hold the last desired position (on a float32-representable value, so that a client's next
-        motion can start exactly on the q_d it reads); the controller brings the arm to rest there."""
+        """Hold the last desired position, or with HOLD_MEASURED where the arm is measured (on a
+        float32-representable value, so that a client's next motion can start exactly on the q_d
+        it reads); the controller brings the arm to rest there."""
+        if self.hold == HOLD_MEASURED:
+            self._hold_measured()
         self.q_d = self.q_d.astype(np.float32).astype(np.float64)
         self.dq_d = np.zeros(7)
         self.ddq_d = np.zeros(7)
@@ -953,6 +1006,11 @@ class SimulatedRobot:
         self.elbow_c = None
         self.async_motion = None
         self._pending.clear()
+
+    def _hold_measured(self) -> None:
+        """HOLD_MEASURED: the hold becomes the measured position (see :data:`HOLD_MEASURED`)."""
+        self.q_d = self.q.astype(np.float32).astype(np.float64)
+        self.tracking.hold_in_place(self.q_d)
 
     # The state datagram ----------------------------------------------------------------
 

@@ -3,19 +3,25 @@ side of the FCI protocol (TCP 1337 commands, 1 kHz UDP state stream, protocol
 version 10) so that the real ``pylibfranka.Robot`` connects to it, and its Franka Hand
 (TCP 1338 and its UDP state stream, :mod:`.simulated_hand`) for ``pylibfranka.Gripper``.
 
-    python -m robohal_franka.simulator --address 127.0.0.5 [--model franka.fr3]
+    robohal sim franka [--address 127.0.0.5] [--model franka.fr3]
         [--loss P] [--stall-after S] [--max-missed N] [--seed N] [--ideal 0|1] [--no-realtime 0|1]
-        [--contact HEIGHT,STIFFNESS] [--object WIDTH]
+        [--contact HEIGHT,STIFFNESS] [--object WIDTH] [--hold command|measured]
+        [--desk v1|web|off] [--desk-user U] [--desk-password P] [--locked 0|1]
+        [--selftest-time S] [--brake-time S] [--force-timeout S]
 
-(``robohal sim franka ...`` runs the same program.) The first stdout line is the ready
-line of every robohal simulator, ``READY franka://<address>?model=<model>``. Control
+(``python -m robohal_franka.simulator ...`` is the same program.) The first stdout line is the
+ready line of every robohal simulator, ``READY franka://<address>?model=<model>`` (with a Desk,
+also ``desk=https://<address>[:PORT]`` and the ``desk_fingerprint`` of its certificate); without
+``--address`` it binds a free loopback address of its own choosing, named there. Control
 lines on stdin (for tests): ``STALL`` (stop the state stream), ``RESUME``,
 ``LOSS P``, ``REFLEX NAME`` (the next cycle raises that libfranka error),
 ``HAND_SILENT`` (the hand stops answering and streaming, as a hung hand), ``HAND_RESUME``,
-``STATS`` (prints one ``STATS {json}`` line), ``QUIT``. With stdin a pipe or a
-terminal, the simulator exits at its end-of-file, so it never outlives its parent;
-otherwise (``</dev/null``, a background job) it runs until Ctrl-C or SIGTERM. It
-binds only the loopback address it is given. One client at a time, as the robot.
+``STATS`` (prints one ``STATS {json}`` line), ``QUIT``; for the Desk: ``PILOT BUTTON``,
+``SELFTEST_FAIL``, ``SAFETY_ERROR NAME``, ``DESK_HOLDER OWNER``, ``DESK_RELEASE``, ``DESK_STATE``
+(prints one ``DESK {json}`` line). With stdin a pipe, the simulator exits at its end, so it
+never outlives its launcher; otherwise (a terminal, ``</dev/null``, a background job) it runs
+until Ctrl-C or SIGTERM (see :func:`robohal.sim.process.control_lines`). It binds only a
+loopback address. One client at a time, as the robot.
 
 The arm tracks like a real one (see :mod:`.simulated_robot`): measured ``q``
 lags ``q_d``, sits off it by a small static error and carries noise, all drawn
@@ -23,7 +29,13 @@ from ``--seed`` (random when not given; ``STATS`` reports it as ``robot_seed``).
 ``--ideal 1`` makes it track perfectly (``q == q_d``), for tests that need it. ``--contact 0.3,3000``
 puts a plane at z = 0.3 m that pushes back on the flange below it at 3000 N/m (the estimated
 external wrench; a Cartesian reflex past the collision threshold). ``--object 0.03`` puts a part
-0.03 m wide between the hand's fingers (by default none).
+0.03 m wide between the hand's fingers (by default none). ``--hold measured`` makes the robot hold a
+finished motion where it measures the arm and report that as ``q_d`` (by default it keeps the last
+command; Franka documents neither, see :data:`.simulated_robot.HOLD_MEASURED`).
+
+``--desk v1|web`` serves a simulated Desk (:mod:`.simulated_desk`, :mod:`.desk_server`) on
+``https://<address>`` from a thread of this process, and its state gates the FCI (see
+:meth:`FciSimulator._gate`); ``--locked 1`` starts the robot as a real one: joints locked, FCI off.
 """
 
 from __future__ import annotations
@@ -35,20 +47,49 @@ import os
 import random
 import selectors
 import socket
-import stat
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
-from robohal.sim.process import announce_ready, boolean
+from robohal.sim.process import (
+    ControlLines,
+    SimulatorError,
+    announce_ready,
+    boolean,
+    control_lines,
+    free_loopback_host,
+)
 from robohal.uri import RobotUri
 
 from . import hand_wire, wire
 from .facts import ARMS
+from .simulated_desk import (
+    BRAKE_TIME,
+    DEFAULT_DESK_PASSWORD,
+    DEFAULT_DESK_USER,
+    SELF_TEST_TIME,
+    TOKEN_FORCE_TIMEOUT,
+    SimulatedDesk,
+)
 from .simulated_hand import HandServer
-from .simulated_robot import COMMAND_WAIT, DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot, parse_contact
+from .simulated_robot import (
+    COMMAND_WAIT,
+    DEFAULT_MAX_MISSED,
+    HOLD_COMMAND,
+    HOLDS,
+    PERIOD,
+    SimulatedRobot,
+    parse_contact,
+)
 from .urdf import urdf_text
 from .wire import Command, MoveStatus
+
+if TYPE_CHECKING:
+    from .desk_server import DeskServer
+
+#: stdin control lines for the simulated Desk (:meth:`FciSimulator._desk_line`)
+DESK_LINES = ("PILOT", "SELFTEST_FAIL", "SAFETY_ERROR", "DESK_HOLDER", "DESK_RELEASE", "DESK_STATE")
 
 # s: a state comes at least this long after the one before (our choice). When the simulator itself runs late
 # (descheduled on a busy machine), its clock slips instead of catching up with states the client
@@ -64,6 +105,7 @@ def next_tick_after(scheduled: float, now: float) -> float:
     return max(scheduled + PERIOD, now + MIN_TICK_GAP)
 
 
+ADDRESS_ATTEMPTS = 5  # free loopback addresses tried where none is given (another process may take one first)
 SIMULATOR_PRIORITY = 70  # our choice, FIFO: the robot's clock must not wait for other processes (below the client's 99)
 
 
@@ -92,7 +134,8 @@ class FciSimulator:
                  stall_after: float | None = None, max_missed: int = DEFAULT_MAX_MISSED,
                  port: int = wire.TCP_PORT, seed: int | None = None, ideal: bool = False,
                  contact: tuple[float, float] | None = None, hand_object: float = 0.0,
-                 hand_port: int = hand_wire.TCP_PORT) -> None:
+                 hand_port: int = hand_wire.TCP_PORT, hold: str = HOLD_COMMAND,
+                 desk: DeskServer | None = None) -> None:
         if not ipaddress.ip_address(address).is_loopback:
             raise SystemExit(f"the simulator binds loopback addresses only (127.0.0.0/8), not {address}")
         if model not in ARMS:
@@ -105,20 +148,18 @@ class FciSimulator:
         self.stall_after = stall_after
         self.stalled = False
         self.rng = random.Random(seed)
-        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed, contact=contact)
+        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed, contact=contact, hold=hold)
         self.urdf = urdf_text(model).encode()
-        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind((address, port))
-        self.listener.listen(1)
-        self.listener.setblocking(False)
+        self.selector = selectors.SelectSelector()  # microsecond timeouts (epoll rounds up to whole ms)
+        self.port = port
+        self.listener: socket.socket | None = None
+        self._listen()  # bound even while Desk has FCI off: the port is this simulator's
         self.port = self.listener.getsockname()[1]
         self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.udp.bind((address, 0))
         self.udp.setblocking(False)
-        self.selector = selectors.SelectSelector()  # microsecond timeouts (epoll rounds up to whole ms)
-        self.selector.register(self.listener, selectors.EVENT_READ, "accept")
         self.selector.register(self.udp, selectors.EVENT_READ, "udp")
+        self.desk = desk  # its Desk, whose state gates the FCI (see _gate); None: always open
         try:
             self.hand = HandServer(address, self.selector, hand_object, port=hand_port)
         except ValueError as exc:
@@ -131,16 +172,14 @@ class FciSimulator:
         self._periods: list[float] = []
         self._last_send: float | None = None
         self._state_delivered = False  # whether the client has the last state to answer
+        if desk is not None:
+            self._gate()
 
     # Main loop --------------------------------------------------------------------
 
-    def serve(self, stdin=None) -> None:
-        if stdin is not None and not _watchable(stdin):
-            stdin = None  # /dev/null or a file: no control lines, and its end means nothing
-        if stdin is not None:
-            os.set_blocking(stdin.fileno(), False)
-            self.selector.register(stdin, selectors.EVENT_READ, "stdin")
-            self._stdin_buffer = b""
+    def serve(self, control: ControlLines | None = None) -> None:
+        if control is not None:
+            self.selector.register(control, selectors.EVENT_READ, "stdin")
         next_tick = time.monotonic() + PERIOD
         while self.running:
             timeout = next_tick - time.monotonic()
@@ -160,9 +199,49 @@ class FciSimulator:
         if self.client is not None:
             self._drop_client()
         self.hand.close()
+        self._stop_listening()
         self.selector.close()
-        self.listener.close()
         self.udp.close()
+        if self.desk is not None:
+            self.desk.stop()
+
+    # Desk's gates ----------------------------------------------------------------------
+
+    def _listen(self) -> None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((self.address, self.port))
+        listener.listen(1)
+        listener.setblocking(False)
+        self.selector.register(listener, selectors.EVENT_READ, "accept")
+        self.listener = listener
+
+    def _stop_listening(self) -> None:
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            self.selector.unregister(listener)
+            listener.close()
+
+    def _gate(self) -> None:
+        """Apply Desk's state (read, never changed, from here). FCI off: nothing listens on TCP 1337,
+        so libfranka's connect is refused ("Connection to FCI refused. Please install FCI feature or
+        enable FCI mode in Desk.", pylibfranka 0.21), and a connected client is dropped (our choice).
+        The arm's brakes shut (joints locked, a self-test, a safety error): see
+        :meth:`SimulatedRobot.set_brakes`; a running motion ends, its Move answered Aborted."""
+        desk = self.desk.desk
+        changes = desk.changes  # before reading: a change meanwhile is applied on the next tick
+        if desk.fci_active() != (self.listener is not None):
+            if self.listener is None:
+                self._listen()
+            else:
+                self._stop_listening()
+                self._drop_client()
+        ended = self.robot.set_brakes(not desk.arm_ready())
+        client = self.client
+        if ended and client is not None and client.move_id is not None:
+            self._reply(Command.MOVE, client.move_id, wire.STATUS.pack(MoveStatus.ABORTED))
+            client.move_id = None
+        self.desk.applied = changes
 
     def _dispatch(self, key: selectors.SelectorKey) -> None:
         if isinstance(key.data, tuple):  # the hand's sockets carry their own handler
@@ -187,6 +266,8 @@ class FciSimulator:
         return True
 
     def _tick(self, now: float) -> None:
+        if self.desk is not None:
+            self._gate()
         self._read_udp()  # every command that has arrived takes part in this cycle, however late we run
         self.hand.tick(now)
         event = self.robot.tick()
@@ -219,6 +300,8 @@ class FciSimulator:
     # TCP ------------------------------------------------------------------------------
 
     def _accept(self) -> None:
+        if self.listener is None:
+            return
         try:
             sock, address = self.listener.accept()
         except OSError:
@@ -329,18 +412,15 @@ class FciSimulator:
                 continue
             self.robot.receive(command)
 
-    def _read_stdin(self, stream) -> None:
-        try:
-            chunk = os.read(stream.fileno(), 4096)
-        except BlockingIOError:
+    def _read_stdin(self, control: ControlLines) -> None:
+        lines = control.read()
+        if lines is None:
+            self.selector.unregister(control)
+            if control.ends_run:  # the launcher went away
+                self.running = False
             return
-        if not chunk:  # the parent went away
-            self.running = False
-            return
-        self._stdin_buffer += chunk
-        while b"\n" in self._stdin_buffer:
-            line, self._stdin_buffer = self._stdin_buffer.split(b"\n", 1)
-            self.control(line.decode(errors="replace").strip())
+        for line in lines:
+            self.control(line.strip())
 
     def control(self, line: str) -> None:
         words = line.split()
@@ -365,8 +445,38 @@ class FciSimulator:
             self.hand.silent = verb == "HAND_SILENT"
         elif verb == "STATS":
             print("STATS " + json.dumps(self.report()), flush=True)
+        elif verb in DESK_LINES:
+            self._desk_line(verb, words[1:])
         elif verb == "QUIT":
             self.running = False
+
+    def _desk_line(self, verb: str, words: list[str]) -> None:
+        """A control line for the Desk, run on its server's loop (the Desk's one thread)."""
+        if self.desk is None:
+            print(f"ERROR {verb}: this simulator has no Desk (--desk v1 or --desk web)", flush=True)
+            return
+        desk = self.desk.desk
+
+        def run() -> None:
+            try:
+                if verb == "PILOT" and len(words) == 1:
+                    desk.press(words[0].lower())
+                elif verb == "SELFTEST_FAIL":
+                    desk.fail_next_self_test = True
+                elif verb == "SAFETY_ERROR" and len(words) == 1:
+                    desk.raise_safety_error(words[0])
+                elif verb == "DESK_HOLDER" and len(words) == 1:
+                    desk.take_by_someone_else(words[0])
+                elif verb == "DESK_RELEASE":
+                    desk.release_by_someone_else()
+                elif verb == "DESK_STATE":
+                    print("DESK " + json.dumps({**desk.snapshot(), "requests": self.desk.requests}), flush=True)
+                else:
+                    print(f"ERROR {verb}: see the simulator's control lines", flush=True)
+            except ValueError as exc:
+                print(f"ERROR {exc}", flush=True)
+
+        self.desk.call(run)
 
     def report(self) -> dict:
         periods = np.array(self._periods) if self._periods else np.zeros(1)
@@ -384,18 +494,38 @@ class FciSimulator:
         }
 
 
-def _watchable(stream) -> bool:
-    """Whether ``stream`` is a pipe or a terminal: something a parent or a user holds open."""
+def start_desk(args: argparse.Namespace) -> DeskServer:
+    """The simulated Desk for the options given, serving from its own thread."""
+    from .desk_server import DESK_PORT, DeskServer  # aiohttp and cryptography only when a Desk is asked for
+
+    desk = SimulatedDesk(args.desk_user, args.desk_password, locked=args.locked, self_test_time=args.selftest_time,
+                         token_force_timeout=args.force_timeout, brake_time=args.brake_time)
+    server = DeskServer(desk, args.address, dialect=args.desk, model=args.model,
+                        port=DESK_PORT if args.desk_port is None else args.desk_port)
+    server.start()
+    return server
+
+
+def start_on_address(args: argparse.Namespace) -> tuple[FciSimulator, DeskServer | None]:
+    """The simulator, and its Desk where one is asked for, on ``args.address``; OSError (or the
+    Desk's ValueError) where they cannot serve there, with nothing left running."""
+    desk = None if args.desk == "off" else start_desk(args)
     try:
-        fd = stream.fileno()
-        return stat.S_ISFIFO(os.fstat(fd).st_mode) or os.isatty(fd)
-    except (OSError, ValueError):
-        return False
+        simulator = FciSimulator(args.address, args.model, loss=args.loss, stall_after=args.stall_after,
+                                 max_missed=args.max_missed, port=args.port, seed=args.seed, ideal=args.ideal,
+                                 contact=args.contact, hand_object=args.object, hand_port=args.hand_port,
+                                 hold=args.hold, desk=desk)
+    except OSError:
+        if desk is not None:
+            desk.stop()
+        raise
+    return simulator, desk
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m robohal_franka.simulator", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--address", required=True, help="loopback address to bind, e.g. 127.0.0.5")
+    parser = argparse.ArgumentParser(prog="robohal sim franka", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--address", default=None,
+                        help="loopback address to bind, e.g. 127.0.0.5 (default: a free one, named in the ready line)")
     parser.add_argument("--model", default="franka.fr3", choices=sorted(ARMS))
     parser.add_argument("--loss", type=float, default=0.0, help="probability of dropping each state datagram")
     parser.add_argument("--stall-after", type=float, default=None, help="stop the state stream S s after a client connects")
@@ -413,20 +543,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--object", type=float, default=0.0, metavar="WIDTH",
                         help="a part WIDTH m wide between the hand's fingers (0: none)")
     parser.add_argument("--hand-port", type=int, default=hand_wire.TCP_PORT, help=argparse.SUPPRESS)
+    parser.add_argument("--hold", choices=HOLDS, default=HOLD_COMMAND,
+                        help="the q_d a finished motion leaves: the last command (default) or where the arm is measured")
+    parser.add_argument("--desk", choices=("v1", "web", "off"), default="off",
+                        help="serve a simulated Desk on https://ADDRESS: the Desk API v1 or the older web session")
+    parser.add_argument("--desk-user", default=DEFAULT_DESK_USER, help="the Desk's user name")
+    parser.add_argument("--desk-password", default=DEFAULT_DESK_PASSWORD, help="the Desk's password")
+    parser.add_argument("--desk-port", type=int, default=None, help=argparse.SUPPRESS)  # default 443
+    parser.add_argument("--locked", type=boolean, nargs="?", const=True, default=False, metavar="0|1",
+                        help="start as a robot does: joints locked, FCI off (needs --desk)")
+    parser.add_argument("--selftest-time", type=float, default=SELF_TEST_TIME, metavar="S",
+                        help="how long the Desk's safety self-tests take")
+    parser.add_argument("--brake-time", type=float, default=BRAKE_TIME, metavar="S",
+                        help="how long the joints' brakes take to open or close")
+    parser.add_argument("--force-timeout", type=float, default=TOKEN_FORCE_TIMEOUT, metavar="S",
+                        help="how long a forced take of control waits for the Pilot's circle button (web dialect)")
     args = parser.parse_args(argv)
-    try:
-        simulator = FciSimulator(args.address, args.model, loss=args.loss, stall_after=args.stall_after,
-                                 max_missed=args.max_missed, port=args.port, seed=args.seed, ideal=args.ideal,
-                                 contact=args.contact, hand_object=args.object, hand_port=args.hand_port)
-    except OSError as exc:
-        print(f"cannot bind {args.address}:{args.port}: {exc}", file=sys.stderr)
+    if args.locked and args.desk == "off":
+        parser.error("--locked 1 needs a Desk to unlock the joints and activate FCI: add --desk v1 or --desk web")
+    if args.address is not None and not ipaddress.ip_address(args.address).is_loopback:
+        parser.error(f"the simulator binds loopback addresses only (127.0.0.0/8), not {args.address}")
+    picked = args.address is None  # ours to choose: another free address is as good
+    for _ in range(ADDRESS_ATTEMPTS if picked else 1):
+        try:
+            if picked:
+                args.address = free_loopback_host(args.port)
+            simulator, desk = start_on_address(args)
+            break
+        except SimulatorError as exc:  # no free address at all
+            failure = str(exc)
+        except (OSError, ValueError) as exc:  # taken since it was found free, or its hand's or Desk's port is
+            failure = f"cannot serve on {args.address}: {exc}"
+    else:
+        print(failure, file=sys.stderr)
         return 2
     if not args.no_realtime:
         realtime_priority(SIMULATOR_PRIORITY)
     port = None if simulator.port == wire.TCP_PORT else simulator.port
-    announce_ready(RobotUri("franka", host=args.address, port=port, params={"model": args.model}))
+    params = {"model": args.model}
+    if desk is not None:  # where its Desk is, and the certificate it made (a client pins it)
+        params.update(desk=desk.url, desk_fingerprint=desk.fingerprint)
+    announce_ready(RobotUri("franka", host=args.address, port=port, params=params))
     try:
-        simulator.serve(sys.stdin)
+        simulator.serve(control_lines(sys.stdin))
     except KeyboardInterrupt:
         simulator.close()
     return 0

@@ -24,7 +24,7 @@ import weakref
 import numpy as np
 
 from . import wire
-from .simulated_robot import COMMAND_WAIT, DEFAULT_MAX_MISSED, PERIOD, SimulatedRobot
+from .simulated_robot import COMMAND_WAIT, DEFAULT_MAX_MISSED, HOLD_COMMAND, PERIOD, SimulatedRobot
 from .wire import ERROR_NAMES, MoveController, MoveGenerator, MoveStatus
 
 # Our choice: ticks due at once beyond which the process was descheduled rather than the client slow: the
@@ -202,13 +202,14 @@ class Robot:
 
     def __init__(self, robot_ip_address: str, realtime_config: RealtimeConfig = RealtimeConfig.kEnforce, *,
                  model: str = "franka.fr3", max_missed: int = DEFAULT_MAX_MISSED, ideal: bool = False,
-                 seed: int | None = None, contact: tuple[float, float] | None = None) -> None:
+                 seed: int | None = None, contact: tuple[float, float] | None = None,
+                 hold: str = HOLD_COMMAND) -> None:
         if not robot_ip_address:
             raise NetworkException("libfranka: Connection error: empty address")
         if realtime_config == RealtimeConfig.kEnforce and not _realtime_kernel():
             raise RealtimeException("libfranka: Running kernel does not have realtime capabilities.")
         self.address = robot_ip_address
-        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed, contact=contact)
+        self.robot = SimulatedRobot(model, max_missed=max_missed, ideal=ideal, seed=seed, contact=contact, hold=hold)
         self._record = wire.new_state()
         self._clock_start = time.monotonic()
         self._control: weakref.ref[_ActiveControl] | None = None

@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from robohal.net.credentials import Credentials, credentials_for
+from robohal.net.credentials import Credentials, credentials_for, variable_names
 from robohal.net.tls import KnownCertificates, trusted_context
 
 from . import parse
@@ -105,8 +105,10 @@ class RwsClient:
 
     def __init__(self, url: str, *, robotware: int | str | None = None, credentials: Credentials | None = None,
                  timeout: float = DEFAULT_TIMEOUT, ca_bundle: str | None = None, fingerprint: str | None = None,
-                 known: KnownCertificates | None = None) -> None:
+                 known: KnownCertificates | None = None, service: str = SERVICE) -> None:
         self.scheme, self.host, self.port = endpoint(url)
+        #: whose credentials are looked up (robohal.net.credentials): ROBOHAL_<SERVICE>_USER/_PASSWORD
+        self.service = service
         netloc = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"{self.scheme}://{netloc}:{self.port}"
         if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
@@ -164,7 +166,7 @@ class RwsClient:
                 raise RwsUnsupported(f"{self.url} speaks {self.dialect.name}, which takes Basic authentication: robohal"
                                      " sends no credentials over plain HTTP. Use https://" + self.host)
             if self._credentials is None:
-                self._credentials = credentials_for(SERVICE, self.host, self.port, defaults=DEFAULT_CREDENTIALS)
+                self._credentials = credentials_for(self.service, self.host, self.port, defaults=DEFAULT_CREDENTIALS)
             user, password = self._credentials.user, self._credentials.password
             http.auth = httpx.DigestAuth(user, password) if self.dialect.auth == "digest" else \
                 httpx.BasicAuth(user, password)
@@ -266,10 +268,11 @@ class RwsClient:
         fields = {**fields, "status": status, "code": code, "detail": detail}
         if status == 401:
             source = f" ({self._credentials.source})" if self._credentials is not None and self._credentials.source else ""
+            user_variable, password_variable = variable_names(self.service)
             return RwsAuthError(f"{what}: the controller at {self.url} refused user {self.user!r}{source}: wrong user or"
-                                " password (HTTP 401); nothing was changed. Set ROBOHAL_ABB_RWS_USER and"
-                                " ROBOHAL_ABB_RWS_PASSWORD, or the owner-only credentials file", user=self.user,
-                                address=self.url, **fields)
+                                f" password (HTTP 401); nothing was changed. Set {user_variable} and {password_variable},"
+                                f" or [{self.service}.\"{self.host}\"] in the owner-only credentials file",
+                                user=self.user, address=self.url, **fields)
         if status == 404:
             return RwsNotFound(f"{what}: not found on the controller (HTTP 404){said}", **fields)
         if status in (406, 415):

@@ -23,7 +23,8 @@
  *   DROP_RX <n>         the next n bytes from the host are lost on the wire
  *   STATS               answer with one STATS line
  *   QUIT
- * Exits on QUIT, stdin EOF, SIGTERM/SIGINT, or a crashed MCU.
+ * Exits on QUIT, the end of a pipe on stdin (its launcher's), SIGTERM/SIGINT, or a crashed MCU.
+ * Started with a terminal, /dev/null or no stdin at all, only the signals (or QUIT) end it.
  *
  * The UART is bridged to the pty here rather than with simavr's uart_pty part: that part's stop
  * hangs, stalls after 512 queued bytes, and publishes a global /tmp symlink. Doing it in the
@@ -55,6 +56,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -278,6 +280,25 @@ static void usage(void) {
   _exit(2);
 }
 
+/* Where control lines come from, decided as robohal.sim.process.control_lines() decides it for
+ * the Python simulators: a pipe or a socket is the launcher's, and its end quits (so no harness
+ * outlives its launcher); a terminal gives lines, and its end (Ctrl-D) ends only them; /dev/null,
+ * a file or no stdin gives none (nohup, & in a script, a service). */
+enum control_kind { CONTROL_NONE, CONTROL_PIPE, CONTROL_TERMINAL };
+
+static enum control_kind stdin_kind(void) {
+  struct stat st;
+  if (fstat(STDIN_FILENO, &st) != 0) return CONTROL_NONE;
+  if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) return CONTROL_PIPE;
+  return isatty(STDIN_FILENO) ? CONTROL_TERMINAL : CONTROL_NONE;
+}
+
+/* A background job that reads its terminal is stopped (SIGTTIN): that terminal is not ours to read. */
+static int in_background(int fd) {
+  pid_t group = tcgetpgrp(fd);
+  return group != -1 && group != getpgrp();
+}
+
 /* A boolean option's value, as the Python simulators take it (robohal.sim.process.boolean). */
 static int parse_switch(const char *text) {
   static const char *on[] = {"1", "true", "yes", "on"}, *off[] = {"0", "false", "no", "off"};
@@ -316,6 +337,9 @@ int main(int argc, char **argv) {
     }
   }
   if (!elf_path) usage();
+  /* before anything is opened: with no stdin, the pty would become descriptor 0 */
+  enum control_kind control = stdin_kind();
+  int control_fd = control == CONTROL_NONE ? -1 : STDIN_FILENO;   /* poll() skips a negative fd */
 
   avr_global_logger_set(log_to_stderr);
   elf_firmware_t fw;
@@ -423,7 +447,7 @@ int main(int argc, char **argv) {
       wait_ns = IDLE_WAIT_NS;
     }
     struct pollfd fds[3] = {
-      {.fd = STDIN_FILENO, .events = POLLIN},
+      {.fd = control_fd, .events = POLLIN},
       {.fd = watch, .events = POLLIN},
       {.fd = master, .events = POLLIN | (out_len ? POLLOUT : 0)},
     };
@@ -433,8 +457,13 @@ int main(int argc, char **argv) {
     /* ---- control lines on stdin ---- */
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       /* one read per poll event cannot block; stdin stays blocking (it may be a shared terminal) */
-      ssize_t n = read(STDIN_FILENO, ctl + ctl_len, sizeof(ctl) - 1 - ctl_len);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;   /* EOF: our owner is gone */
+      ssize_t n = control == CONTROL_TERMINAL && in_background(STDIN_FILENO)
+                      ? 0 : read(STDIN_FILENO, ctl + ctl_len, sizeof(ctl) - 1 - ctl_len);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        if (control == CONTROL_PIPE) break;                             /* our launcher is gone */
+        control_fd = -1;                                                /* no more lines */
+        continue;
+      }
       if (n > 0) ctl_len += (size_t)n;
       char *nl;
       while ((nl = memchr(ctl, '\n', ctl_len)) != NULL) {
