@@ -30,7 +30,10 @@ def bring_up(session: httpx.Client, module: bytes) -> None:
     assert session.post("/rw/rapid/execution?action=start", content=start, headers=FORM).status_code == 204
 
 
-def test_sim_uri_starts_rws_and_robohal_drives_the_cell_it_brought_up(rws_template):
+def test_sim_uri_starts_rws_and_robohal_drives_the_cell_it_brought_up(rws_template, monkeypatch):
+    # the backend checks the cell over the rws= the URI names, as a user would: with the password
+    # from the environment (never the URI)
+    monkeypatch.setenv("ROBOHAL_ABB_RWS_PASSWORD", "secret")
     simulator = start_simulator(parse_uri("abb-egm://sim?model=abb.irb1410&sim_rws=6&sim_rws_password=secret"))
     try:
         endpoint = simulator.uri.params["rws"]

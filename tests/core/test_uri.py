@@ -54,3 +54,11 @@ def test_typed_parameters_reject_garbage_clearly():
         uri.get_int("n", 1, minimum=0)
     assert uri.get_float("missing", 2.5) == 2.5
     assert parse_uri("sim://?realtime=0").get_bool("realtime", True) is False
+
+
+def test_a_password_in_a_parameter_s_url_is_never_shown():
+    uri = parse_uri("abb-egm://0.0.0.0:6510?rws=http://operator:s3cret@10.0.0.1&model=abb.irb1410")
+    from urllib.parse import unquote
+
+    assert "s3cret" not in unquote(str(uri)) and "operator:***@10.0.0.1" in unquote(str(uri))
+    assert uri.params["rws"] == "http://operator:s3cret@10.0.0.1"  # the backend sees it, and refuses it

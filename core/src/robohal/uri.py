@@ -10,6 +10,7 @@ backend's bundled simulator on loopback and connects the same backend class to i
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -114,9 +115,20 @@ class RobotUri:
             netloc = f"[{self.host}]"
         if self.port is not None:
             netloc += f":{self.port}"
-        # ':' and '/' may stand in a query (RFC 3986): desk=https://HOST reads as written
-        query = f"?{urlencode(sorted(self.params.items()), safe=':/')}" if self.params else ""
+        # ':' and '/' may stand in a query (RFC 3986): rws=https://HOST reads as written
+        query = f"?{urlencode(sorted((k, _redacted(v)) for k, v in self.params.items()), safe=':/')}" \
+            if self.params else ""
         return f"{self.scheme}://{netloc}{quote(self.path)}{query}"
+
+
+#: a URL with a password in it (``http://user:secret@host``), as a parameter's value
+_PASSWORD_IN_URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://[^/@:]*):[^/@]*@")
+
+
+def _redacted(value: str) -> str:
+    """A parameter's value as shown: a password in a URL is never repeated (URIs are logged and
+    shown; backends refuse such a URL, and their refusal must not show it either)."""
+    return _PASSWORD_IN_URL.sub(r"\1:***@", value)
 
 
 def parse_uri(text: str) -> RobotUri:

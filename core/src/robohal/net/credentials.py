@@ -86,7 +86,7 @@ def credentials_for(service: str, host: str, port: int | None = None, *,
     if found is not None:
         return found
     if defaults is not None:
-        return Credentials(defaults[0], defaults[1], f"{service}'s documented default")
+        return Credentials(defaults[0], defaults[1], f"the documented default for {service}")
     raise CredentialsError(f"no credentials for {service} at {host}: set {user_variable} and {password_variable},"
                            f" or add [{service}.\"{host}\"] with user and password to {path} (chmod 600)")
 

@@ -8,11 +8,14 @@ nothing else. The parts, one module per role as in every robohal plugin:
 - ``simulator``: the simulated controller program (``python -m robohal_abb.simulator``)
 - ``signals``: the I/O signals and the gripper over EGM's RAPID data (``robot.io``, ``robot.gripper``)
 - ``simulation``: its launcher for ``abb-egm://sim?...``; ``demo``: the task of ``robohal demo``
+- ``rws``: the Robot Web Services client (RobotWare 6 and 7); ``cell``: the cell brought up over it
+  (``robohal abb ...``); ``cell_link``: the backend's use of it (``rws=`` URIs); ``stream_end``:
+  why an EGM stream ended, from the controller's event log; ``cli``: the ``robohal abb`` commands
 """
 
 from __future__ import annotations
 
-from robohal import BackendSpec, DemoSpec, SimulatorSpec, ToolSpec, hookimpl
+from robohal import BackendSpec, CommandSpec, DemoSpec, SimulatorSpec, ToolSpec, hookimpl
 
 DEFAULT_MODEL = "abb.irb1410"
 
@@ -56,10 +59,18 @@ def robohal_backends():
             params=("robot", "timeout", "connect_timeout", "mode", "sample_rate", "reply", "sim_*",
                     "do", "di", "ao", "ai", "gripper", "gripper_closed", "gripper_part", "gripper_delay",
                     "gripper_timeout", "gripper_width",  # as robohal_abb.signals reads them
-                    "rws", "rws_fingerprint"),  # the simulated controller's RWS (sim_rws=6|7) and its certificate
+                    "rws", "rws_dialect", "rws_start", "rws_ca", "rws_fingerprint", "rws_timeout",
+                    "rws_credentials"),  # robohal_abb.cell (the simulator announces rws and rws_fingerprint)
             tools=(ToolSpec("gripper", factory="robohal_abb.signals:gripper_for",
                             description="a two-state gripper on a digital output (gripper=DO; the simulator's vacuum)"),
                    ToolSpec("io", factory="robohal_abb.signals:io_for",
                             description="digital and analog signals over EGM's RAPID data (do=, di=, ao=, ai=)")),
+            bring_up="robohal_abb.cell:cell_bring_up",
         )
     ]
+
+
+@hookimpl
+def robohal_commands():
+    return [CommandSpec("abb", "robohal_abb.cli:abb",
+                        "an ABB cell over Robot Web Services: status, setup, start, stop, motors, io, elog")]

@@ -46,6 +46,11 @@ built and handed over before the answer can be sent).
 I/O signals and a gripper (``do=``, ``di=``, ``ao=``, ``ai=``, ``gripper=...``) ride on
 the same messages, as EGM's RAPID data: see :mod:`robohal_abb.signals`.
 
+``rws=http(s)://CONTROLLER`` names the cell's Robot Web Services (with ``rws_start``,
+``rws_dialect``, ``rws_fingerprint``, ``rws_ca``, ``rws_timeout``): ``connect()`` checks the cell
+first, or starts it, ``close()`` stops what it started, and an ended stream's error gets the
+controller's event log's reason; see :mod:`robohal_abb.cell_link`.
+
 ``mode=joint`` (EGMRunJoint) sends joint targets; ``mode=pose`` (EGMRunPose,
 tool0 in the base frame) sends the model's forward kinematics of the same
 checked joint setpoint. The joints on the wire are the model's joints in
@@ -195,6 +200,9 @@ class EgmBackend(Backend):
         self._thread_error: BaseException | None = None
         #: the I/O signals the URI declares (robot.io, robot.gripper), sent and read with every message
         self.signals = EgmSignals(SignalLayout.from_uri(uri), self)
+        #: the cell over Robot Web Services, when the URI names it (rws=...): checked or started at
+        #: connect, asked why a stream ended
+        self.cell_link = _cell_link(uri)
 
     @staticmethod
     def read_options(uri: RobotUri) -> dict[str, Any]:
@@ -236,6 +244,8 @@ class EgmBackend(Backend):
         self.signals.reset()
         self._thread = start_link_thread(self, type(self)._hold_step, self._closing, f"robohal-egm-{self.port}")
         try:
+            if self.cell_link is not None:  # the socket is bound: the first robot message is heard
+                self.cell_link.bring_up()
             received = self._wait_active(self.connect_timeout, what="connect")
         except BaseException:
             self._close()
@@ -248,6 +258,8 @@ class EgmBackend(Backend):
         return self._state_of(received)
 
     def _close(self) -> None:
+        if self.cell_link is not None:  # while the hold thread still answers: RAPID ends the run itself
+            self.cell_link.leave()
         self._closing.set()
         if self._thread is not None:
             self._thread.join(timeout=2.0)
@@ -460,7 +472,8 @@ class EgmBackend(Backend):
                 self.counters["silence_timeouts"] += 1
                 raise ConnectionLost(
                     f"abb-egm: the robot has been silent for more than {limit:g} s (last seqno "
-                    f"{newest.message.seqno if newest else '-'}): the EGM run ended, RAPID stopped, or the link broke")
+                    f"{newest.message.seqno if newest else '-'}): the EGM run ended, RAPID stopped, or the link broke"
+                    + self._stream_end_note())
             self._pump(min(left, 0.05), index)
 
     def _wait_active(self, timeout: float, what: str) -> _Received:
@@ -482,14 +495,16 @@ class EgmBackend(Backend):
             names = seen.message.faults()
             raise HardwareFault(
                 f"abb-egm: the robot streams EGM but does not follow targets ({', '.join(names)}): turn the motors"
-                " on and (re)start the RAPID program's EGM loop", names=names, recoverable=True)
+                " on and (re)start the RAPID program's EGM loop" + self._stream_end_note(), names=names,
+                recoverable=True)
         bad = sum(v for k, v in self.counters.items() if k.startswith("bad_"))
         foreign = self.counters["foreign_datagrams"]
         message = (
             f"abb-egm: no EGM message from the robot on UDP {self.host}:{self.port} within {timeout:g} s ({what}). "
             "Check that the RAPID program runs EGMRunJoint (or EGMRunPose), that the controller's UDP Unicast Device "
             f"points at this computer's IP and port {self.port}, and that no firewall drops UDP {self.port}"
-            f" (datagrams seen: {bad} undecodable or incomplete, {foreign} from other addresses).")
+            f" (datagrams seen: {bad} undecodable or incomplete, {foreign} from other addresses)"
+            + self._stream_end_note() + ".")
         if what == "connect":  # never reached: not a lost robot (a reconnect loop must not spin on it)
             raise ConnectFailed(message, address=f"{self.host}:{self.port}")
         raise ConnectionLost(message)
@@ -626,7 +641,8 @@ class EgmBackend(Backend):
             if newest is None:
                 return None
             if time.monotonic() - newest.arrival_monotonic > self.timeout:
-                raise ConnectionLost(f"abb-egm: the robot has been silent for more than {self.timeout:g} s")
+                raise ConnectionLost(f"abb-egm: the robot has been silent for more than {self.timeout:g} s"
+                                     + self._stream_end_note())
             if self._restart_pending:  # between motions a new session is no error: just hold
                 self._restart_pending = False
                 state = self._state_of(newest)
@@ -635,6 +651,8 @@ class EgmBackend(Backend):
         return self._state_of(newest)
 
     def _recover(self) -> RobotState:
+        if self.cell_link is not None:  # with rws_start=1: motors on and RAPID started again
+            self.cell_link.restart()
         received = self._wait_active(self.connect_timeout, what="recover")
         with self._lock:
             self._restart_pending = False
@@ -657,6 +675,20 @@ class EgmBackend(Backend):
         if self._thread_error is not None:
             error, self._thread_error = self._thread_error, None
             raise ConnectionLost(f"abb-egm: the receive thread failed: {error!r}") from error
+
+    def _fault_of(self, state: RobotState) -> HardwareFault:
+        fault = super()._fault_of(state)
+        note = self._stream_end_note()
+        if not note:
+            return fault
+        return HardwareFault(f"{fault}{note}", names=fault.names, recoverable=fault.recoverable)
+
+    def _stream_end_note(self) -> str:
+        """Why the stream ended, in the controller's words, when the URI names its RWS (else "")."""
+        if self.cell_link is None:
+            return ""
+        newest = self._newest
+        return self.cell_link.note(newest.index if newest is not None else None)
 
     # State ------------------------------------------------------------------------------
 
@@ -708,6 +740,17 @@ class EgmBackend(Backend):
     def statistics(self) -> dict[str, Any]:
         """Counters (datagrams by fate, replies, sessions) and timing figures."""
         return {**dict(self.counters), **self.timing(), "seqno_gaps": self._seqno_gaps, "lost_messages": self._lost}
+
+
+def _cell_link(uri: RobotUri):
+    """The cell's RWS link for a URI that names ``rws=``, else None (nothing of RWS is imported)."""
+    if not any(key == "rws" or key.startswith("rws_") for key in uri.params):
+        return None
+    from .cell import CellOptions
+    from .cell_link import CellLink
+
+    options = CellOptions.from_uri(uri)
+    return CellLink(options) if options is not None else None
 
 
 def _loopback(host: str) -> bool:
