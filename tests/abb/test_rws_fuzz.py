@@ -25,13 +25,14 @@ ROUTES = ["/rw/rapid/execution", "/rw/rapid/execution/start", "/rw/rapid/executi
           "/rw/iosystem/signals/Local/DRV_1/aoFlow/set-value", "/rw/elog/0", "/rw/elog/0/1", "/rw/mastership",
           "/rw/mastership/edit/request", "/rw/mastership/rapid", "/users/rmmp", "/users/rmmp/poll", "/subscription",
           "/subscription/1", "/poll/1", "/fileservice/$HOME", "/fileservice/$HOME/a.mod", "/rw/system",
-          "/rw/motionsystem/mechunits/ROB_1/jointtarget", "/logout"]
+          "/rw/motionsystem/mechunits/ROB_1/jointtarget", "/logout", "/rw/rapid/tasks/T_ROB1/program/builderror",
+          "/users/rmmp/cancel"]
 #: RWS 1.0 names its verbs in the query: (path, action) pairs that reach its handlers
 ACTIONS = [("/rw/rapid/execution", "start"), ("/rw/rapid/execution", "stop"), ("/rw/rapid/execution", "resetpp"),
            ("/rw/rapid/tasks/T_ROB1", "loadmod"), ("/rw/rapid/tasks/T_ROB1", "unloadmod"),
            ("/rw/panel/ctrlstate", "setctrlstate"), ("/rw/panel/speedratio", "setspeedratio"),
            ("/rw/iosystem/signals/Local/DRV_1/DO1", "set"), ("/rw/rapid/symbol/data/RAPID/T_ROB1/reg1", "set"),
-           ("/rw/mastership", "request"), ("/rw/mastership/rapid", "release")]
+           ("/rw/mastership", "request"), ("/rw/mastership/rapid", "release"), ("/users/rmmp", "cancel")]
 paths = st.one_of(st.sampled_from([f"{path}?action={action}" for path, action in ACTIONS]), st.sampled_from(ROUTES), st.builds(lambda prefix, rest: prefix + rest, st.sampled_from(PREFIXES),
                                                      st.lists(segment, max_size=4).map("/".join)))
 queries = st.dictionaries(st.sampled_from(["action", "json", "mastership", "start", "limit", "elogseqnum", "order",

@@ -163,3 +163,29 @@ def _answers(session: httpx.Client) -> bool:
         return session.get("/rw/panel/opmode", timeout=0.2).status_code == 200
     except httpx.TimeoutException:
         return False
+
+
+def test_dropped_websockets_end_without_a_close_frame(rws_cell):
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    cell = rws_cell(6)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    with session_for(cell.url) as session:
+        subscribed = session.post("/subscription", content="resources=1&1=/rw/panel/ctrlstate&1-p=1", headers=form)
+        assert subscribed.status_code == 201
+        cookies = "; ".join(f"{name}={value}" for name, value in session.cookies.items())
+        with connect(subscribed.headers["location"], subprotocols=["robapi2_subscription"], proxy=None,
+                     additional_headers={"Cookie": cookies}, ping_interval=None) as websocket:
+            _until(lambda: cell.state()["websockets"] == 1)
+            session.post("/rw/panel/ctrlstate?action=setctrlstate", content="ctrl-state=motoron", headers=form)
+            assert '<span class="ctrlstate">motoron</span>' in websocket.recv(timeout=10)
+            cell.process.send("RWS DROP_WEBSOCKETS")
+            with pytest.raises(ConnectionClosed) as closed:
+                websocket.recv(timeout=10)
+            assert closed.value.rcvd is None  # no close frame came: a broken link, not a goodbye
+        _until(lambda: cell.state()["websockets"] == 0)
+        # the subscription itself stays: a client may open its websocket again
+        with connect(subscribed.headers["location"], subprotocols=["robapi2_subscription"], proxy=None,
+                     additional_headers={"Cookie": cookies}, ping_interval=None):
+            _until(lambda: cell.state()["websockets"] == 1)
