@@ -154,3 +154,23 @@ def test_a_controller_that_stops_answering_mid_call(rws_cell):
             assert time.monotonic() < deadline, "the controller kept answering"
         cell.process.send("RWS RESUME")
         assert session.get("/rw/panel/opmode", timeout=10).status_code == 200
+
+
+def test_the_event_log_pages_through_its_next_links(rws_cell):
+    import html
+    from urllib.parse import urljoin
+
+    cell = rws_cell(7)
+    with client(cell.url) as session:
+        for state in ("motoron", "motoroff", "motoron", "motoroff"):  # a few more entries
+            assert post(session, "/rw/panel/ctrl-state", **{"ctrl-state": state}).status_code == 204
+        everything = [entry["_title"] for entry in session.get("/rw/elog/0?lang=en&limit=1000").json()["_embedded"]["resources"]]
+        paged, url, pages = [], "/rw/elog/0?lang=en&start=0&limit=2", 0
+        while url is not None and pages < 50:
+            page = session.get(url).json()
+            paged += [entry["_title"] for entry in page["_embedded"]["resources"]]
+            following = page["_links"].get("next")
+            # the controller escapes "&" in its HAL links; a link is relative to the base
+            url = urljoin(page["_links"]["base"]["href"], html.unescape(following["href"])) if following else None
+            pages += 1
+    assert len(everything) >= 6 and paged == everything

@@ -300,7 +300,8 @@ def get_elog(call: Call, domain: str) -> Answer:
         if limit <= 0:
             raise Refusal(400, E_INVALIDARG, "limit is at least 1")
         if first + limit < len(entries):
-            answer.next_link = f"0?start={first + limit}&limit={limit}"
+            # "&amp;" as an OmniCore writes it in HAL links (a list page captured by a public client)
+            answer.next_link = f"0?start={first + limit}&amp;limit={limit}"
         entries = entries[first:first + limit]
     answer.items = [elog_item(entry, call.version) for entry in entries]
     return answer
