@@ -117,3 +117,14 @@ def test_a_pending_rmmp_request_lapses_unless_polled(model):
     model.request_mastership("s1", "rapid")  # granted: mastership in manual mode
     model.cancel_rmmp("s1")
     assert model.rmmp_state("s1") is None
+
+
+def test_a_running_program_without_an_egm_instruction_streams_nothing(model):
+    # a user's failure: RAPID runs, but its main never reaches EGMRunJoint, so no session ever starts
+    load(model, "MODULE Idle\n    VAR num n := 0;\n    PROC main()\n        n := n + 1;\n    ENDPROC\nENDMODULE\n",
+         name="Idle.mod")
+    model.set_motors(True)
+    model.reset_pp()
+    model.start("forever")
+    assert model.execution == "running" and model.egm_program() is None
+    assert model.rapid_mapping() is None  # no robohal_to_pc: EGM would carry no RAPID data
