@@ -426,12 +426,13 @@ class ControllerModel:
             self._stop_program(EV_PROGRAM_STOPPED)
 
     def _stop_program(self, code: int, msgtype: int = INFO, why: str = "") -> None:
-        """RAPID stops: ``code`` 10005 for a stop request, 10125 for any other stop (see the codes)."""
+        """RAPID stops: ``code`` 10005 for a stop request, 10125 for any other stop (see the codes).
+        10125's text is the OmniCore elog's; 10005's (and 10008's in :meth:`start`) are ours."""
         if self.execution != "running":
             return
         self.execution = "stopped"
-        desc = f"The task {TASK} has stopped. The reason is that an external or internal stop" + \
-            (" after current instruction has occurred." if code == EV_PROGRAM_STOPPED else " has occurred.")
+        desc = f"The task {TASK} has stopped on a stop request." if code == EV_PROGRAM_STOPPED else \
+            f"The task {TASK} has stopped. The reason is that an external or internal stop has occurred."
         self.log(msgtype, code, "Program stopped", desc + (f" {why}" if why else ""), TASK)
         self._changed("execution")
 
