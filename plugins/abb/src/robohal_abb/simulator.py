@@ -604,8 +604,11 @@ class SimulatedController:
     def _flush(self, now: float) -> None:
         while self._outbox and self._outbox[0][0] <= now:
             _, datagram = self._outbox.pop(0)
-            # stamped before sendto: on loopback the receiver may run (and answer) inside the call
-            self._last_sent = (time.time(), time.monotonic())
+            # stamped before sendto: on loopback the receiver may run (and answer) inside the call.
+            # The monotonic stamp first: a preemption between the two then only shortens the
+            # kernel-stamped round trip, never lengthens it past the one this loop sees.
+            sent_monotonic = time.monotonic()
+            self._last_sent = (time.time(), sent_monotonic)
             try:
                 self.sock.sendto(datagram, self.sensor)
                 self.stats.counters["datagrams_sent"] += 1
