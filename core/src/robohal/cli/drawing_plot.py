@@ -20,19 +20,22 @@ from .drawing import DrawPlan
 from .plots import matplotlib_pyplot
 
 
-def require_matplotlib() -> None:
-    """Raise a one-line error when matplotlib is missing (before anything moves, not after)."""
+def require_writable(path: str | Path) -> None:
+    """Raise a one-line error, before anything moves, where the plot could not be written after:
+    matplotlib missing, or no folder to write it in."""
     if matplotlib_pyplot() is None:
         raise RobohalError("--plot needs matplotlib: pip install 'robohal[plots]'")
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise RobohalError(f"--plot {path}: there is no folder {folder}")
 
 
 def plot_drawing(model: Kinematics, plan: DrawPlan, drawn: Sequence[Array], path: str | Path, title: str,
                  deviation: float | None) -> Path:
     """Write the PNG: ``drawn`` holds each stroke's measured joints (M, dof), and ``deviation``
     (m) their distance from the target; on a dry run the planned joints and None."""
+    require_writable(path)
     plt = matplotlib_pyplot()
-    if plt is None:
-        require_matplotlib()
     path = Path(path)
     fig, axes = plt.subplots(figsize=(7, 7))
     target = _in_plane(plan, plan.positions)
@@ -55,8 +58,6 @@ def plot_drawing(model: Kinematics, plan: DrawPlan, drawn: Sequence[Array], path
         title += f"\nthe pen within {deviation * 1000:.3f} mm of the target"
     axes.set_title(title)
     fig.tight_layout()
-    if path.parent != Path():
-        path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fig.savefig(path, dpi=100)
     except OSError as exc:

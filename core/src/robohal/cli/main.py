@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,17 +22,32 @@ USER_ERRORS = (RobohalError, ValueError, LookupError)
 
 
 class RobohalGroup(click.Group):
-    """Turns user errors into one clear line and exit status 2, no traceback."""
+    """Turns user errors into one clear line and exit status 2, no traceback. Anything else that
+    escapes a command is a bug: one line that says so and exit status 1 (with ``-v``, the
+    traceback first, for the bug report)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         as_json = "--json" in ctx.args  # the subcommand's arguments, before invoking consumes them
         try:
             return super().invoke(ctx)
         except USER_ERRORS as exc:
-            if as_json:  # scripts parse stdout: the error too
-                click.echo(json.dumps({"error": str(exc), "type": type(exc).__name__}))
-            click.echo(f"robohal: error: {exc}", err=True)
+            _error(str(exc), type(exc).__name__, as_json)
             sys.exit(2)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):  # click's own: it reports them
+            raise
+        except Exception as exc:
+            if ctx.params.get("verbose"):
+                traceback.print_exception(exc, file=sys.stderr)
+            first = (str(exc).splitlines() or [""])[0]
+            _error(f"unexpected {type(exc).__name__}: {first} (a bug in robohal: `robohal -v ...` shows where;"
+                   " please report it)", type(exc).__name__, as_json)
+            sys.exit(1)
+
+
+def _error(message: str, kind: str, as_json: bool) -> None:
+    if as_json:  # scripts parse stdout: the error too
+        click.echo(json.dumps({"error": message, "type": kind}))
+    click.echo(f"robohal: error: {message}", err=True)
 
 
 def _console():
@@ -197,6 +213,7 @@ def fk(model: str, joints: Sequence[str], deg: bool, as_json: bool) -> None:
     except LimitViolation as exc:
         outside = str(exc)
     summary["joints_rad"] = q.tolist()
+    summary["joints_deg"] = np.degrees(q).tolist()
     summary["within_limits"] = outside is None
     if as_json:
         click.echo(json.dumps({"model": model, **summary}, indent=2))
@@ -205,7 +222,10 @@ def fk(model: str, joints: Sequence[str], deg: bool, as_json: bool) -> None:
     w, qx, qy, qz = summary["quat_wxyz"]
     r, p, yw = summary["rpy_deg"]
     click.echo(f"model    {model}")
-    click.echo(f"joints   {' '.join(f'{v:.6f}' for v in q)} rad")
+    if deg:  # back in the unit they were given in
+        click.echo(f"joints   {' '.join(f'{v:.4f}' for v in np.degrees(q))} deg")
+    else:
+        click.echo(f"joints   {' '.join(f'{v:.6f}' for v in q)} rad")
     click.echo(f"xyz      {x:.6f} {y:.6f} {z:.6f} m")
     click.echo(f"quat     {w:.6f} {qx:.6f} {qy:.6f} {qz:.6f} (w x y z)")
     click.echo(f"rpy      {r:.4f} {p:.4f} {yw:.4f} deg")
@@ -414,8 +434,13 @@ def _wait_for_interrupt() -> None:
 def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
     """Move a planar arm's end point with the arrow keys (keys as text when stdin is not a terminal)."""
     from ..connection import open_robot
+    from .drawing import planar_two_link
     from .jog import run_jog
+    from .offline import model_of
 
+    named, _, model = model_of(uri)  # an arm jog cannot move is refused before anything starts
+    if not planar_two_link(model):
+        raise RobohalError(f"jog moves a planar two-link arm's end point (like arduino.planar2); {named.model} is not one")
     with open_robot(uri) as robot:
         run_jog(robot, step=step / 1000.0, speed=speed, elbow=elbow)
 
@@ -480,10 +505,13 @@ def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float
         raise RobohalError("--elbow picks a planar arm's branch; a 6- or 7-axis arm keeps the one it starts on")
     if not on_plane and (origin is not None or lift is not None):
         raise RobohalError("--origin and --lift place the plane of a 6- or 7-axis arm; a planar arm draws in its own plane")
+    for name, value in (("--speed", speed), ("--lift", lift)):
+        if value is not None and not (np.isfinite(value) and value > 0):
+            raise RobohalError(f"{name} must be a positive number of {'m/s' if name == '--speed' else 'metres'}, got {value}")
     if plot_file:
-        from .drawing_plot import require_matplotlib
+        from .drawing_plot import require_writable
 
-        require_matplotlib()
+        require_writable(plot_file)  # a draw is not lost to a typo in the plot's path
     segments = _shape(drawing, model, shape, center, radius, side, line_start, line_end, polyline_file, on_plane)
     # (a Robot's own `with` connects it: the dry run's robot is held without one)
     with contextlib.nullcontext(offline.unconnected_robot(uri)) if dry_run else open_robot(uri) as robot:
