@@ -445,6 +445,9 @@ def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
         run_jog(robot, step=step / 1000.0, speed=speed, elbow=elbow)
 
 
+SHAPES = ("line", "circle", "square", "polyline")
+
+
 def _origin(ctx: click.Context, param: click.Parameter, value: str | None) -> np.ndarray | None:
     if value is None:
         return None
@@ -459,7 +462,7 @@ def _origin(ctx: click.Context, param: click.Parameter, value: str | None) -> np
 
 @main.command()
 @click.argument("uri")
-@click.argument("shape", type=click.Choice(["line", "circle", "square", "polyline"]))
+@click.argument("shape", type=click.Choice(SHAPES), required=False, metavar="{line|circle|square|polyline}")
 @click.option("--center", nargs=2, type=float,
               help="Centre x y (m) of a circle or square [default: a planar arm's middle of reach; on a plane, its origin].")
 @click.option("--radius", type=float, default=0.02, show_default=True, help="Circle radius, m.")
@@ -483,7 +486,7 @@ def _origin(ctx: click.Context, param: click.Parameter, value: str | None) -> np
 @click.option("--planned", is_flag=True,
               help="Play each stroke as its planned setpoints instead of streaming them (robot.servo); the default on"
                    " a simulation not paced by the clock.")
-def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float, side: float,
+def draw(uri: str, shape: str | None, center: tuple[float, float] | None, radius: float, side: float,
          line_start: tuple[float, float] | None, line_end: tuple[float, float] | None,
          polyline_file: str | None, speed: float, elbow: str, origin: np.ndarray | None, lift: float | None,
          plot_file: str | None, dry_run: bool, planned: bool) -> None:
@@ -496,6 +499,8 @@ def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float
     from ..connection import open_robot
     from . import drawing, offline, plane_drawing
 
+    if shape is None:  # (click lists the choices over several lines)
+        raise click.UsageError(f"Missing argument SHAPE: one of {', '.join(SHAPES)}.")
     named, _, model = offline.model_of(uri)  # before anything is connected or started
     on_plane = plane_drawing.spatial_arm(model)
     if not on_plane and not drawing.planar_two_link(model):
