@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +83,16 @@ def test_draw_plans_on_every_bundled_model(model: str) -> None:
 def test_draw_plans_on_every_bundled_simulator(uri: str) -> None:
     output = works("draw", uri, "square", "--dry-run")
     assert "square:" in output and "at up to 50 mm/s" in output
+
+
+@pytest.mark.parametrize("scheme", ["franka", "abb-egm", "arduino-planar"])
+def test_a_simulator_given_a_wrong_option_says_so_in_one_line(scheme: str) -> None:
+    """`robohal sim` runs the simulator program with the terminal: its own error line ends it."""
+    result = subprocess.run([sys.executable, "-m", "robohal.cli.main", "sim", scheme, "--no-such-option"],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode != 0 and "Traceback" not in result.stderr + result.stdout
+    errors = [line for line in result.stderr.splitlines() if re.search(r"(^|: )(error|Error): ", line)]
+    assert len(errors) == 1 and errors[0] == result.stderr.rstrip("\n").splitlines()[-1], result.stderr
 
 
 def test_jog_moves_a_planar_arm_and_refuses_every_other_in_one_line() -> None:

@@ -33,6 +33,10 @@ setpoints stay within 0.06 mm of the path, with both cores of the machine kept b
     plan = plan_drawing(robot.model, circle((0.12, 0.0), 0.03), period=robot.backend.period)
     results = stream(robot, plan)   # or draw(robot, plan): the planned setpoints, played
     print(path_deviation(robot.model, plan, results))   # m
+
+A 6- or 7-axis arm draws the same shapes on a horizontal plane, the tool pointing down
+(:mod:`.plane_drawing`); :func:`draw`, :func:`stream` and :func:`path_deviation` (in 3-D) take
+its plans too.
 """
 
 from __future__ import annotations
@@ -345,15 +349,15 @@ def plan_drawing(model: Kinematics, segments: Sequence[Segment], *, period: floa
 
 def speed_note(plan: DrawPlan, asked: float, acceleration: float, binding: str) -> str:
     """In words, what keeps the pen of ``plan`` slower than the ``asked`` speed (m/s): the joints'
-    ``binding`` limits (velocity or acceleration) that made the planner slow the path down, and
-    strokes too short to reach the speed at the path's ``acceleration`` (m/s^2); empty when the
-    pen reaches what was asked."""
+    ``binding`` limits (velocity, acceleration...) that made the planner slow the path down, and
+    segments too short to reach the speed at the path's ``acceleration`` (m/s^2), rest to rest;
+    empty when the pen reaches what was asked."""
     reasons = []
     if binding:
         reasons.append(f"slowed to {plan.speed * 1000:.0f} mm/s for the joints' {binding} limits")
     if plan.top_speed < plan.speed * SPEED_REACHED:
-        reasons.append(f"the strokes are too short to reach {plan.speed * 1000:.0f} mm/s at"
-                       f" {acceleration * 1000:.0f} mm/s^2")
+        reasons.append(f"its segments are too short to reach {plan.speed * 1000:.0f} mm/s at"
+                       f" {acceleration * 1000:.0f} mm/s^2 (the pen stops at each corner)")
     if not reasons:
         return ""
     return f"asked {asked * 1000:.0f} mm/s; " + "; ".join(reasons)

@@ -517,7 +517,7 @@ def draw(uri: str, shape: str | None, center: tuple[float, float] | None, radius
         from .drawing_plot import require_writable
 
         require_writable(plot_file)  # a draw is not lost to a typo in the plot's path
-    segments = _shape(drawing, model, shape, center, radius, side, line_start, line_end, polyline_file, on_plane)
+    segments = _shape(model, shape, center, radius, side, line_start, line_end, polyline_file, on_plane)
     # (a Robot's own `with` connects it: the dry run's robot is held without one)
     with contextlib.nullcontext(offline.unconnected_robot(uri)) if dry_run else open_robot(uri) as robot:
         if dry_run:
@@ -551,11 +551,13 @@ def draw(uri: str, shape: str | None, center: tuple[float, float] | None, radius
         _plot(plot_file, model, plan, drawn, f"{shape} on {robot.name}", deviation)
 
 
-def _shape(drawing, model, shape: str, center: tuple[float, float] | None, radius: float, side: float,
+def _shape(model, shape: str, center: tuple[float, float] | None, radius: float, side: float,
            line_start: tuple[float, float] | None, line_end: tuple[float, float] | None, polyline_file: str | None,
            on_plane: bool) -> list:
     """The shape's segments, from the options (a planar arm's default centre is the middle of its
     reach; on a plane, the plane's origin)."""
+    from . import drawing
+
     if center is None and shape in ("circle", "square"):
         center = (0.0, 0.0) if on_plane else tuple(drawing.workspace_middle(model)[0])
     if shape == "line":
