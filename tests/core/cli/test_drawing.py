@@ -144,6 +144,14 @@ def test_cli_draw_circle_and_refusal(tmp_path) -> None:
     assert done.exit_code == 0 and "polyline:" in done.output and "drawn:" not in done.output
 
 
+def test_cli_draw_plots_the_target_against_the_drawn_path(tmp_path) -> None:
+    plot = tmp_path / "circle.png"
+    result = CliRunner().invoke(main, ["draw", SIM, "circle", "--speed", "0.2", "--plot", str(plot)])
+    assert result.exit_code == 0, result.output
+    assert result.output.rstrip().endswith(f"plot: {plot}")
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_cli_draw_streams_through_servo_on_a_robot_paced_by_the_clock() -> None:
     paced = SIM.replace("realtime=0", "realtime=1")
     result = CliRunner().invoke(main, ["draw", paced, "circle", "--radius", "0.02", "--speed", "0.2"])

@@ -53,7 +53,8 @@ def plot_drawing(model: Kinematics, plan: DrawPlan, drawn: Sequence[Array], path
     axes.set_xlabel("x [mm]" + (" from the origin" if plan.plane is not None else ""))
     axes.set_ylabel("y [mm]" + (" from the origin" if plan.plane is not None else ""))
     axes.grid(True, linewidth=0.3)
-    axes.legend(loc="upper right")
+    axes.margins(0.08)
+    axes.legend(loc="best")
     if deviation is not None:
         title += f"\nthe pen within {deviation * 1000:.3f} mm of the target"
     axes.set_title(title)
