@@ -66,6 +66,18 @@ def test_uri_errors_are_clear(model) -> None:
         robohal.connect("arduino-planar://sim?firmware=qemu")
 
 
+def test_a_backend_for_the_sim_uri_serves_a_plan_and_never_opens(model) -> None:
+    """Built from `arduino-planar://sim` as written (a dry run's), it reads its rate, calibration
+    and tool from the URI; connect() starts no simulator, so it has nothing to open."""
+    with pytest.warns(RuntimeWarning, match="pulse limits do not cover"):
+        backend = ArduinoPlanarBackend(parse_uri("arduino-planar://sim?rate=25&s1_min_us=1400&tool=pen"), model)
+    assert backend.period == pytest.approx(0.04) and backend.tool == "pen"
+    with pytest.raises(LimitViolation):
+        backend.check_setpoints([[-0.5, 0.0]])  # below servo 1's 1400 us
+    with pytest.raises(ConnectFailed, match=r"bundled simulator, which robohal\.connect starts"):
+        backend.connect()
+
+
 @pytest.mark.parametrize("kind", ["emulator", "simavr"])
 def test_handshake_waits_out_the_boot_delay(emulator_factory, model, kind: str) -> None:
     sim = emulator_factory(boot_ms=800, kind=kind)

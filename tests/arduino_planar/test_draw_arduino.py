@@ -14,17 +14,31 @@ EMULATOR = "arduino-planar://sim?model=arduino.planar2&firmware=emulator&sim_boo
 def test_draw_circle_on_the_servo_arm() -> None:
     result = CliRunner().invoke(main, ["draw", EMULATOR, "circle", "--radius", "0.015", "--speed", "0.08"])
     assert result.exit_code == 0, result.output
+    assert re.search(r"connected: robohal_planar \d+\.\d+\.\d+ \(protocol 2, 3 servos\) on /dev/\S+ \(simulated\)",
+                     result.output), result.output
     deviation = re.search(r"measured pen within ([0-9.]+) mm", result.output)
     assert deviation is not None, result.output
     # whole-microsecond pulses: about 1.6 mrad per joint, a fraction of a millimetre at the pen
     assert float(deviation.group(1)) < 0.6
 
 
-def test_a_dry_run_names_the_firmware_that_answered_and_moves_nothing() -> None:
-    result = CliRunner().invoke(main, ["draw", EMULATOR, "circle", "--dry-run"])
+@pytest.mark.parametrize("uri", [EMULATOR, "arduino-planar:///dev/ttyACM0?tool=pen"])
+def test_a_dry_run_opens_no_serial_port_and_starts_no_simulator(uri: str, monkeypatch) -> None:
+    """Opening an Uno's port resets it: a dry run plans from the URI and the model alone."""
+    import subprocess
+
+    import serial
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a dry run opened {args[:1]}")
+
+    monkeypatch.setattr(serial, "Serial", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    result = CliRunner().invoke(main, ["draw", uri, "circle", "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert re.search(r"connected: robohal_planar \d+\.\d+\.\d+ \(protocol 2, 3 servos\) on /dev/", result.output)
+    assert "dry run:" in result.output and "connected:" not in result.output
     assert "circle:" in result.output and "drawn:" not in result.output
+    assert ("pen lifted between strokes" in result.output) == ("tool=pen" in uri)
 
 
 def test_draw_refuses_a_circle_beyond_the_servo_range() -> None:

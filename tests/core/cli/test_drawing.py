@@ -81,6 +81,25 @@ def test_too_fast_shape_is_slowed_to_the_joint_limits(model) -> None:
     assert plan.speed < 5.0
     dq = np.abs(np.diff(plan.joints, axis=0)) / PERIOD
     assert (dq <= model.limits.velocity).all()
+    assert plan.top_speed <= plan.speed * (1 + 1e-9)
+    assert plan.speed_note.startswith(f"asked 5000 mm/s; slowed to {plan.speed * 1000:.0f} mm/s for the joints'")
+
+
+def test_the_speed_printed_is_the_speed_drawn_and_a_limit_that_lowers_it_is_said() -> None:
+    runner = CliRunner()
+    asked = runner.invoke(main, ["draw", SIM, "circle", "--radius", "0.05", "--dry-run"])
+    assert asked.exit_code == 0, asked.output
+    assert re.search(r" at up to 50 mm/s, elbow", asked.output), asked.output
+    fast = runner.invoke(main, ["draw", SIM, "circle", "--radius", "0.05", "--speed", "50", "--dry-run"])
+    assert fast.exit_code == 0, fast.output
+    found = re.search(r" at up to (\d+) mm/s \(asked 50000 mm/s; (.*)\), elbow", fast.output)
+    assert found is not None, fast.output
+    with robohal.connect(SIM) as robot:  # the same plan: its pen's fastest step is what was printed
+        middle = drawing.workspace_middle(robot.model)[0]
+        plan = drawing.plan_drawing(robot.model, drawing.circle(middle, 0.05), period=robot.backend.period, speed=50)
+    steps = np.hypot(*np.diff(plan.points, axis=0).T) / plan.period
+    assert int(found.group(1)) == round(steps.max() * 1000) < 50000
+    assert "too short to reach" in found.group(2) or "slowed to" in found.group(2)
 
 
 def test_draw_moves_the_pen_along_the_path() -> None:
@@ -115,6 +134,7 @@ def test_cli_draw_circle_and_refusal(tmp_path) -> None:
     ok = runner.invoke(main, ["draw", SIM, "circle", "--radius", "0.05", "--speed", "0.3"])
     assert ok.exit_code == 0, ok.output
     assert "drawn:" in ok.output
+    assert ok.output.startswith("connected: sim://?model=generic.planar2&rate=100&realtime=0 (simulated)\n")
     far = runner.invoke(main, ["draw", SIM, "circle", "--center", "0.5", "0", "--radius", "0.1"])
     assert far.exit_code == 2
     assert "cannot be reached" in far.output and "drawn:" not in far.output
@@ -122,6 +142,14 @@ def test_cli_draw_circle_and_refusal(tmp_path) -> None:
     poly.write_text("0.3 0\n0.35 0.05\n0.4 0\n")
     done = runner.invoke(main, ["draw", SIM, "polyline", "--file", str(poly), "--dry-run"])
     assert done.exit_code == 0 and "polyline:" in done.output and "drawn:" not in done.output
+
+
+def test_cli_draw_plots_the_target_against_the_drawn_path(tmp_path) -> None:
+    plot = tmp_path / "circle.png"
+    result = CliRunner().invoke(main, ["draw", SIM, "circle", "--speed", "0.2", "--plot", str(plot)])
+    assert result.exit_code == 0, result.output
+    assert result.output.rstrip().endswith(f"plot: {plot}")
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_cli_draw_streams_through_servo_on_a_robot_paced_by_the_clock() -> None:

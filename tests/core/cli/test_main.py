@@ -38,6 +38,16 @@ def test_fk_in_degrees_and_json(cli):
     assert data["within_limits"] is True
 
 
+def test_fk_says_the_joints_back_in_the_unit_they_were_given(cli):
+    degrees = cli("fk", "generic.planar2", "30", "45", "--deg")
+    assert degrees.exit_code == 0, degrees.output
+    assert "joints   30.0000 45.0000 deg" in degrees.output
+    radians = cli("fk", "generic.planar2", "0.5", "0.7")
+    assert "joints   0.500000 0.700000 rad" in radians.output
+    data = json.loads(cli("fk", "generic.planar2", "30", "45", "--deg", "--json").output)
+    assert np.allclose(data["joints_deg"], [30, 45]) and np.allclose(data["joints_rad"], np.radians([30, 45]))
+
+
 def test_fk_accepts_negative_joints(cli):
     result = cli("fk", "generic.planar2", "-90", "-10", "--deg", "--json")
     assert result.exit_code == 0, result.output

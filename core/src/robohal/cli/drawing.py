@@ -33,6 +33,10 @@ setpoints stay within 0.06 mm of the path, with both cores of the machine kept b
     plan = plan_drawing(robot.model, circle((0.12, 0.0), 0.03), period=robot.backend.period)
     results = stream(robot, plan)   # or draw(robot, plan): the planned setpoints, played
     print(path_deviation(robot.model, plan, results))   # m
+
+A 6- or 7-axis arm draws the same shapes on a horizontal plane, the tool pointing down
+(:mod:`.plane_drawing`); :func:`draw`, :func:`stream` and :func:`path_deviation` (in 3-D) take
+its plans too.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import contextlib
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +78,12 @@ PEN_SIGNAL = "pen_down"
 #: (our choice: far below any pen's line width, far above floating-point noise)
 STROKE_GAP = 1e-6
 UP = "up"  # a polyline file's line that lifts the pen
+#: rad: a plan on a plane lifts the tool after its last stroke only from this close to the
+#: stroke's end (not from wherever a stopped stroke left the arm)
+AT_STROKE_END = 1e-6
+#: a pen whose fastest planned speed is this share of the one planned for has reached it (the
+#: samples of a profile's cruise fall on its speed to rounding; a profile that never cruises peaks lower)
+SPEED_REACHED = 0.99
 
 
 @dataclass(frozen=True)
@@ -210,14 +220,24 @@ def workspace_middle(model: Kinematics) -> tuple[Array, float]:
 @dataclass(frozen=True)
 class DrawPlan:
     """A checked drawing: the pen's points and the joints for them, one per control cycle;
-    ``strokes`` are the (start, stop) rows of each stroke (the pen is lifted between them)."""
+    ``strokes`` are the (start, stop) rows of each stroke (the pen is lifted between them).
+
+    A planar arm's points are its own xy. A plan on a plane (:mod:`.plane_drawing`, a 6- or
+    7-axis arm) has the plane's frame in ``plane`` (its points are x, y in it) and its pen-up
+    moves in ``travels``: joint paths that lower the tool onto the first stroke, lift it from
+    each stroke over to the next and lower it there, and lift it after the last
+    (``len(strokes) + 1`` of them)."""
 
     points: Array  # (N, 2) m
     joints: Array  # (N, dof) rad
     period: float
-    elbow: str  # "up" or "down"
+    elbow: str  # "up" or "down" on a planar arm; on a plane, the model's name of the branch (or "")
     speed: float  # m/s the path was planned at (lower than asked when the joints needed it)
     strokes: tuple[tuple[int, int], ...] = ()
+    #: what made the pen slower than asked, in words (empty when nothing did): said by ``robohal draw``
+    speed_note: str = ""
+    travels: tuple[Array, ...] = ()
+    plane: Array | None = None  # (4, 4) the drawing plane's frame in the base frame, for a plan on a plane
 
     def __post_init__(self) -> None:
         if not self.strokes:
@@ -225,12 +245,27 @@ class DrawPlan:
 
     @property
     def duration(self) -> float:
+        """The time the pen is on the paper (s), without the travels between strokes."""
         return len(self.points) * self.period
 
     @property
     def length(self) -> float:
         """The length drawn (m), without the travels between strokes."""
         return sum(float(np.hypot(*np.diff(self.points[a:b], axis=0).T).sum()) for a, b in self.strokes)
+
+    @property
+    def top_speed(self) -> float:
+        """The fastest the pen moves along the strokes (m/s), as planned: the speed it draws at."""
+        steps = [np.hypot(*np.diff(self.points[a:b], axis=0).T) for a, b in self.strokes]
+        return max((float(step.max(initial=0.0)) for step in steps), default=0.0) / self.period
+
+    @property
+    def positions(self) -> Array:
+        """The pen's points (N, 3) in the robot's base frame (m)."""
+        flat = np.column_stack([self.points, np.zeros(len(self.points))])
+        if self.plane is None:
+            return flat
+        return flat @ self.plane[:3, :3].T + self.plane[:3, 3]
 
 
 def sample_path(segments: Sequence[Segment], period: float, speed: float = DEFAULT_SPEED,
@@ -248,16 +283,22 @@ def sample_path(segments: Sequence[Segment], period: float, speed: float = DEFAU
     return np.vstack(chunks)
 
 
+def planar_two_link(model: Kinematics) -> bool:
+    """Whether ``model`` is a position-only planar two-link arm (links ``l1``, ``l2``, the elbow
+    branches of :class:`~robohal.kinematics.PlanarTwoLink`): one that draws in its own plane."""
+    return (bool(getattr(model, "position_only", False)) and model.dof == 2
+            and hasattr(model, "l1") and hasattr(model, "l2"))
+
+
 def joints_for(model: Kinematics, points: Array, elbow: str) -> Array:
     """Inverse kinematics of every point on one elbow branch; UnreachableError names the first
     point the arm cannot reach (out of reach, or outside the joint limits on that branch)."""
-    inverse_batch = getattr(model, "inverse_batch", None)
-    if not getattr(model, "position_only", False) or model.dof != 2 or inverse_batch is None:
+    if not planar_two_link(model):
         raise InvalidArgument("drawing needs a position-only planar two-link model")
     poses = np.zeros((len(points), 4, 4))
     poses[:] = np.eye(4)
     poses[:, :2, 3] = points
-    q = inverse_batch(poses)[:, BRANCH_SLOT[elbow]]
+    q = model.inverse_batch(poses)[:, BRANCH_SLOT[elbow]]
     bad = np.flatnonzero(~np.isfinite(q).all(axis=1))
     if bad.size:
         x, y = points[bad[0]]
@@ -281,25 +322,45 @@ def plan_drawing(model: Kinematics, segments: Sequence[Segment], *, period: floa
         raise InvalidArgument(f"elbow must be one of {', '.join(ELBOWS)}, got {elbow!r}")
     limits = model.limits
     strokes = strokes_of(segments)
+    asked, binding = speed, ""
     for _ in range(SLOWDOWN_ATTEMPTS):
         chunks = [sample_path(stroke, period, speed, acceleration, jerk) for stroke in strokes]
         bounds = np.cumsum([0] + [len(chunk) for chunk in chunks])
         ranges = tuple((int(a), int(b)) for a, b in itertools.pairwise(bounds))
         points = np.vstack(chunks)
         joints, chosen = _choose_branch(model, points, elbow, start, check)
-        factor = 0.0
+        over = {"velocity": 0.0, "acceleration": 0.0}
         for a, b in ranges:  # within each stroke: the travels between them are moves of their own
             dq = np.diff(joints[a:b], axis=0) / period
             ddq = np.diff(joints[a:b], n=2, axis=0) / period**2
-            over_v = float((np.abs(dq) / limits.velocity).max(initial=0.0))
-            over_a = float((np.abs(ddq) / limits.acceleration).max(initial=0.0))
-            factor = max(factor, over_v, math.sqrt(over_a))
+            over["velocity"] = max(over["velocity"], float((np.abs(dq) / limits.velocity).max(initial=0.0)))
+            over["acceleration"] = max(over["acceleration"],
+                                       math.sqrt(float((np.abs(ddq) / limits.acceleration).max(initial=0.0))))
+        factor = max(over.values())
         if factor <= 0.9:
-            return DrawPlan(points, joints, period, chosen, speed, ranges)
+            plan = DrawPlan(points, joints, period, chosen, speed, ranges)
+            return replace(plan, speed_note=speed_note(plan, asked, acceleration, binding))
+        binding = binding or max(over, key=over.__getitem__)  # what first made it slow down
         # slower along the path: velocity scales with it, acceleration with its square
         speed, acceleration, jerk = speed * 0.8 / factor, acceleration * (0.8 / factor) ** 2, jerk * (0.8 / factor) ** 3
     raise UnreachableError("the shape passes too close to a singularity for the joints' speed limits;"
                            " move it away from the workspace rims")
+
+
+def speed_note(plan: DrawPlan, asked: float, acceleration: float, binding: str) -> str:
+    """In words, what keeps the pen of ``plan`` slower than the ``asked`` speed (m/s): the joints'
+    ``binding`` limits (velocity, acceleration...) that made the planner slow the path down, and
+    segments too short to reach the speed at the path's ``acceleration`` (m/s^2), rest to rest;
+    empty when the pen reaches what was asked."""
+    reasons = []
+    if binding:
+        reasons.append(f"slowed to {plan.speed * 1000:.0f} mm/s for the joints' {binding} limits")
+    if plan.top_speed < plan.speed * SPEED_REACHED:
+        reasons.append(f"its segments are too short to reach {plan.speed * 1000:.0f} mm/s at"
+                       f" {acceleration * 1000:.0f} mm/s^2 (the pen stops at each corner)")
+    if not reasons:
+        return ""
+    return f"asked {asked * 1000:.0f} mm/s; " + "; ".join(reasons)
 
 
 def _branch_joints(model: Kinematics, points: Array, branch: str, check: Callable[[Array], None] | None) -> Array:
@@ -336,7 +397,7 @@ def check_with_backend(robot, plan: DrawPlan) -> None:
     """Let the backend refuse the whole path before anything moves, where it has limits of its
     own beyond the model's (:meth:`~robohal.control.backend.Backend.check_setpoints`, e.g. servo pulse limits)."""
     try:
-        robot.backend.check_setpoints(plan.joints)
+        robot.backend.check_setpoints(np.vstack([plan.joints, *plan.travels]))
     except LimitViolation as exc:
         raise UnreachableError(f"the shape needs setpoints the robot refuses: {exc}") from None
 
@@ -371,7 +432,11 @@ def draw(robot, plan: DrawPlan, *, approach_speed: float = 0.3) -> list:
 def _stroke_by_stroke(robot, plan: DrawPlan, approach_speed: float) -> Iterator[Iterator[tuple[int, int]]]:
     """Gives the strokes' (start, stop) rows, each once the arm is at its first point: moved there
     with the pen up, then the pen down (where the robot has a pen lift). When the block ends,
-    however it ends, the pen is lifted."""
+    however it ends, the pen is lifted. A plan on a plane lifts the pen by moving the arm: the
+    arm moves to the start of its first travel, and each travel, planned, brings the tool down
+    onto the next stroke; the last lifts it when the block ends without an error."""
+    from ..motion import JointTrajectory
+
     lift = has_pen_lift(robot)
 
     def pen(down: bool) -> None:
@@ -379,9 +444,15 @@ def _stroke_by_stroke(robot, plan: DrawPlan, approach_speed: float) -> Iterator[
             robot.io[PEN_SIGNAL] = down
 
     def strokes() -> Iterator[tuple[int, int]]:
-        for a, b in plan.strokes:
+        for index, (a, b) in enumerate(plan.strokes):
             pen(False)
-            robot.move_joints(plan.joints[a], speed=approach_speed)
+            if plan.travels:
+                if index == 0:
+                    robot.move_joints(plan.travels[0][0], speed=approach_speed)
+                if not robot.run(JointTrajectory(plan.travels[index])).completed:
+                    return  # stopped on the way: nothing more to draw
+            else:
+                robot.move_joints(plan.joints[a], speed=approach_speed)
             pen(True)
             yield a, b
 
@@ -392,6 +463,9 @@ def _stroke_by_stroke(robot, plan: DrawPlan, approach_speed: float) -> Iterator[
             pen(False)
         raise
     pen(False)
+    last = plan.travels[-1] if plan.travels else None
+    if last is not None and np.abs(robot.commanded - last[0]).max() <= AT_STROKE_END:  # not where a stop left it
+        robot.run(JointTrajectory(last))
 
 
 def _point(value: ArrayLike, name: str) -> Array:
@@ -460,23 +534,24 @@ def stream(robot, plan: DrawPlan, *, rate: float = DEFAULT_STREAM_RATE, approach
 
 
 def path_deviation(model: Kinematics, plan: DrawPlan, results: Sequence) -> float:
-    """The largest distance (m) from the pen, at each measured joint position of ``results``
-    (one MotionResult per stroke, as :func:`draw` and :func:`stream` return), to its stroke's
-    planned path (the polyline through the planned points)."""
+    """The largest distance (m) from the pen (the flange, in 3-D), at each measured joint position
+    of ``results`` (one MotionResult per stroke, as :func:`draw` and :func:`stream` return), to
+    its stroke's planned path (the polyline through the planned points, :attr:`DrawPlan.positions`)."""
     worst = 0.0
+    positions = plan.positions
     for result, (a, b) in zip(results, plan.strokes, strict=False):
         if result is not None and len(result.measured):
-            pen = model.forward(result.measured)[:, :2, 3]
-            worst = max(worst, distance_to_polyline(pen, plan.points[a:b]))
+            pen = model.forward(result.measured)[:, :3, 3]
+            worst = max(worst, distance_to_polyline(pen, positions[a:b]))
     return worst
 
 
 def distance_to_polyline(points: Array, polyline: Array, *, chunk: int = 256) -> float:
-    """The largest distance (m) from any of ``points`` (N, 2) to the polyline through
-    ``polyline`` (M, 2), point by point to its nearest segment (in chunks of points, to keep the
+    """The largest distance (m) from any of ``points`` (N, d) to the polyline through
+    ``polyline`` (M, d), point by point to its nearest segment (in chunks of points, to keep the
     N x M table small)."""
     if len(polyline) == 1:
-        return float(np.hypot(*(points - polyline[0]).T).max())
+        return float(np.linalg.norm(points - polyline[0], axis=-1).max())
     start, edge = polyline[:-1], np.diff(polyline, axis=0)
     squared = np.maximum((edge * edge).sum(axis=1), 1e-300)
     worst = 0.0

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,8 +22,10 @@ USER_ERRORS = (RobohalError, ValueError, LookupError)
 
 
 class RobohalGroup(click.Group):
-    """Turns user errors into one clear line and exit status 2, no traceback; adds the commands
-    plugins give (``robohal_commands``) after the core's own, which keep their names."""
+    """Turns user errors into one clear line and exit status 2, no traceback. Anything else that
+    escapes a command is a bug: one line that says so and exit status 1 (with ``-v``, the
+    traceback first, for the bug report). Adds the commands plugins give (``robohal_commands``)
+    after the core's own, which keep their names."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         own = super().list_commands(ctx)
@@ -46,10 +50,23 @@ class RobohalGroup(click.Group):
         try:
             return super().invoke(ctx)
         except USER_ERRORS as exc:
-            if as_json:  # scripts parse stdout: the error too
-                click.echo(json.dumps({"error": str(exc), "type": type(exc).__name__}))
-            click.echo(f"robohal: error: {exc}", err=True)
+            _error(str(exc), type(exc).__name__, as_json)
             sys.exit(2)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):  # click's own: it reports them
+            raise
+        except Exception as exc:
+            if ctx.params.get("verbose"):
+                traceback.print_exception(exc, file=sys.stderr)
+            first = (str(exc).splitlines() or [""])[0]
+            _error(f"unexpected {type(exc).__name__}: {first} (a bug in robohal: `robohal -v ...` shows where;"
+                   " please report it)", type(exc).__name__, as_json)
+            sys.exit(1)
+
+
+def _error(message: str, kind: str, as_json: bool) -> None:
+    if as_json:  # scripts parse stdout: the error too
+        click.echo(json.dumps({"error": message, "type": kind}))
+    click.echo(f"robohal: error: {message}", err=True)
 
 
 def _plugin_commands() -> dict:
@@ -225,6 +242,7 @@ def fk(model: str, joints: Sequence[str], deg: bool, as_json: bool) -> None:
     except LimitViolation as exc:
         outside = str(exc)
     summary["joints_rad"] = q.tolist()
+    summary["joints_deg"] = np.degrees(q).tolist()
     summary["within_limits"] = outside is None
     if as_json:
         click.echo(json.dumps({"model": model, **summary}, indent=2))
@@ -233,7 +251,10 @@ def fk(model: str, joints: Sequence[str], deg: bool, as_json: bool) -> None:
     w, qx, qy, qz = summary["quat_wxyz"]
     r, p, yw = summary["rpy_deg"]
     click.echo(f"model    {model}")
-    click.echo(f"joints   {' '.join(f'{v:.6f}' for v in q)} rad")
+    if deg:  # back in the unit they were given in
+        click.echo(f"joints   {' '.join(f'{v:.4f}' for v in np.degrees(q))} deg")
+    else:
+        click.echo(f"joints   {' '.join(f'{v:.6f}' for v in q)} rad")
     click.echo(f"xyz      {x:.6f} {y:.6f} {z:.6f} m")
     click.echo(f"quat     {w:.6f} {qx:.6f} {qy:.6f} {qz:.6f} (w x y z)")
     click.echo(f"rpy      {r:.4f} {p:.4f} {yw:.4f} deg")
@@ -473,16 +494,37 @@ def _wait_for_interrupt() -> None:
 def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
     """Move a planar arm's end point with the arrow keys (keys as text when stdin is not a terminal)."""
     from ..connection import open_robot
+    from .drawing import planar_two_link
     from .jog import run_jog
+    from .offline import model_of
 
+    named, _, model = model_of(uri)  # an arm jog cannot move is refused before anything starts
+    if not planar_two_link(model):
+        raise RobohalError(f"jog moves a planar two-link arm's end point (like arduino.planar2); {named.model} is not one")
     with open_robot(uri) as robot:
         run_jog(robot, step=step / 1000.0, speed=speed, elbow=elbow)
 
 
+SHAPES = ("line", "circle", "square", "polyline")
+
+
+def _origin(ctx: click.Context, param: click.Parameter, value: str | None) -> np.ndarray | None:
+    if value is None:
+        return None
+    try:
+        origin = np.array([float(v) for v in value.replace(",", " ").split()])
+    except ValueError:
+        origin = np.array([])
+    if origin.shape != (3,) or not np.isfinite(origin).all():
+        raise click.BadParameter(f"expected X,Y,Z in metres, got {value!r}")
+    return origin
+
+
 @main.command()
 @click.argument("uri")
-@click.argument("shape", type=click.Choice(["line", "circle", "square", "polyline"]))
-@click.option("--center", nargs=2, type=float, help="Centre x y (m) of a circle or square [default: the middle of the reach].")
+@click.argument("shape", type=click.Choice(SHAPES), required=False, metavar="{line|circle|square|polyline}")
+@click.option("--center", nargs=2, type=float,
+              help="Centre x y (m) of a circle or square [default: a planar arm's middle of reach; on a plane, its origin].")
 @click.option("--radius", type=float, default=0.02, show_default=True, help="Circle radius, m.")
 @click.option("--side", type=float, default=0.03, show_default=True, help="Square side, m.")
 @click.option("--start", "line_start", nargs=2, type=float, help="Line start x y (m).")
@@ -490,46 +532,70 @@ def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
 @click.option("--file", "polyline_file", type=click.Path(dir_okay=False),
               help="Polyline file: one 'x y' (m) per line; a line 'up' lifts the pen (a new stroke).")
 @click.option("--speed", type=float, default=0.05, show_default=True, help="Pen speed along the path, m/s.")
-@click.option("--elbow", type=click.Choice(["auto", "up", "down"]), default="auto", show_default=True)
-@click.option("--dry-run", is_flag=True, help="Plan and check the shape, then stop (the robot is connected, nothing moves).")
+@click.option("--elbow", type=click.Choice(["auto", "up", "down"]), default="auto", show_default=True,
+              help="A planar arm's elbow branch.")
+@click.option("--origin", callback=_origin, metavar="X,Y,Z",
+              help="A 6- or 7-axis arm draws on the horizontal plane through this point (m, base frame), the tool"
+                   " pointing down; the shape's x y are from it [default: a reachable point in front of the arm].")
+@click.option("--lift", type=float, help="How far (m) a 6- or 7-axis arm lifts the tool between strokes [default: 0.03].")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False),
+              help="Write a PNG of the target against the drawn path (on a dry run, the planned one).")
+@click.option("--dry-run", is_flag=True,
+              help="Plan and check the shape from the URI and the model alone, then stop: nothing is connected,"
+                   " no simulator started, no serial port opened.")
 @click.option("--planned", is_flag=True,
               help="Play each stroke as its planned setpoints instead of streaming them (robot.servo); the default on"
                    " a simulation not paced by the clock.")
-def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float, side: float,
+def draw(uri: str, shape: str | None, center: tuple[float, float] | None, radius: float, side: float,
          line_start: tuple[float, float] | None, line_end: tuple[float, float] | None,
-         polyline_file: str | None, speed: float, elbow: str, dry_run: bool, planned: bool) -> None:
-    """Draw SHAPE with a planar arm: time-parametrised, refused before moving if out of reach, then
-    streamed to the arm through robot.servo at 50 Hz, each point with its joint velocity and
-    acceleration, as a tablet would. Where the robot has a pen lift (robot.io['pen_down'], e.g.
-    tool=pen on an Arduino arm), the pen is up between strokes."""
+         polyline_file: str | None, speed: float, elbow: str, origin: np.ndarray | None, lift: float | None,
+         plot_file: str | None, dry_run: bool, planned: bool) -> None:
+    """Draw SHAPE: a planar arm in its plane, a 6- or 7-axis arm on a horizontal plane with the tool
+    pointing down (lifted between strokes). The whole path is time-parametrised and checked before
+    anything moves (a shape out of reach is refused), then streamed to the arm through robot.servo
+    at 50 Hz, each point with its joint velocity and acceleration, as a tablet would. Where a robot
+    has a pen lift (robot.io['pen_down'], e.g. tool=pen on an Arduino arm), the pen is up between
+    strokes."""
     from ..connection import open_robot
-    from . import drawing
+    from . import drawing, offline, plane_drawing
 
-    with open_robot(uri) as robot:
-        identity = robot.backend.identity
-        click.echo(f"connected: {identity or robot.name}")
-        model = robot.model
-        middle = drawing.workspace_middle(model)[0] if center is None and shape in ("circle", "square") else None
-        if shape == "line":
-            if line_start is None or line_end is None:
-                raise RobohalError("a line needs --start X Y and --end X Y (metres)")
-            segments = drawing.line(line_start, line_end)
-        elif shape == "circle":
-            segments = drawing.circle(center or middle, radius)
-        elif shape == "square":
-            segments = drawing.square(center or middle, side)
-        else:
-            if not polyline_file:
-                raise RobohalError("a polyline needs --file PATH (one 'x y' in metres per line)")
-            segments = [segment for stroke in drawing.read_strokes(polyline_file) for segment in drawing.polyline(stroke)]
-        plan = drawing.plan_drawing(model, segments, period=robot.backend.period, speed=speed, elbow=elbow,
-                                    start=robot.backend.commanded, check=robot.backend.check_setpoints)
-        strokes = len(plan.strokes)
-        lift = "pen lifted between strokes" if drawing.has_pen_lift(robot) else "no pen lift"
-        click.echo(f"{shape}: {plan.length * 1000:.1f} mm of path in {strokes} stroke{'s' * (strokes > 1)} ({lift}),"
-                   f" {len(plan.points)} setpoints, {plan.duration:.2f} s at up to {plan.speed * 1000:.0f} mm/s,"
-                   f" elbow {plan.elbow}")
+    if shape is None:  # (click lists the choices over several lines)
+        raise click.UsageError(f"Missing argument SHAPE: one of {', '.join(SHAPES)}.")
+    named, _, model = offline.model_of(uri)  # before anything is connected or started
+    on_plane = plane_drawing.spatial_arm(model)
+    if not on_plane and not drawing.planar_two_link(model):
+        raise RobohalError(f"robohal draw needs a planar two-link arm or an arm that points its tool (6 or more"
+                           f" joints); {named.model} has {model.dof} joint{'s' * (model.dof > 1)}")
+    if on_plane and elbow != "auto":
+        raise RobohalError("--elbow picks a planar arm's branch; a 6- or 7-axis arm keeps the one it starts on")
+    if not on_plane and (origin is not None or lift is not None):
+        raise RobohalError("--origin and --lift place the plane of a 6- or 7-axis arm; a planar arm draws in its own plane")
+    for name, value in (("--speed", speed), ("--lift", lift)):
+        if value is not None and not (np.isfinite(value) and value > 0):
+            raise RobohalError(f"{name} must be a positive number of {'m/s' if name == '--speed' else 'metres'}, got {value}")
+    if plot_file:
+        from .drawing_plot import require_writable
+
+        require_writable(plot_file)  # a draw is not lost to a typo in the plot's path
+    segments = _shape(model, shape, center, radius, side, line_start, line_end, polyline_file, on_plane)
+    # (a Robot's own `with` connects it: the dry run's robot is held without one)
+    with contextlib.nullcontext(offline.unconnected_robot(uri)) if dry_run else open_robot(uri) as robot:
         if dry_run:
+            click.echo(f"dry run: {robot.name}, planned from the URI and the model alone (nothing connected)")
+        else:
+            click.echo(f"connected: {robot.backend.identity or robot.name}{' (simulated)' if robot.simulated else ''}")
+        start = None if dry_run else robot.backend.commanded
+        if on_plane:
+            plan = plane_drawing.plan_on_plane(model, segments, period=robot.backend.period, origin=origin,
+                                               lift=plane_drawing.DEFAULT_LIFT if lift is None else lift, speed=speed,
+                                               start=start, check=robot.backend.check_setpoints)
+        else:
+            plan = drawing.plan_drawing(model, segments, period=robot.backend.period, speed=speed, elbow=elbow,
+                                        start=start, check=robot.backend.check_setpoints)
+        click.echo(_plan_line(shape, plan, drawing.has_pen_lift(robot)))
+        if dry_run:
+            drawn = [plan.joints[a:b] for a, b in plan.strokes]
+            _plot(plot_file, model, plan, drawn, f"{shape} on {robot.name}, planned (dry run)", None)
             return
         if planned or not robot.backend.realtime:
             results = drawing.draw(robot, plan)
@@ -541,6 +607,56 @@ def draw(uri: str, shape: str, center: tuple[float, float] | None, radius: float
             how = f"{plan.duration:.2f} s of path streamed through servo at {drawing.DEFAULT_STREAM_RATE:.0f} Hz"
         deviation = drawing.path_deviation(model, plan, results)
         click.echo(f"drawn: {how}, measured pen within {deviation * 1000:.2f} mm of the path")
+        drawn = [result.measured for result in results]
+        _plot(plot_file, model, plan, drawn, f"{shape} on {robot.name}", deviation)
+
+
+def _shape(model, shape: str, center: tuple[float, float] | None, radius: float, side: float,
+           line_start: tuple[float, float] | None, line_end: tuple[float, float] | None, polyline_file: str | None,
+           on_plane: bool) -> list:
+    """The shape's segments, from the options (a planar arm's default centre is the middle of its
+    reach; on a plane, the plane's origin)."""
+    from . import drawing
+
+    if center is None and shape in ("circle", "square"):
+        center = (0.0, 0.0) if on_plane else tuple(drawing.workspace_middle(model)[0])
+    if shape == "line":
+        if line_start is None or line_end is None:
+            raise RobohalError("a line needs --start X Y and --end X Y (metres)")
+        return drawing.line(line_start, line_end)
+    if shape == "circle":
+        return drawing.circle(center, radius)
+    if shape == "square":
+        return drawing.square(center, side)
+    if not polyline_file:
+        raise RobohalError("a polyline needs --file PATH (one 'x y' in metres per line)")
+    return [segment for stroke in drawing.read_strokes(polyline_file) for segment in drawing.polyline(stroke)]
+
+
+def _plan_line(shape: str, plan, pen_lift: bool) -> str:
+    """What ``robohal draw`` says of its plan: the path, the time, the speed it draws at (and what
+    lowered it below the one asked), the branch or the plane."""
+    strokes = len(plan.strokes)
+    if plan.plane is not None:
+        lift = "tool lifted between strokes" if strokes > 1 else "tool lowered and lifted"
+    else:
+        lift = "pen lifted between strokes" if pen_lift else "no pen lift"
+    speed = f"at up to {plan.top_speed * 1000:.0f} mm/s" + (f" ({plan.speed_note})" if plan.speed_note else "")
+    line = (f"{shape}: {plan.length * 1000:.1f} mm of path in {strokes} stroke{'s' * (strokes > 1)} ({lift}),"
+            f" {len(plan.points)} setpoints, {plan.duration:.2f} s {speed}")
+    if plan.plane is None:
+        return f"{line}, elbow {plan.elbow}"
+    x, y, z = plan.plane[:3, 3] * 1000
+    travel = sum(len(joints) for joints in plan.travels) * plan.period
+    branch = f", {plan.elbow}" if plan.elbow else ""
+    return f"{line}, tool down on the plane through ({x:.0f}, {y:.0f}, {z:.0f}) mm{branch}; pen-up moves {travel:.2f} s"
+
+
+def _plot(plot_file: str | None, model, plan, drawn: list, title: str, deviation: float | None) -> None:
+    if plot_file:
+        from .drawing_plot import plot_drawing
+
+        click.echo(f"plot: {plot_drawing(model, plan, drawn, plot_file, title, deviation)}")
 
 
 if __name__ == "__main__":  # pragma: no cover

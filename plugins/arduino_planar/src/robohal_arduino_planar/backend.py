@@ -94,9 +94,14 @@ class ArduinoPlanarBackend(Backend):
         if rate > 200:
             raise UriError(f"{uri}: rate={rate:g} Hz is more than the serial line carries (at most 200)")
         super().__init__(uri, model, 1.0 / rate)
-        if not uri.path or uri.host:
+        if uri.wants_simulator:
+            # built, never opened: connect() starts the simulator and opens its pty with a backend
+            # of its own; this one serves what is read from the URI alone (a dry run's plan)
+            self.device = ""
+        elif not uri.path or uri.host:
             raise UriError(f"{uri}: give the serial device as the path: arduino-planar:///dev/ttyACM0")
-        self.device = uri.path
+        else:
+            self.device = uri.path
         self.baud = uri.get_int("baud", p.BAUDRATE, minimum=300)
         self.boot = uri.get_float("boot", 2.0, minimum=0.0)
         self.timeout = uri.get_float("timeout", 0.5, minimum=0.01)
@@ -161,6 +166,9 @@ class ArduinoPlanarBackend(Backend):
     # Lifecycle -----------------------------------------------------------------------------
 
     def _open(self) -> RobotState:
+        if not self.device:
+            raise ConnectFailed(f"{self.uri}: the host 'sim' names the bundled simulator, which robohal.connect starts;"
+                                " this backend has no serial device to open")
         try:
             self._open_port()
         except ConnectionLost as missing:  # no port: never reached (a reconnect loop must not spin on it)
