@@ -48,8 +48,8 @@ def test_a_cell_brought_up_and_down_from_the_command_line(rws_cell, rws_template
     assert code == 0 and len(lines) == 3 and "10010" in lines[-1] and "Motors OFF" in lines[-1]
     entries = json.loads(robohal_abb("elog", uri, "--json", "--since", "0")[1])
     assert [entry["seqnum"] for entry in entries] == sorted(entry["seqnum"] for entry in entries)
-    assert robohal_abb("motors", uri, "on") == (0, "motors on\n")
-    assert robohal_abb("motors", uri, "off") == (0, "motors off\n")
+    assert robohal_abb("motors", "on", uri) == (0, "motors on\n")
+    assert robohal_abb("motors", "off", uri) == (0, "motors off\n")
 
 
 def test_errors_are_one_line_with_the_controller_s_words(rws_cell):

@@ -155,6 +155,24 @@ def test_wrong_arguments_fail_in_one_line(args: tuple[str, ...]) -> None:
     fails_in_one_line(*args)
 
 
+@pytest.mark.parametrize("args", [
+    # the plugins' commands (robohal_commands), on addresses where nothing answers (loopback only)
+    ("abb", "status", "franka://sim"),
+    ("abb", "status", "http://127.0.0.1:9"),
+    ("abb", "elog", "abb-egm://0.0.0.0:6510"),
+    ("abb", "motors", "sideways", "abb-egm://sim?sim_rws=6"),
+    ("abb", "io"),
+    ("franka", "status", "franka://127.0.0.1"),
+    ("franka", "fci", "maybe", "franka://sim"),
+    ("franka", "lock"),
+    ("certificates", "forget", "nowhere:1"),
+])
+def test_the_plugins_commands_fail_in_one_line(args: tuple[str, ...], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no pins or credentials of this machine's
+    fails_in_one_line(*args)
+
+
 def test_a_bad_polyline_file_fails_in_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_text("0.3 0\nthree four\n")

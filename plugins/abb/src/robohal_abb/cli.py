@@ -4,7 +4,7 @@
     robohal abb setup URI [--module FILE]    upload RobohalEgm.mod, load it, check it built, PP to main
     robohal abb start URI                    motors on, RAPID started: the controller streams EGM
     robohal abb stop URI [--motors-off]      RAPID stopped
-    robohal abb motors URI on|off
+    robohal abb motors on|off URI   (as robohal franka fci on|off URI)
     robohal abb io URI NAME [VALUE]          read a signal, or set it
     robohal abb elog URI [--limit N] [--since SEQ] [--json]
 
@@ -87,9 +87,9 @@ def stop(uri: str, motors_off: bool) -> None:
 
 
 @abb.command()
-@click.argument("uri")
 @click.argument("state", type=click.Choice(["on", "off"]))
-def motors(uri: str, state: str) -> None:
+@click.argument("uri")
+def motors(state: str, uri: str) -> None:
     """Motors on (automatic mode only: in manual mode the enabling device does it) or off."""
     with open_cell(uri) as cell:
         cell.motors(state == "on")
