@@ -187,7 +187,7 @@ def test_a_new_sender_is_heard_only_after_the_robot_was_lost(egm_sim, bare_robot
     assert len(relocked) == 1 and f"127.0.0.2:{other.address[1]}" in relocked[0].getMessage()
 
 
-def test_the_lock_is_logged_with_the_locked_address(egm_sim, caplog) -> None:
+def test_the_lock_is_logged_with_the_locked_address(egm_sim, caplog, monkeypatch) -> None:
     """On loopback the lock is news (INFO); bound where other computers can send, it is a
     warning that names the locked address and says how to name the controller."""
     controller = f"127.0.0.1:{free_port()}"  # the controller's own address
@@ -196,7 +196,8 @@ def test_the_lock_is_logged_with_the_locked_address(egm_sim, caplog) -> None:
         with robohal.connect(sim.connect_uri(robot=None)):
             pass
         backend = EgmBackend(parse_uri(sim.connect_uri(robot=None)), robohal.get_model("abb.irb1410"))
-        backend._exposed = True  # what binding 0.0.0.0 or a LAN address decides (tests stay on loopback)
+        # what binding 0.0.0.0 or a LAN address decides (tests stay on loopback)
+        monkeypatch.setattr("robohal_abb.backend._loopback", lambda host: False)
         with backend:
             pass
     locks = [r for r in caplog.records if "the sender of the first robot message" in r.getMessage()]
@@ -208,8 +209,9 @@ def test_the_lock_is_logged_with_the_locked_address(egm_sim, caplog) -> None:
 @pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.0.0.5", True), ("localhost", True),
                                             ("0.0.0.0", False), ("192.168.125.5", False)])
 def test_which_bind_addresses_count_as_exposed(host: str, loopback: bool) -> None:
-    backend = EgmBackend(parse_uri(f"abb-egm://{host}:6510?model=abb.irb1410"), robohal.get_model("abb.irb1410"))
-    assert backend._exposed is not loopback
+    from robohal_abb.backend import _loopback
+
+    assert _loopback(host) is loopback  # (judged at connect: building a backend looks nothing up)
 
 
 def test_with_robot_ip_every_port_of_that_address_is_heard(egm_sim, bare_robot) -> None:

@@ -170,7 +170,7 @@ class EgmBackend(Backend):
             raise UriError(f"{uri}: robot={robot!r} is not an address") from None
         # without robot=: the (host, port) of the first valid robot message, the only sender heard
         self._locked: tuple[str, int] | None = None
-        self._exposed = not _loopback(self.host)  # bound where others than this computer can send
+        self._exposed = False  # bound where others than this computer can send (found at connect: no lookup before)
         self._sock: socket.socket | None = None
         self._poller: Any = None
         self._thread: threading.Thread | None = None
@@ -221,6 +221,7 @@ class EgmBackend(Backend):
     # Lifecycle ------------------------------------------------------------------------
 
     def _open(self) -> RobotState:
+        self._exposed = not _loopback(self.host)
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             # No SO_REUSEADDR: on UDP it lets a second socket bind the same port, and the robot's
