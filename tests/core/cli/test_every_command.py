@@ -173,6 +173,16 @@ def test_the_plugins_commands_fail_in_one_line(args: tuple[str, ...], tmp_path: 
     fails_in_one_line(*args)
 
 
+def test_a_file_or_folder_that_cannot_be_written_fails_in_one_line_before_anything_moves(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for args in (("demo", "--out", str(a_file / "below")), ("new-plugin", "fine", "--dir", str(a_file / "below"))):
+        assert "Not a directory" in fails_in_one_line(*args)  # the user's to fix, not a bug
+    line = fails_in_one_line("draw", PLANAR, "circle", "--plot", str(tmp_path / "plot.nosuchformat"))
+    assert "name a file ending in one of" in line and ".png" in line
+    assert "connected" not in run("draw", PLANAR, "circle", "--plot", str(tmp_path / "plot.nosuchformat")).output
+
+
 def test_a_bad_polyline_file_fails_in_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_text("0.3 0\nthree four\n")

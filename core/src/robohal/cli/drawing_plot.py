@@ -22,12 +22,18 @@ from .plots import matplotlib_pyplot
 
 def require_writable(path: str | Path) -> None:
     """Raise a one-line error, before anything moves, where the plot could not be written after:
-    matplotlib missing, or no folder to write it in."""
-    if matplotlib_pyplot() is None:
+    matplotlib missing, no folder to write it in, or a file ending matplotlib writes no format for."""
+    plt = matplotlib_pyplot()
+    if plt is None:
         raise RobohalError("--plot needs matplotlib: pip install 'robohal[plots]'")
     folder = Path(path).parent
     if not folder.is_dir():
         raise RobohalError(f"--plot {path}: there is no folder {folder}")
+    fig = plt.figure()
+    formats = fig.canvas.get_supported_filetypes()
+    plt.close(fig)
+    if Path(path).suffix.lstrip(".").lower() not in formats:
+        raise RobohalError(f"--plot {path}: name a file ending in one of {', '.join('.' + f for f in sorted(formats))}")
 
 
 def plot_drawing(model: Kinematics, plan: DrawPlan, drawn: Sequence[Array], path: str | Path, title: str,

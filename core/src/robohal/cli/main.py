@@ -18,7 +18,9 @@ from .. import __version__, spatial
 from ..errors import LimitViolation, RobohalError
 from ..plugins.registry import default_registry
 
-USER_ERRORS = (RobohalError, ValueError, LookupError)
+#: errors a user's input or surroundings cause; OSError: a file or folder they named that is missing
+#: or not writable (robohal demo --out, new-plugin --dir), a port in use
+USER_ERRORS = (RobohalError, ValueError, LookupError, OSError)
 
 
 class RobohalGroup(click.Group):
