@@ -140,8 +140,9 @@ class FrankaBackend(Backend):
             raise UriError(f"{uri}: impl=stubs is the in-process stand-in for pylibfranka, not a robot; it serves"
                            " franka://sim only. Drop impl=stubs to drive the robot at that address.")
         self.in_process_simulation = self.impl == "stubs"
-        self.realtime = uri.params.get("realtime", "enforce" if realtime_kernel() else "ignore")
-        if self.realtime not in ("enforce", "ignore"):
+        # libfranka's RealtimeConfig; not Backend.realtime (whether cycles are paced by the clock: they are)
+        self.realtime_config = uri.params.get("realtime", "enforce" if realtime_kernel() else "ignore")
+        if self.realtime_config not in ("enforce", "ignore"):
             raise UriError(f"{uri}: realtime must be 'enforce' or 'ignore'")
         self.collision = self._collision_thresholds(uri)
         self.model_name = uri.model or "franka.fr3"
@@ -262,7 +263,7 @@ class FrankaBackend(Backend):
         self._setpoint_bell = Doorbell.create()
         child_fds = [child.fileno(), self._state_bell.write_fd, self._setpoint_bell.read_fd]
         config = ControlConfig(
-            host=self.uri.host, impl=self.impl, realtime=self.realtime, model=self.model,
+            host=self.uri.host, impl=self.impl, realtime=self.realtime_config, model=self.model,
             model_name=self.model_name, collision=self.collision,
             stub_max_missed=self.uri.get_int("sim_max_missed", 20, minimum=1),
             stub_ideal=self.uri.get_bool("sim_ideal", False),
