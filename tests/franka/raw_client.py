@@ -102,8 +102,8 @@ def main() -> None:
         control = robot.start_torque_control()
         state, _ = control.readOnce()
         q0 = list(state.q)
-        for i in range(500):
-            command = lib.Torques([0.5 if i < 250 else -0.5, 0, 0, 0, 0, 0, 0])
+        for i in range(500):  # one period of 2 Nm on joint 1: past its static friction (1.137 Nm), from 0
+            command = lib.Torques([2.0 * math.sin(2 * math.pi * i / 500), 0, 0, 0, 0, 0, 0])
             command.motion_finished = i == 499
             control.writeOnce(command)
             if i < 499:
