@@ -22,7 +22,10 @@ Euler integrators. Viscous and sigmoid friction are explicit: their slopes (at m
 are tiny against the reflected inertia at 1 ms. Coulomb friction has stiction: per cycle the
 friction impulses are those that keep each joint still while its static friction can hold it and
 let it slide against the full friction otherwise, a box-constrained problem solved exactly by
-active sets (our numerical choice; MuJoCo's ``frictionloss`` poses the same problem).
+active sets (our numerical choice; MuJoCo's ``frictionloss`` poses the same problem). A surface
+the flange rests on holds it from sliding the same way, up to its friction force: the impulse
+along base x and y that stops the flange, limited to that force (its direction kept), is found
+before the joints' friction (our choice: one pass, not a joint solution of the two).
 
 The measured link-side torque (``tau_J``, the torque sensor between drive and link) is what the
 drive passes to the link: ``tau_d - I_a ddq - tau_f``; the links' own equation then reads
@@ -45,8 +48,9 @@ GRAVITY = (0.0, 0.0, -9.81)  # m/s^2, base frame (libfranka's O_ddP_O: "hardcode
 FLANGE = "link8"  # libfranka's Model: the last link's frame (robot_model.h kLastLinkName)
 
 #: (flange pose (4, 4), flange twist (6: linear, angular, base frame), mobility J M^-1 J^T (6, 6))
-#: -> the wrench (6: force, torque, base frame) something outside applies at the flange
-ExternalWrench = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+#: -> (the wrench (6: force, torque, base frame) something outside applies at the flange, the
+#: friction force (N) with which it can hold the flange from sliding along base x and y)
+ExternalWrench = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, float]]
 
 
 @dataclass(frozen=True)
@@ -136,14 +140,26 @@ class ArmDynamics:
         inverse = pin.computeMinverse(model, data, q).copy()
         inverse[_LOWER] = inverse.T[_LOWER]
         bias = pin.nonLinearEffects(model, data, q, dq)  # c(q, dq) + g(q)
+        holding = 0.0
         if external is None:
             wrench, tau_ext = _NO_WRENCH, _NO_TORQUE
         else:
             jacobian = pin.computeFrameJacobian(model, data, q, self.flange_frame, pin.LOCAL_WORLD_ALIGNED)
-            wrench = external(data.oMf[self.flange_frame].homogeneous, jacobian @ dq, jacobian @ inverse @ jacobian.T)
+            wrench, holding = external(data.oMf[self.flange_frame].homogeneous, jacobian @ dq,
+                                       jacobian @ inverse @ jacobian.T)
             tau_ext = jacobian.T @ wrench
         smooth = self.friction(dq)
         free = dq + dt * (inverse @ (tau_d + tau_ext - smooth - bias))
+        if holding > 0.0:  # the surface's friction on the flange, along base x and y
+            tangent = jacobian[:2]
+            stop = -np.linalg.solve(tangent @ inverse @ tangent.T, tangent @ free)
+            size = math.hypot(stop[0], stop[1])
+            if size > dt * holding:
+                stop *= dt * holding / size
+            free = free + inverse @ (tangent.T @ stop)
+            wrench = wrench.copy()
+            wrench[:2] += stop / dt
+            tau_ext = jacobian.T @ wrench
         limit = dt * self.coulomb
         impulse = coulomb_impulses(free, inverse, mass, limit, self._stuck)
         self._stuck = np.abs(impulse) < limit

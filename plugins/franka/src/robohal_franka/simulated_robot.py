@@ -445,46 +445,61 @@ class JointTracking:
                 self.velocity + self.rng.normal(0.0, VELOCITY_NOISE, 7))
 
 
-def parse_contact(text: str) -> tuple[float, float]:
-    """``"HEIGHT,STIFFNESS"`` (m, N/m) as the simulator's ``--contact`` and ``sim_contact=`` take it."""
+def parse_contact(text: str) -> tuple[float, ...]:
+    """``"HEIGHT,STIFFNESS[,FRICTION]"`` (m, N/m, friction coefficient) as the simulator's
+    ``--contact`` and ``sim_contact=`` take it."""
     try:
-        height, stiffness = (float(part) for part in text.split(","))
+        values = tuple(float(part) for part in text.split(","))
     except ValueError:
-        raise ValueError(f"contact is HEIGHT,STIFFNESS in m and N/m (e.g. 0.3,3000), got {text!r}") from None
-    if not (math.isfinite(height) and math.isfinite(stiffness) and stiffness > 0):
-        raise ValueError(f"contact needs a finite height and a positive stiffness, got {text!r}")
-    return height, stiffness
+        values = ()
+    if len(values) not in (2, 3):
+        raise ValueError(f"contact is HEIGHT,STIFFNESS[,FRICTION] in m, N/m and a friction coefficient"
+                         f" (e.g. 0.3,3000 or 0.3,3000,1), got {text!r}")
+    if not (all(math.isfinite(v) for v in values) and values[1] > 0 and (len(values) == 2 or values[2] >= 0)):
+        raise ValueError(f"contact needs a finite height, a positive stiffness and a friction coefficient"
+                         f" not below 0, got {text!r}")
+    return values
+
+
+SLIDING = 1e-3  # m/s: see Contact.wrench
 
 
 @dataclass(frozen=True)
 class Contact:
     """A plane at ``height`` (m, base frame z) that pushes back on the flange below it with
-    ``stiffness`` (N/m), frictionless: the force the robot estimates as its external wrench. Under
-    the robot's own joint controller the plane does not stop the arm (its joints keep tracking their
-    command); in torque control it does, the arm's dynamics meeting it. A force above the collision
-    behaviour's upper threshold stops the robot as a reflex (:mod:`.collision`)."""
+    ``stiffness`` (N/m) and holds it from sliding with ``friction`` times that force (Coulomb; 0:
+    frictionless): the force the robot estimates as its external wrench. Under the robot's own
+    joint controller the plane does not stop the arm (its joints keep tracking their command); in
+    torque control it does, the arm's dynamics meeting it. A force above the collision behaviour's
+    upper threshold stops the robot as a reflex (:mod:`.collision`)."""
 
     height: float
     stiffness: float
+    friction: float = 0.0
 
-    def wrench(self, pose: np.ndarray) -> np.ndarray:
-        """The plane's spring alone: what it pushes on a flange held where ``pose`` puts it."""
+    def wrench(self, pose: np.ndarray, twist: np.ndarray | None = None) -> np.ndarray:
+        """What the plane pushes on a flange the joint controller holds at ``pose``: its spring, and
+        while the flange slides along it (``twist``), friction against the sliding. Our choice: below
+        :data:`SLIDING` the friction grows with the speed, so a flange at rest feels none."""
         depth = self.height - float(pose[2, 3])
         wrench = np.zeros(6)
         if depth > 0.0:
             wrench[2] = self.stiffness * depth  # pushing the flange up, along base z
+            if self.friction and twist is not None:
+                speed = math.hypot(twist[0], twist[1])
+                wrench[:2] = -self.friction * wrench[2] * twist[:2] / max(speed, SLIDING)
         return wrench
 
-    def on_arm(self, pose: np.ndarray, twist: np.ndarray, mobility: np.ndarray) -> np.ndarray:
-        """What the plane pushes on an arm that moves (torque control): its spring, and a damper that
-        makes the arm come to rest on it without bouncing. Our choice: critical damping for the
-        arm's effective mass along z at the flange (1 / (J M^-1 J^T)_zz); the plane only pushes,
-        never pulls."""
+    def on_arm(self, pose: np.ndarray, twist: np.ndarray, mobility: np.ndarray) -> tuple[np.ndarray, float]:
+        """What the plane pushes on an arm that moves (torque control): its spring and a damper that
+        makes the arm come to rest on it without bouncing (our choice: critical damping for the arm's
+        effective mass along z at the flange, 1 / (J M^-1 J^T)_zz; the plane only pushes, never
+        pulls), and the friction force with which it holds the flange (:mod:`.dynamics` solves it)."""
         wrench = self.wrench(pose)
         if wrench[2] > 0.0:
             damping = 2.0 * math.sqrt(self.stiffness / max(float(mobility[2, 2]), 1e-9))
             wrench[2] = max(0.0, wrench[2] - damping * float(twist[2]))
-        return wrench
+        return wrench, self.friction * wrench[2]
 
 
 class SimulatedRobot:
@@ -499,7 +514,7 @@ class SimulatedRobot:
         *,
         ideal: bool = False,
         seed: int | None = None,
-        contact: tuple[float, float] | None = None,
+        contact: tuple[float, ...] | None = None,
         hold: str = HOLD_COMMAND,
     ) -> None:
         if hold not in HOLDS:
@@ -1021,11 +1036,12 @@ class SimulatedRobot:
         self._measure(cycle)
         return None
 
-    def _external_on_arm(self, pose: np.ndarray, twist: np.ndarray, mobility: np.ndarray) -> np.ndarray:
+    def _external_on_arm(self, pose: np.ndarray, twist: np.ndarray, mobility: np.ndarray) -> tuple[np.ndarray, float]:
         """What the world pushes on the flange of a moving arm: the plane and the hand."""
         if self.contact is None:
-            return self.hand
-        return self.contact.on_arm(pose, twist, mobility) + self.hand
+            return self.hand, 0.0
+        wrench, holding = self.contact.on_arm(pose, twist, mobility)
+        return wrench + self.hand, holding
 
     def _sense_tracked(self) -> None:
         """The torques under the robot's own joint controller: the link-side torque that moves the
@@ -1036,7 +1052,7 @@ class SimulatedRobot:
             wrench, tau_ext = _NO_WRENCH, _NO_TORQUE
         else:
             pose, jacobian = self.dynamics.flange(tracking.position)
-            wrench = self.hand if self.contact is None else self.contact.wrench(pose) + self.hand
+            wrench = self.hand if self.contact is None else self.contact.wrench(pose, jacobian @ tracking.velocity) + self.hand
             tau_ext = jacobian.T @ wrench
         tau_J = self.dynamics.link_torque(tracking.position, tracking.velocity, tracking.acceleration, tau_ext)
         self.tau_J_d = tau_J - self.dynamics.gravity(tracking.position)

@@ -125,7 +125,7 @@ class FciSimulator:
     def __init__(self, address: str, model: str = "franka.fr3", *, loss: float = 0.0,
                  stall_after: float | None = None, max_missed: int = DEFAULT_MAX_MISSED,
                  port: int = wire.TCP_PORT, seed: int | None = None, ideal: bool = False,
-                 contact: tuple[float, float] | None = None, hand_object: float = 0.0,
+                 contact: tuple[float, ...] | None = None, hand_object: float = 0.0,
                  hand_port: int = hand_wire.TCP_PORT, hold: str = HOLD_COMMAND,
                  desk: DeskServer | None = None) -> None:
         if not ipaddress.ip_address(address).is_loopback:
