@@ -164,6 +164,7 @@ class ArmDynamics:
         impulse = coulomb_impulses(free, inverse, mass, limit, self._stuck)
         self._stuck = np.abs(impulse) < limit
         velocity = free + inverse @ impulse
+        velocity[self._stuck] = 0.0  # held by static friction: at rest, round-off and all
         acceleration = (velocity - dq) / dt
         tau_J = tau_d - self.armature * acceleration - smooth + impulse / dt
         return Cycle(q + dt * velocity, velocity, acceleration, tau_J, tau_ext, wrench)
@@ -204,7 +205,7 @@ def coulomb_impulses(free: np.ndarray, inverse: np.ndarray, mass: np.ndarray, li
             if not ((free + inverse @ impulse) * impulse > 0.0).any():
                 return impulse
     if stuck is not None:
-        stick = rubbing & stuck
+        stick = rubbing & (stuck | (free == 0.0))  # a joint with nowhere to slide starts held
     slide = rubbing & ~stick
     impulse = np.where(slide, -limit * np.sign(free), 0.0)
     momentum = mass @ free
