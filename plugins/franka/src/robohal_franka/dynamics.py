@@ -23,9 +23,9 @@ are tiny against the reflected inertia at 1 ms. Coulomb friction has stiction: p
 friction impulses are those that keep each joint still while its static friction can hold it and
 let it slide against the full friction otherwise, a box-constrained problem solved exactly by
 active sets (our numerical choice; MuJoCo's ``frictionloss`` poses the same problem). A surface
-the flange rests on holds it from sliding the same way, up to its friction force: the impulse
-along base x and y that stops the flange, limited to that force (its direction kept), is found
-before the joints' friction (our choice: one pass, not a joint solution of the two).
+the flange rests on holds it from sliding the same way, up to its friction force along each of
+base x and y (a pyramid, as MuJoCo's default friction cone): its two impulses join the joints'
+in the same problem.
 
 The measured link-side torque (``tau_J``, the torque sensor between drive and link) is what the
 drive passes to the link: ``tau_d - I_a ddq - tau_f``; the links' own equation then reads
@@ -150,18 +150,21 @@ class ArmDynamics:
             tau_ext = jacobian.T @ wrench
         smooth = self.friction(dq)
         free = dq + dt * (inverse @ (tau_d + tau_ext - smooth - bias))
-        if holding > 0.0:  # the surface's friction on the flange, along base x and y
-            tangent = jacobian[:2]
-            stop = -np.linalg.solve(tangent @ inverse @ tangent.T, tangent @ free)
-            size = math.hypot(stop[0], stop[1])
-            if size > dt * holding:
-                stop *= dt * holding / size
-            free = free + inverse @ (tangent.T @ stop)
+        limit = dt * self.coulomb
+        if holding > 0.0:  # the joints' friction and the surface's, along base x and y, in one problem
+            directions = np.vstack((_JOINTS, jacobian[:2]))
+            mobility = directions @ inverse @ directions.T
+            mobility[7:, 7:] += SURFACE_SOFTNESS * _PLANE
+            bounds = np.concatenate((limit, (dt * holding,) * 2))
+            stuck = None if self._stuck is None else np.concatenate((self._stuck, (True, True)))
+            impulses = coulomb_impulses(directions @ free, mobility, np.linalg.inv(mobility), bounds, stuck)
+            impulse, stop = impulses[:7], impulses[7:]
+            free = free + inverse @ (jacobian[:2].T @ stop)
             wrench = wrench.copy()
             wrench[:2] += stop / dt
             tau_ext = jacobian.T @ wrench
-        limit = dt * self.coulomb
-        impulse = coulomb_impulses(free, inverse, mass, limit, self._stuck)
+        else:
+            impulse = coulomb_impulses(free, inverse, mass, limit, self._stuck)
         self._stuck = np.abs(impulse) < limit
         velocity = free + inverse @ impulse
         velocity[self._stuck] = 0.0  # held by static friction: at rest, round-off and all
@@ -171,6 +174,12 @@ class ArmDynamics:
 
 
 _LOWER = np.tril_indices(7, -1)
+_JOINTS = np.eye(7)
+_PLANE = np.eye(2)
+# 1/kg: our choice, a compliance so small it only makes the problem of a held flange well posed
+# (seven stuck joints already hold it: the two surface directions would repeat them); under a
+# held load of 100 N the flange then slides 1e-7 m/s.
+SURFACE_SOFTNESS = 1e-6
 _NO_WRENCH = np.zeros(6)
 _NO_TORQUE = np.zeros(7)
 _NO_WRENCH.flags.writeable = False
@@ -235,8 +244,11 @@ def _held_impulses(held: np.ndarray, others: np.ndarray, impulse: np.ndarray, fr
     """The impulses that bring the ``held`` joints to rest, the ``others`` taking ``impulse``: from
     M v = M free + p with v_held = 0, through the smaller of the two linear systems."""
     if others.size <= held.size:  # v_others = M_oo^-1 (M free + p)_o, then p_held = M_ho v_o - (M free)_h
-        block = mass[others[:, None], others]
-        moving = np.linalg.solve(block, momentum[others] + impulse[others]) if others.size else others
+        if others.size == 1:  # one joint slides: a division
+            moving = (momentum[others] + impulse[others]) / mass[others, others]
+        else:
+            block = mass[others[:, None], others]
+            moving = np.linalg.solve(block, momentum[others] + impulse[others]) if others.size else others
         return mass[held[:, None], others] @ moving - momentum[held]
     # else (M^-1)_hh p_h = -(free + M^-1_ho p_o)_h
     rest = free[held] + inverse[held[:, None], others] @ impulse[others]
