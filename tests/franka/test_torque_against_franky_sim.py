@@ -9,8 +9,8 @@ which it reports as the end effector (m_ee 0.73 kg). robohal's simulator gets th
 payload through setLoad, and a plane where franky-sim's ground meets the hand's fingertips.
 
 What still differs, and makes the tolerance: MuJoCo's contacts and joint friction are soft
-constraints (the flange sinks 0.5 mm less into our stiffer plane than into its ground; a joint
-at its friction limit creeps there, not here); franky-sim simulates its hand with two fingers
+constraints of their own (pressed with 25 N, its ground lets the fingertips in 0.4 mm, our plane
+0.8 mm; a joint at its friction limit creeps there, not here); franky-sim simulates its hand with two fingers
 (30 g more than it reports) whose centre of mass it turns by -45 degrees about the flange axis,
 as the hand is mounted, while its robot model does not; it applies a command that comes late a
 cycle later, where ours waits for it. Measured over five runs (load 2 on two cores), the same
@@ -44,7 +44,7 @@ FRANKY_HAND = [0.73, -0.01, 0.0, 0.03, 0.001, 0.0025, 0.0017]
 # m: how far franky-sim's hand reaches below the flange pointing down, fingers 4 cm apart (its
 # start): MuJoCo's mj_geomDistance from its ground plane to the fingers' collision meshes.
 HAND_REACH = 0.11226
-PLANE_STIFFNESS = 30000.0  # N/m: our choice, stiff as a table; MuJoCo's default contact is softer
+PLANE_STIFFNESS = 30000.0  # N/m: our choice, of the order of MuJoCo's ground under this press (see above)
 PRESS = 30.0  # N the press target asks of the plane
 TOLERANCE = {"free": 0.008, "press": 0.008}  # rad, the largest joint difference at any time (see above)
 HOST_ATTEMPTS = 20
