@@ -135,8 +135,14 @@ def to_robot_state(state: Any, faults: tuple[str, ...] = ()) -> RobotState:
     return RobotState(
         time=state.time.to_sec(), q=state.q, dq=state.dq, mode=mode, faults=faults,
         q_commanded=state.q_d, info={"success_rate": state.control_command_success_rate},
-        wrench=state.O_F_ext_hat_K,
+        wrench=flange_wrench(state),
     )
+
+
+def flange_wrench(state: Any) -> np.ndarray:
+    """The external wrench on the flange (robohal's RobotState.wrench): libfranka's O_F_ext_hat_K
+    counts what the robot applies to the world as positive (robot_state.h), so its negative."""
+    return -np.asarray(state.O_F_ext_hat_K, dtype=np.float64)
 
 
 class ControlLoop:
@@ -326,7 +332,7 @@ class ControlLoop:
         errors = state.current_errors
         bits = [1.0 if getattr(errors, name, False) else 0.0 for name in ERROR_NAMES] if errors else [0.0] * len(ERROR_NAMES)
         self.shared.publish(state.time.to_sec(), state.q, state.dq, state.q_d, int(state.robot_mode),
-                            state.control_command_success_rate, bits, state.O_F_ext_hat_K)
+                            state.control_command_success_rate, bits, flange_wrench(state))
         if self.state_bell is not None and self.shared.get(Layout.PARENT_WAITING):
             self.state_bell.ring()
 
