@@ -1,5 +1,6 @@
-"""What a motion did: per-cycle commanded and measured joints (:class:`MotionResult`),
-collected cycle by cycle by a :class:`MotionRecorder`."""
+"""What a motion did: per-cycle commanded and measured joints (:class:`MotionResult`), and for a
+torque motion the torques sent and the measured external wrench, collected cycle by cycle by a
+:class:`MotionRecorder`."""
 
 from __future__ import annotations
 
@@ -27,6 +28,12 @@ class MotionResult:
     taken_over: bool = False
     #: the condition of the reaction that ended the motion or handed it over, if one did
     reaction: str | None = None
+    #: a torque motion's joint torques sent, per cycle (Nm, on top of the robot's gravity
+    #: compensation); None for a position motion
+    torques: Array | None = None
+    #: the measured external wrench on the flange per cycle (N, Nm, base frame) where the robot
+    #: measures it, recorded with the torques; else None
+    wrenches: Array | None = None
 
     @property
     def cycles(self) -> int:
@@ -58,11 +65,17 @@ class MotionRecorder:
         self._times: list[float] = []
         self._commanded: list[Array] = []
         self._measured: list[Array] = []
+        self._torques: list[Array] = []
+        self._wrenches: list[Array] = []
 
-    def add(self, state: RobotState, commanded: Array | None) -> None:
+    def add(self, state: RobotState, commanded: Array | None, torque: Array | None = None) -> None:
         self._times.append(state.time)
         self._measured.append(state.q)
         self._commanded.append(state.q if commanded is None else commanded)
+        if torque is not None:
+            self._torques.append(torque)
+            if state.wrench is not None:
+                self._wrenches.append(state.wrench)
 
     def result(self, *, completed: bool, stopped: bool = False, taken_over: bool = False,
                reaction: str | None = None) -> MotionResult:
@@ -76,4 +89,6 @@ class MotionRecorder:
             period=self.period,
             taken_over=taken_over,
             reaction=reaction,
+            torques=np.array(self._torques) if self._torques else None,
+            wrenches=np.array(self._wrenches) if self._wrenches and len(self._wrenches) == len(self._torques) else None,
         )
