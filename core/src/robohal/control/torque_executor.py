@@ -100,7 +100,7 @@ class TorqueExecutor:
             self._react(state, terms)
         if not self._braking:
             try:
-                tau = self.motion.step(state, terms, self.guard.last)  # (from what the robot applies)
+                tau = self.motion.step(state, terms, self.guard.applied)  # (ramped from what the robot applies)
                 if tau is not None:
                     return self.guard.check(tau)
                 self.completed = True

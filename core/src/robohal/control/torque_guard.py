@@ -17,11 +17,14 @@ the torque is released to zero at the rate limit instead (:meth:`TorqueGuard.rel
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import InvalidArgument, LimitViolation
 from ..kinematics import TorqueLimits
+from ..kinematics.kernels import module as _kernels
 from ..motion.torque import RATE_SHARE, ModelTerms, rate_limited, within_torque_limits
 from ..state import Array, RobotState
 
@@ -51,6 +54,10 @@ class TorqueGuard:
         self.limits = limits
         self.period = float(period)
         self._step = limits.rate * self.period  # Nm: the most a joint's torque may change in a cycle
+        self._limits = array("d", limits.torque.tolist())  # both as the kernel reads them
+        self._steps = array("d", self._step.tolist())
+        self._unbounded = array("d", [np.inf] * limits.dof)  # (follow_robot compares; it bounds nothing)
+        self._tolerances = array("d", [REPORT_TOLERANCE] * limits.dof)
         self._last: Array | None = None
         self._sent: list[Array] = []  # the last commands sent, newest last
         self._resting = 0  # cycles in a row the brake has found the arm at rest
@@ -60,6 +67,13 @@ class TorqueGuard:
         """The torque last sent (Nm), or None before any."""
         return None if self._last is None else self._last.copy()
 
+    @property
+    def applied(self) -> Array:
+        """The torque the robot applies now, which the next command is judged from (Nm; not a copy:
+        read it, never write it)."""
+        assert self._last is not None, "reset() first"
+        return self._last
+
     def reset(self, torque: ArrayLike | None = None) -> None:
         """A torque session starts: the robot takes the first command from ``torque`` (zero: a
         Franka starts torque control from no torque of the client's)."""
@@ -68,7 +82,12 @@ class TorqueGuard:
         self._resting = 0
 
     def check(self, torque: ArrayLike) -> Array:
-        """``torque`` as a float array if it may be sent now; else raise, sending nothing."""
+        """``torque`` as a float array if it may be sent now; else raise, sending nothing. Hot path:
+        a kernel's one pass over the joints answers a clear yes (``_kernels.torque_within``);
+        anything else goes to the thorough check below, which decides and words the refusal."""
+        if (type(torque) is np.ndarray and torque.shape == (self.limits.dof,) and self._last is not None
+                and _kernels.torque_within(torque, self._last, self._limits, self._steps)):
+            return torque.astype(np.float64, copy=True)
         try:
             tau = np.array(torque, dtype=np.float64)
         except (TypeError, ValueError):
@@ -103,11 +122,11 @@ class TorqueGuard:
         our last command but an earlier one (ours came after its cycle, and the robot held the one
         before, as the FCI does with a late command), the next command is judged from that one, as
         the robot judges it. Returns whether it was; a report matching none of ours changes nothing."""
-        if self._last is None:
+        if self._last is None or len(applied) != self.limits.dof:
+            return False
+        if _kernels.torque_within(applied, self._last, self._unbounded, self._tolerances):  # (every cycle: a kernel)
             return False
         applied = np.asarray(applied, dtype=np.float64)
-        if applied.shape != self._last.shape or np.abs(applied - self._last).max() <= REPORT_TOLERANCE:
-            return False
         for earlier in reversed(self._sent[:-1]):
             if np.abs(applied - earlier).max() <= REPORT_TOLERANCE:
                 self._last = earlier.copy()

@@ -17,7 +17,9 @@ Every law here shapes its own output, as controllers for these arms do: its torq
 most :data:`RATE_SHARE` of the arm's rate limit per cycle, and for the impedances and hand guiding a
 spring that would pull harder than a drive can is scaled back as a whole, its direction kept,
 inside the torque limits. :class:`AppliedTorque` and :class:`AppliedWrench` are ramped but never
-scaled: what they are asked for is applied, or refused past a limit.
+scaled: what they are asked for is applied, or refused past a limit. Their per-cycle arithmetic
+runs in the kinematics kernels (:mod:`robohal.kinematics.kernels`, compiled where the install
+found a compiler), as the position motions' does.
 
 The impedances follow a stream (``robot.servo`` / ``robot.servo_pose`` while one runs, as a
 learned policy drives an arm): each new target is the equilibrium's, which a first-order filter
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import math
 import threading
+from array import array
 from typing import Protocol
 
 import numpy as np
@@ -37,6 +40,7 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument, LimitViolation
 from ..kinematics import Kinematics, TorqueLimits
+from ..kinematics.kernels import module as _kernels
 from ..state import Array, RobotState
 from .motions import JOINT_TORQUE
 
@@ -114,6 +118,29 @@ def rate_limited(tau: Array, last: Array, limits: TorqueLimits, period: float, s
     return last + np.clip(tau - last, -step, step)
 
 
+def filter_share(smoothing: float, period: float) -> float:
+    """The share of the gap to its target an equilibrium closes each cycle: a first-order filter
+    of time constant ``smoothing`` (s) sampled at ``period`` (the whole gap with no smoothing)."""
+    return 1.0 if smoothing == 0 else 1.0 - math.exp(-period / smoothing)
+
+
+def pose_error(target: Array, pose: Array) -> Array:
+    """The error (6,) taking ``pose`` to ``target``: the position difference (m), then the rotation
+    vector (rad) of ``target``'s rotation times ``pose``'s inverse, both in the base frame (as
+    :func:`robohal.spatial.pose_error`, for one pose at a time: the equilibrium's filter needs it
+    every cycle while it moves)."""
+    turn = target[:3, :3] @ pose[:3, :3].T
+    axis = np.array([turn[2, 1] - turn[1, 2], turn[0, 2] - turn[2, 0], turn[1, 0] - turn[0, 1]])
+    sine = 0.5 * math.sqrt(float(axis @ axis))
+    cosine = 0.5 * (turn[0, 0] + turn[1, 1] + turn[2, 2] - 1.0)
+    angle = math.atan2(sine, cosine)
+    if angle > math.pi - 1e-6:  # half a turn: the axis is not in the skew part
+        rotation = spatial.matrix_to_rotvec(turn)
+    else:
+        rotation = axis * (0.5 if sine < 1e-12 else angle / (2.0 * sine))
+    return np.concatenate([target[:3, 3] - pose[:3, 3], rotation])
+
+
 def pose_and_jacobian(model: Kinematics, q: Array) -> tuple[Array, Array]:
     """The flange pose (4, 4) and geometric Jacobian (6, dof) at ``q``, in one call where the
     model offers it."""
@@ -154,11 +181,13 @@ def _three(value: ArrayLike, what: str) -> Array:
 class TorqueMotion:
     """What every torque motion shares: its interface, a duration, its output's shaping, and a
     stream of targets for those that take one (:meth:`update`). A subclass gives :meth:`_begin`
-    (at the start) and :meth:`_law` (the torque each cycle)."""
+    (at the start) and :meth:`_law` (the torque each cycle, before shaping)."""
 
     command_interface = JOINT_TORQUE
     #: the stream targets this motion takes (kinds of :class:`~robohal.motion.servo.ServoTarget`)
     takes: tuple[str, ...] = ()
+    #: whether a torque past a joint's limit is scaled back (a spring's) rather than refused (one asked for)
+    saturates = True
 
     def __init__(self, duration: float | None) -> None:
         if duration is not None:
@@ -218,6 +247,9 @@ class TorqueMotion:
         self._model, self._period, self._limits = model, float(period), limits
         self._last = np.array(torque, dtype=np.float64)
         self._left = None if self.duration is None else max(round(self.duration / period), 1)
+        # per joint, as the shaping kernel reads them: the cap a spring is scaled to, the most a cycle may change
+        self._caps = array("d", (limits.torque * TORQUE_SHARE).tolist())
+        self._steps = array("d", (limits.rate * (period * RATE_SHARE)).tolist())
         self._begin(state, terms)
 
     def step(self, state: RobotState, terms: ModelTerms, torque: Array | None = None) -> Array | None:
@@ -228,12 +260,13 @@ class TorqueMotion:
                 self.end()
                 return None
             self._left -= 1
-        with self._lock:
-            target, self._pending = self._pending, None
-        if target is not None:
-            self._take(target)
+        if self._pending is not None:
+            with self._lock:
+                target, self._pending = self._pending, None
+            if target is not None:
+                self._take(target)
         last = self._last if torque is None else torque
-        tau = rate_limited(self._law(state, terms), last, self._limits, self._period)
+        tau = np.array(_kernels.shaped_torque(self._law(state, terms), last, self._caps, self._steps, self.saturates))
         self._last = tau
         return tau
 
@@ -251,33 +284,19 @@ class TorqueMotion:
     def _begin(self, state: RobotState, terms: ModelTerms) -> None:
         pass
 
-    def _law(self, state: RobotState, terms: ModelTerms) -> Array:
+    def _law(self, state: RobotState, terms: ModelTerms) -> list[float]:
         raise NotImplementedError
 
     def _take(self, target) -> None:
         pass
 
-
-def filter_share(smoothing: float, period: float) -> float:
-    """The share of the gap to its target an equilibrium closes each cycle: a first-order filter
-    of time constant ``smoothing`` (s) sampled at ``period`` (the whole gap with no smoothing)."""
-    return 1.0 if smoothing == 0 else 1.0 - math.exp(-period / smoothing)
-
-
-def pose_error(target: Array, pose: Array) -> Array:
-    """The error (6,) taking ``pose`` to ``target``: the position difference (m), then the rotation
-    vector (rad) of ``target``'s rotation times ``pose``'s inverse, both in the base frame (as
-    :func:`robohal.spatial.pose_error`, for one pose at a time: every cycle needs it)."""
-    turn = target[:3, :3] @ pose[:3, :3].T
-    axis = np.array([turn[2, 1] - turn[1, 2], turn[0, 2] - turn[2, 0], turn[1, 0] - turn[0, 1]])
-    sine = 0.5 * math.sqrt(float(axis @ axis))
-    cosine = 0.5 * (turn[0, 0] + turn[1, 1] + turn[2, 2] - 1.0)
-    angle = math.atan2(sine, cosine)
-    if angle > math.pi - 1e-6:  # half a turn: the axis is not in the skew part
-        rotation = spatial.matrix_to_rotvec(turn)
-    else:
-        rotation = axis * (0.5 if sine < 1e-12 else angle / (2.0 * sine))
-    return np.concatenate([target[:3, 3] - pose[:3, 3], rotation])
+    def _flange(self, q: list[float]) -> tuple[tuple, list]:
+        """The flange frame as (x, y, z, p) columns and its Jacobian as 6 rows (the kernels' form)."""
+        lists = getattr(self._model, "frame_and_jacobian_lists", None)
+        if callable(lists):
+            return lists(q)
+        pose, jacobian = pose_and_jacobian(self._model, np.array(q))
+        return tuple(pose[:3, k].tolist() for k in range(4)), jacobian.tolist()
 
 
 class JointImpedance(TorqueMotion):
@@ -318,27 +337,35 @@ class JointImpedance(TorqueMotion):
 
     def _begin(self, state: RobotState, terms: ModelTerms) -> None:
         dof = self._model.dof
-        self._k = _per(self.stiffness, dof, "stiffness")
+        stiffness = _per(self.stiffness, dof, "stiffness")
         if self.damping is None:
-            self._d = 2.0 * np.sqrt(self._k * np.maximum(np.diag(terms.mass()), MIN_INERTIA))
+            damping = 2.0 * np.sqrt(stiffness * np.maximum(np.diag(terms.mass()), MIN_INERTIA))
         else:
-            self._d = _per(self.damping, dof, "damping")
+            damping = _per(self.damping, dof, "damping")
+        self._k, self._d = array("d", stiffness.tolist()), array("d", damping.tolist())
         # from where the arm is, filtered to the target: no spring torque jumps at the start
         self._q_eq = np.array(state.q, dtype=np.float64)
         self._goal = self._q_eq.copy() if self.target is None else self.target.copy()
+        self._moving = self.target is not None  # whether the equilibrium is on its way to a new target
         self._v_eq = np.zeros(dof)
         self._share = filter_share(self.smoothing, self._period)
-        self._bias = np.zeros(dof) if self.torque is None else self.torque
+        self._bias = self.torque
 
     def _take(self, target) -> None:
         self._goal = self._model.limits.clip(target.check(self._model.dof).value)
+        self._moving = True
 
-    def _law(self, state: RobotState, terms: ModelTerms) -> Array:
-        moved = self._share * (self._goal - self._q_eq)
-        self._q_eq = self._q_eq + moved
-        self._v_eq = moved / self._period
-        spring = self._k * (self._q_eq - state.q) + self._d * (self._v_eq - state.dq)
-        return within_torque_limits(spring + terms.coriolis() + self._bias, self._limits)
+    def _law(self, state: RobotState, terms: ModelTerms) -> list[float]:
+        if self._moving:  # one cycle of the equilibrium's filter, with the velocity it moves at
+            gap = self._goal - self._q_eq
+            if float(np.abs(gap).max()) < 1e-12:  # there: the filter rests until the next target
+                self._q_eq, self._v_eq, self._moving = self._goal.copy(), np.zeros_like(gap), False
+            else:
+                self._q_eq = self._q_eq + self._share * gap
+                # (without smoothing the equilibrium jumps: no velocity to damp toward)
+                self._v_eq = (self._share / self._period) * gap if self._share < 1.0 else np.zeros_like(gap)
+        extra = terms.coriolis() if self._bias is None else terms.coriolis() + self._bias
+        return _kernels.joint_impedance(self._k, self._d, self._q_eq, self._v_eq, state.q, state.dq, extra)
 
     def reference(self) -> Array | None:
         return self._q_eq.copy()
@@ -387,21 +414,19 @@ class CartesianImpedance(TorqueMotion):
             model.check_joints(self.posture, "posture")
 
     def _begin(self, state: RobotState, terms: ModelTerms) -> None:
-        model = self._model
-        pose, jacobian = pose_and_jacobian(model, state.q)
+        pose, jacobian = pose_and_jacobian(self._model, state.q)
         mass = terms.mass()
-        inertia = cartesian_inertia(jacobian, mass)
-        self._k = self.stiffness
-        self._d = 2.0 * self.damping_ratio * np.sqrt(self._k * inertia)
-        self._k_null = self.nullspace_stiffness
-        self._d_null = 2.0 * np.sqrt(self._k_null * np.maximum(np.diag(mass), MIN_INERTIA))
+        damping = 2.0 * self.damping_ratio * np.sqrt(self.stiffness * cartesian_inertia(jacobian, mass))
+        push = np.zeros(6) if self.wrench is None else self.wrench
+        self._gains = array("d", np.concatenate([self.stiffness, damping, push]).tolist())
+        self._null_damping = array("d", (2.0 * np.sqrt(self.nullspace_stiffness * np.maximum(np.diag(mass), MIN_INERTIA))).tolist())
         self._pose = np.array(pose)  # from where the flange is, filtered to the target (as for joints)
         self._goal = self._pose.copy() if self.target is None else self.target.copy()
-        self._twist = np.zeros(6)
-        self._posture = np.array(state.q if self.posture is None else self.posture, dtype=np.float64)
-        self._share = filter_share(self.smoothing, self._period)
         self._moving = self.target is not None  # whether the equilibrium is on its way to a new target
-        self._push = np.zeros(6) if self.wrench is None else self.wrench
+        self._rows = self._pose.tolist()  # the equilibrium as the kernel reads it
+        self._twist = [0.0] * 6
+        self._posture = np.array(state.q if self.posture is None else self.posture, dtype=np.float64).tolist()
+        self._share = filter_share(self.smoothing, self._period)
 
     def _take(self, target) -> None:
         self._moving = True
@@ -410,35 +435,30 @@ class CartesianImpedance(TorqueMotion):
             return
         q = self._model.limits.clip(target.check(self._model.dof).value)
         self._goal = self._model.forward(q)
-        self._posture = q
+        self._posture = q.tolist()
 
-    def _law(self, state: RobotState, terms: ModelTerms) -> Array:
-        self._follow()
-        pose, jacobian = pose_and_jacobian(self._model, state.q)
-        error = _capped(pose_error(self._pose, pose), self.max_error)
-        force = self._k * error + self._d * (self._twist - jacobian @ state.dq) + self._push
-        tau = jacobian.T @ force
-        if self._k_null > 0:
-            null_force = self._k_null * (self._posture - state.q) - self._d_null * state.dq
-            # J^T (J J^T)^-1 J: the joint torques that act on the flange; what is left of the
-            # posture's torque moves the redundant joints alone
-            on_flange = jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + 1e-6 * np.eye(6), jacobian @ null_force)
-            tau = tau + null_force - on_flange
-        return within_torque_limits(tau + terms.coriolis(), self._limits)
+    def _law(self, state: RobotState, terms: ModelTerms) -> list[float]:
+        if self._moving:
+            self._follow()
+        q = state.q.tolist()
+        frame, jacobian = self._flange(q)
+        return _kernels.cartesian_impedance(frame, jacobian, q, state.dq, self._rows, self._twist, self._gains,
+                                            self.max_error[0], self.max_error[1], terms.coriolis(),
+                                            self._posture, self.nullspace_stiffness, self._null_damping)
 
     def _follow(self) -> None:
         """One cycle of the equilibrium's filter toward the newest target, with its twist."""
-        if not self._moving:
-            return
         gap = pose_error(self._goal, self._pose)
         if float(np.abs(gap).max()) < 1e-12:  # there: the filter rests until the next target
-            self._pose, self._twist, self._moving = self._goal.copy(), np.zeros(6), False
-            return
-        moved = self._share * gap
-        self._pose = self._pose.copy()
-        self._pose[:3, 3] += moved[:3]
-        self._pose[:3, :3] = spatial.rotvec_to_matrix(moved[3:]) @ self._pose[:3, :3]
-        self._twist = moved / self._period
+            self._pose, self._twist, self._moving = self._goal.copy(), [0.0] * 6, False
+        else:
+            moved = self._share * gap
+            pose = self._pose.copy()
+            pose[:3, 3] += moved[:3]
+            pose[:3, :3] = spatial.rotvec_to_matrix(moved[3:]) @ pose[:3, :3]
+            self._pose = pose
+            self._twist = (moved / self._period).tolist() if self._share < 1.0 else [0.0] * 6  # (a jump: see JointImpedance)
+        self._rows = self._pose.tolist()
 
 
 class AppliedTorque(TorqueMotion):
@@ -446,6 +466,8 @@ class AppliedTorque(TorqueMotion):
     and an optional joint ``damping`` (Nm s/rad): ``tau = torque + C(q, dq) dq - damping dq``. The
     torque ramps up at the rate limit from what was sent before; a torque past a joint's limit is
     refused at the call, and one the damping would push past it when it would be sent."""
+
+    saturates = False
 
     def __init__(self, torque: ArrayLike, *, damping: ArrayLike = 0.0, duration: float | None = None) -> None:
         super().__init__(duration)
@@ -460,8 +482,8 @@ class AppliedTorque(TorqueMotion):
     def _begin(self, state: RobotState, terms: ModelTerms) -> None:
         self._d = _per(self.damping, self._model.dof, "damping")
 
-    def _law(self, state: RobotState, terms: ModelTerms) -> Array:
-        return self.torque + terms.coriolis() - self._d * state.dq
+    def _law(self, state: RobotState, terms: ModelTerms) -> list[float]:
+        return (self.torque + terms.coriolis() - self._d * state.dq).tolist()
 
 
 class AppliedWrench(TorqueMotion):
@@ -469,6 +491,8 @@ class AppliedWrench(TorqueMotion):
     Jacobian, on top of the robot's gravity compensation, with the Coriolis torques and an optional
     joint ``damping`` (Nm s/rad). It ramps up at the rate limit; a joint torque past its limit is
     refused when it would be sent."""
+
+    saturates = False
 
     def __init__(self, wrench: ArrayLike, *, damping: ArrayLike = 0.0, duration: float | None = None) -> None:
         super().__init__(duration)
@@ -481,10 +505,14 @@ class AppliedWrench(TorqueMotion):
 
     def _begin(self, state: RobotState, terms: ModelTerms) -> None:
         self._d = _per(self.damping, self._model.dof, "damping")
+        self._gains = array("d", [0.0] * 12 + self.wrench.tolist())  # no spring, no damper: the wrench alone
 
-    def _law(self, state: RobotState, terms: ModelTerms) -> Array:
-        _, jacobian = pose_and_jacobian(self._model, state.q)
-        return jacobian.T @ self.wrench + terms.coriolis() - self._d * state.dq
+    def _law(self, state: RobotState, terms: ModelTerms) -> list[float]:
+        q = state.q.tolist()
+        frame, jacobian = self._flange(q)
+        extra = (terms.coriolis() - self._d * state.dq).tolist()
+        return _kernels.cartesian_impedance(frame, jacobian, q, state.dq.tolist(), _NO_POSE, _STILL, self._gains,
+                                            math.inf, math.inf, extra, q, 0.0, array("d", [0.0] * len(q)))
 
 
 class Teach(TorqueMotion):
@@ -510,20 +538,28 @@ class Teach(TorqueMotion):
 
     def _begin(self, state: RobotState, terms: ModelTerms) -> None:
         self._d = _per(self.damping, self._model.dof, "damping")
-        self._mask = np.array([axis in self.locked for axis in AXES], dtype=np.float64)
         if self.locked:
             pose, jacobian = pose_and_jacobian(self._model, state.q)
-            self._hold = pose
-            self._k = np.repeat(LOCK_STIFFNESS, 3) * self._mask
-            self._d_lock = 2.0 * np.sqrt(self._k * cartesian_inertia(jacobian, terms.mass()))
+            mask = np.array([axis in self.locked for axis in AXES], dtype=np.float64)
+            stiffness = np.repeat(LOCK_STIFFNESS, 3) * mask
+            damping = 2.0 * np.sqrt(stiffness * cartesian_inertia(jacobian, terms.mass()))
+            self._gains = array("d", np.concatenate([stiffness, damping, np.zeros(6)]).tolist())
+            self._hold = pose.tolist()
+            self._no_null = array("d", [0.0] * self._model.dof)
 
-    def _law(self, state: RobotState, terms: ModelTerms) -> Array:
-        tau = terms.coriolis() - self._d * state.dq
-        if self.locked:
-            pose, jacobian = pose_and_jacobian(self._model, state.q)
-            error = pose_error(self._hold, pose)
-            tau = tau + jacobian.T @ (self._k * error - self._d_lock * (jacobian @ state.dq))
-        return within_torque_limits(tau, self._limits)
+    def _law(self, state: RobotState, terms: ModelTerms) -> list[float]:
+        extra = terms.coriolis() - self._d * state.dq
+        if not self.locked:
+            return extra.tolist()
+        q = state.q.tolist()
+        frame, jacobian = self._flange(q)
+        return _kernels.cartesian_impedance(frame, jacobian, q, state.dq.tolist(), self._hold, _STILL, self._gains,
+                                            math.inf, math.inf, extra.tolist(), q, 0.0, self._no_null)
+
+
+#: an equilibrium and its twist for the laws that have no spring (the kernel reads them, the zero gains ignore them)
+_NO_POSE = np.eye(4).tolist()
+_STILL = [0.0] * 6
 
 
 def _smoothing(value: float) -> float:
@@ -531,15 +567,6 @@ def _smoothing(value: float) -> float:
     if not (math.isfinite(smoothing) and smoothing >= 0):
         raise InvalidArgument(f"smoothing is a time constant in seconds (0 or more), got {value!r}")
     return float(smoothing)
-
-
-def _capped(error: Array, max_error: tuple[float, float]) -> Array:
-    """The pose error with its translation and rotation each shortened to at most ``max_error``."""
-    for part, cap in ((slice(0, 3), max_error[0]), (slice(3, 6), max_error[1])):
-        size = float(np.linalg.norm(error[part]))
-        if size > cap:
-            error[part] *= cap / size
-    return error
 
 
 def _applied_within(torque: Array, limits: TorqueLimits, what: str) -> None:

