@@ -246,7 +246,7 @@ class Robot:
 
     def __init__(self, robot_ip_address: str, realtime_config: RealtimeConfig = RealtimeConfig.kEnforce, *,
                  model: str = "franka.fr3", max_missed: int = DEFAULT_MAX_MISSED, ideal: bool = False,
-                 seed: int | None = None, contact: tuple[float, float] | None = None,
+                 seed: int | None = None, contact: tuple[float, ...] | None = None,
                  hold: str = HOLD_COMMAND) -> None:
         if not robot_ip_address:
             raise NetworkException("libfranka: Connection error: empty address")
