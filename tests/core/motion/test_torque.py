@@ -172,7 +172,7 @@ def test_a_joints_target_moves_the_pose_and_the_posture(model):
     q = Q0 + 0.05
     motion.update(ServoTarget("joints", q))
     motion.step(state(), terms())
-    np.testing.assert_allclose(motion._pose, model.forward(q), atol=1e-12)
+    np.testing.assert_allclose(motion.reference_pose(), model.forward(q), atol=1e-12)
     np.testing.assert_allclose(motion._posture, q, atol=1e-15)
 
 
@@ -285,6 +285,27 @@ def test_the_torque_kernels_agree_compiled_or_not(model):
         for scale in (True, False):
             assert compiled.shaped_torque(tau, last, caps, steps, scale) == source.shaped_torque(tau, last, caps, steps, scale)
         k, d = array("d", rng.uniform(0, 600, 7).tolist()), array("d", rng.uniform(0, 50, 7).tolist())
-        joint = (k, d, q.tolist(), dq.tolist(), (q + 0.1).tolist(), np.zeros(7).tolist(), rng.normal(0, 1, 7).tolist())
-        assert compiled.joint_impedance(*joint) == source.joint_impedance(*joint)
+        for share in (0.02, 1.0):
+            one, other = q.tolist(), q.tolist()  # (each kernel moves its equilibrium in place)
+            rest = ((q + 0.1).tolist(), share, 0.001, q.tolist(), dq.tolist(), rng.normal(0, 1, 7).tolist())
+            assert compiled.joint_impedance(k, d, one, *rest) == source.joint_impedance(k, d, other, *rest)
+            assert one == other
+            pose = model.forward(q).tolist()
+            assert compiled.pose_filter(goal, pose, share, 0.001) == source.pose_filter(goal, pose, share, 0.001)
         assert compiled.torque_within(tau, last, caps, steps) == source.torque_within(tau, last, caps, steps)
+
+
+def test_a_pose_target_is_reached_through_the_smoothing_filter(model):
+    motion = started(CartesianImpedance(smoothing=0.05), model)
+    start = model.forward(Q0)
+    goal = start.copy()
+    goal[:3, 3] += [0.02, -0.01, 0.03]
+    goal[:3, :3] = spatial.rotvec_to_matrix([0.0, 0.2, 0.1]) @ start[:3, :3]
+    motion.update(ServoTarget("pose", goal))
+    motion.step(state(), terms())
+    share = filter_share(0.05, PERIOD)
+    moved = spatial.pose_error(motion.reference_pose(), start)
+    np.testing.assert_allclose(moved, share * spatial.pose_error(goal, start), atol=1e-12)  # along the line, about the axis
+    for _ in range(2000):
+        motion.step(state(), terms())
+    np.testing.assert_allclose(motion.reference_pose(), goal, atol=1e-12)

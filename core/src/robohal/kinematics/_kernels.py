@@ -1989,18 +1989,95 @@ def velocity_bounds(position, velocity, heading, rows: cython.const[cython.doubl
 
 
 def joint_impedance(stiffness: cython.const[cython.double][::1], damping: cython.const[cython.double][::1],
-                    equilibrium, velocity, q, dq, extra) -> list:
-    """A spring and damper per joint (motion.torque.JointImpedance):
-    ``stiffness (equilibrium - q) + damping (velocity - dq) + extra``, a list."""
+                    equilibrium: list, goal, share: cython.double, period: cython.double, q, dq, extra) -> list:
+    """A spring and damper per joint (motion.torque.JointImpedance), a list of torques:
+    ``stiffness (equilibrium - q) + damping (velocity - dq) + extra``. First the equilibrium (a
+    list, changed in place) closes ``share`` of its gap to ``goal``, at the velocity that takes
+    (none for a share of 1: a jump)."""
     n: cython.Py_ssize_t = len(stiffness)
-    if len(damping) != n or len(equilibrium) != n or len(velocity) != n or len(q) != n or len(dq) != n or len(extra) != n:
-        raise ValueError("the gains, the equilibrium, its velocity, q, dq and extra need one entry per joint")
+    if len(damping) != n or len(equilibrium) != n or len(goal) != n or len(q) != n or len(dq) != n or len(extra) != n:
+        raise ValueError("the gains, the equilibrium, its goal, q, dq and extra need one entry per joint")
     tau = [0.0] * n
     i: cython.Py_ssize_t
+    moved: cython.double
+    at: cython.double
+    speed: cython.double = 1.0 / period if share < 1.0 else 0.0
     for i in range(n):
-        tau[i] = (stiffness[i] * (float(equilibrium[i]) - float(q[i])) + damping[i] * (float(velocity[i]) - float(dq[i]))
-                  + float(extra[i]))
+        at = float(equilibrium[i])
+        moved = share * (float(goal[i]) - at)
+        at = at + moved
+        equilibrium[i] = at
+        tau[i] = stiffness[i] * (at - float(q[i])) + damping[i] * (moved * speed - float(dq[i])) + float(extra[i])
     return tau
+
+
+def pose_filter(goal, pose, share: cython.double, period: cython.double) -> tuple:
+    """One cycle of a first-order filter taking the pose ``pose`` (rows) toward ``goal`` (rows): it
+    closes ``share`` of the gap, its position along the line and its rotation about the axis of
+    R_goal R^T (motion.torque.CartesianImpedance's equilibrium). Returns the new pose's rows, the
+    twist it moved at (6: linear, angular, base frame; none for a share of 1: a jump) and whether
+    it has arrived (then the pose is ``goal``'s)."""
+    if len(goal) < 3 or len(pose) < 3:
+        raise ValueError("pose_filter needs two poses' rows")
+    t = cython.declare(cython.double[9])
+    target = cython.declare(cython.double[3])
+    r = cython.declare(cython.double[9])
+    position = cython.declare(cython.double[3])
+    cols = cython.declare(cython.double[9])
+    rotation = cython.declare(cython.double[3])
+    gap = cython.declare(cython.double[6])
+    turn = cython.declare(cython.double[9])
+    i: cython.int
+    j: cython.int
+    _target_rows(goal, t, target)
+    _target_rows(pose, r, position)
+    for j in range(3):
+        for i in range(3):
+            cols[3 * j + i] = r[3 * i + j]
+    _rotation_error(t, cols, rotation)
+    largest: cython.double = 0.0
+    for i in range(3):
+        gap[i] = target[i] - position[i]
+        gap[3 + i] = rotation[i]
+    for i in range(6):
+        if abs(gap[i]) > largest:
+            largest = abs(gap[i])
+    if largest < 1e-12:  # there: the filter rests until the next goal
+        return [[t[0], t[1], t[2], target[0]], [t[3], t[4], t[5], target[1]], [t[6], t[7], t[8], target[2]],
+                [0.0, 0.0, 0.0, 1.0]], [0.0] * 6, True
+    for i in range(6):
+        gap[i] = share * gap[i]
+    # the turn by the rotation vector gap[3:6] (Rodrigues), applied before the pose's rotation
+    angle: cython.double = math.sqrt(gap[3] * gap[3] + gap[4] * gap[4] + gap[5] * gap[5])
+    kx: cython.double = 0.0
+    ky: cython.double = 0.0
+    kz: cython.double = 0.0
+    if angle > 0.0:
+        kx = gap[3] / angle
+        ky = gap[4] / angle
+        kz = gap[5] / angle
+    sine: cython.double = math.sin(angle)
+    versine: cython.double = 1.0 - math.cos(angle)
+    turn[0] = 1.0 - versine * (ky * ky + kz * kz)
+    turn[1] = versine * kx * ky - sine * kz
+    turn[2] = versine * kx * kz + sine * ky
+    turn[3] = versine * kx * ky + sine * kz
+    turn[4] = 1.0 - versine * (kx * kx + kz * kz)
+    turn[5] = versine * ky * kz - sine * kx
+    turn[6] = versine * kx * kz - sine * ky
+    turn[7] = versine * ky * kz + sine * kx
+    turn[8] = 1.0 - versine * (kx * kx + ky * ky)
+    rows = [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
+    for i in range(3):
+        row = rows[i]
+        for j in range(3):
+            row[j] = turn[3 * i] * r[j] + turn[3 * i + 1] * r[3 + j] + turn[3 * i + 2] * r[6 + j]
+        row[3] = position[i] + gap[i]
+    speed: cython.double = 1.0 / period if share < 1.0 else 0.0
+    twist = [0.0] * 6
+    for i in range(6):
+        twist[i] = gap[i] * speed
+    return rows, twist, False
 
 
 def cartesian_impedance(frame, jac, q, dq, goal, twist, gains: cython.const[cython.double][::1],

@@ -124,23 +124,6 @@ def filter_share(smoothing: float, period: float) -> float:
     return 1.0 if smoothing == 0 else 1.0 - math.exp(-period / smoothing)
 
 
-def pose_error(target: Array, pose: Array) -> Array:
-    """The error (6,) taking ``pose`` to ``target``: the position difference (m), then the rotation
-    vector (rad) of ``target``'s rotation times ``pose``'s inverse, both in the base frame (as
-    :func:`robohal.spatial.pose_error`, for one pose at a time: the equilibrium's filter needs it
-    every cycle while it moves)."""
-    turn = target[:3, :3] @ pose[:3, :3].T
-    axis = np.array([turn[2, 1] - turn[1, 2], turn[0, 2] - turn[2, 0], turn[1, 0] - turn[0, 1]])
-    sine = 0.5 * math.sqrt(float(axis @ axis))
-    cosine = 0.5 * (turn[0, 0] + turn[1, 1] + turn[2, 2] - 1.0)
-    angle = math.atan2(sine, cosine)
-    if angle > math.pi - 1e-6:  # half a turn: the axis is not in the skew part
-        rotation = spatial.matrix_to_rotvec(turn)
-    else:
-        rotation = axis * (0.5 if sine < 1e-12 else angle / (2.0 * sine))
-    return np.concatenate([target[:3, 3] - pose[:3, 3], rotation])
-
-
 def pose_and_jacobian(model: Kinematics, q: Array) -> tuple[Array, Array]:
     """The flange pose (4, 4) and geometric Jacobian (6, dof) at ``q``, in one call where the
     model offers it."""
@@ -344,31 +327,23 @@ class JointImpedance(TorqueMotion):
             damping = _per(self.damping, dof, "damping")
         self._k, self._d = array("d", stiffness.tolist()), array("d", damping.tolist())
         # from where the arm is, filtered to the target: no spring torque jumps at the start
-        self._q_eq = np.array(state.q, dtype=np.float64)
-        self._goal = self._q_eq.copy() if self.target is None else self.target.copy()
-        self._moving = self.target is not None  # whether the equilibrium is on its way to a new target
-        self._v_eq = np.zeros(dof)
+        self._q_eq = state.q.tolist()  # (lists: the kernel moves it in place)
+        self._goal = list(self._q_eq) if self.target is None else self.target.tolist()
         self._share = filter_share(self.smoothing, self._period)
         self._bias = self.torque
 
     def _take(self, target) -> None:
-        self._goal = self._model.limits.clip(target.check(self._model.dof).value)
-        self._moving = True
+        self._goal = self._model.limits.clip(target.check(self._model.dof).value).tolist()
 
     def _law(self, state: RobotState, terms: ModelTerms) -> list[float]:
-        if self._moving:  # one cycle of the equilibrium's filter, with the velocity it moves at
-            gap = self._goal - self._q_eq
-            if float(np.abs(gap).max()) < 1e-12:  # there: the filter rests until the next target
-                self._q_eq, self._v_eq, self._moving = self._goal.copy(), np.zeros_like(gap), False
-            else:
-                self._q_eq = self._q_eq + self._share * gap
-                # (without smoothing the equilibrium jumps: no velocity to damp toward)
-                self._v_eq = (self._share / self._period) * gap if self._share < 1.0 else np.zeros_like(gap)
         extra = terms.coriolis() if self._bias is None else terms.coriolis() + self._bias
-        return _kernels.joint_impedance(self._k, self._d, self._q_eq, self._v_eq, state.q, state.dq, extra)
+        # one cycle of the equilibrium's filter, and the spring and damper toward it (damping the
+        # joints toward the velocity it moves at: a jump without smoothing has none)
+        return _kernels.joint_impedance(self._k, self._d, self._q_eq, self._goal, self._share, self._period,
+                                        state.q, state.dq, extra)
 
     def reference(self) -> Array | None:
-        return self._q_eq.copy()
+        return np.array(self._q_eq)
 
 
 class CartesianImpedance(TorqueMotion):
@@ -420,10 +395,11 @@ class CartesianImpedance(TorqueMotion):
         push = np.zeros(6) if self.wrench is None else self.wrench
         self._gains = array("d", np.concatenate([self.stiffness, damping, push]).tolist())
         self._null_damping = array("d", (2.0 * np.sqrt(self.nullspace_stiffness * np.maximum(np.diag(mass), MIN_INERTIA))).tolist())
-        self._pose = np.array(pose)  # from where the flange is, filtered to the target (as for joints)
-        self._goal = self._pose.copy() if self.target is None else self.target.copy()
+        # the equilibrium's rows and its goal's, as the kernels read them: from where the flange is,
+        # filtered to the target (as for joints)
+        self._rows = pose.tolist()
+        self._goal_rows = self._rows if self.target is None else self.target.tolist()
         self._moving = self.target is not None  # whether the equilibrium is on its way to a new target
-        self._rows = self._pose.tolist()  # the equilibrium as the kernel reads it
         self._twist = [0.0] * 6
         self._posture = np.array(state.q if self.posture is None else self.posture, dtype=np.float64).tolist()
         self._share = filter_share(self.smoothing, self._period)
@@ -431,11 +407,15 @@ class CartesianImpedance(TorqueMotion):
     def _take(self, target) -> None:
         self._moving = True
         if target.kind == "pose":
-            self._goal = np.array(target.value)
+            self._goal_rows = target.value.tolist()
             return
         q = self._model.limits.clip(target.check(self._model.dof).value)
-        self._goal = self._model.forward(q)
+        self._goal_rows = self._model.forward(q).tolist()
         self._posture = q.tolist()
+
+    def reference_pose(self) -> Array:
+        """The equilibrium pose the flange is pulled toward now ((4, 4), base frame)."""
+        return np.array(self._rows)
 
     def _law(self, state: RobotState, terms: ModelTerms) -> list[float]:
         if self._moving:
@@ -447,18 +427,9 @@ class CartesianImpedance(TorqueMotion):
                                             self._posture, self.nullspace_stiffness, self._null_damping)
 
     def _follow(self) -> None:
-        """One cycle of the equilibrium's filter toward the newest target, with its twist."""
-        gap = pose_error(self._goal, self._pose)
-        if float(np.abs(gap).max()) < 1e-12:  # there: the filter rests until the next target
-            self._pose, self._twist, self._moving = self._goal.copy(), [0.0] * 6, False
-        else:
-            moved = self._share * gap
-            pose = self._pose.copy()
-            pose[:3, 3] += moved[:3]
-            pose[:3, :3] = spatial.rotvec_to_matrix(moved[3:]) @ pose[:3, :3]
-            self._pose = pose
-            self._twist = (moved / self._period).tolist() if self._share < 1.0 else [0.0] * 6  # (a jump: see JointImpedance)
-        self._rows = self._pose.tolist()
+        """One cycle of the equilibrium's filter toward the newest target, with its twist (a kernel)."""
+        self._rows, self._twist, arrived = _kernels.pose_filter(self._goal_rows, self._rows, self._share, self._period)
+        self._moving = not arrived
 
 
 class AppliedTorque(TorqueMotion):
