@@ -613,6 +613,7 @@ class ControlLoop:
             # a reaction handed over to a motion of the other interface: the same run goes on in it
             following = self.executor_for(executor.handover, executor.tag)
             following.reaction = executor.reaction
+            following.recorder.take(executor.recorder)  # one run: its result spans both sessions
             self.executor = executor.successor
         self.drop_motions()
         if self.stop_reply is not None:
