@@ -112,3 +112,16 @@ def test_a_wrench_past_the_drives_is_refused_by_robohal_not_the_robot(arm):
     assert any("damped to rest" in note for note in refused.value.__notes__)
     assert arm.simulator.stats()["robot_reflexes"] == before
     assert arm.lifecycle is LifecycleState.READY and np.abs(arm.state.dq).max() < 0.02
+
+
+def test_a_position_motion_hands_over_to_an_impedance_on_contact(arm):
+    """Down in position control until the plane pushes back, then a soft Cartesian impedance holds
+    the flange there: the position motion comes to rest, its session ends, the impedance's begins."""
+    down = arm.pose
+    down[2, 3] = PLANE - 0.01
+    result = arm.move_linear(down, speed=0.03, until=Reaction(force("z") > 3.0,
+                                                                then=CartesianImpedance(300.0, 30.0, duration=0.5)))
+    assert result.completed and result.reaction == "force z (N) > 3"
+    torque_part = ~np.isnan(result.torques[:, 0])
+    assert not torque_part[0] and torque_part[-1]  # position cycles first, then the impedance's
+    assert arm.pose[2, 3] > PLANE - 0.005  # held softly near the surface, not driven 1 cm into it

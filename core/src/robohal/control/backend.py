@@ -13,7 +13,10 @@ Lifecycle::
 Units are SI and radians. Each cycle sends one joint-position setpoint, at the
 hardware's own rate (``period``): 1 ms on Franka, 4 ms on EGM, tens of ms for
 hobby servos. Every setpoint passes the :class:`~robohal.control.guard.SetpointGuard`
-before it reaches a wire. After ``connect()`` or ``recover()`` the backend holds
+before it reaches a wire. A backend whose robot also takes joint torques says so
+(:attr:`Backend.command_interfaces`, :attr:`Backend.torque_limits`) and runs torque
+motions through a :class:`~robohal.control.torque_executor.TorqueExecutor`; every other
+backend refuses them at the call (:meth:`Backend.check_motion`). After ``connect()`` or ``recover()`` the backend holds
 the *measured* position: it never replays a stale setpoint. When a motion fails
 (a setpoint refused by the guard, an unreachable pose, Ctrl-C) the backend brakes
 the arm to rest within the limits before the error reaches the caller; an error
