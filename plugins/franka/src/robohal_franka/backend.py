@@ -622,10 +622,11 @@ class FrankaBackend(Backend):
         return run.result
 
     def steer(self, target: ServoTarget, *, timeout: float = SERVO_TIMEOUT, dynamics: float = 1.0) -> None:
-        """A stream's newest target for the servo motion in the control process (see
-        :meth:`robohal.control.backend.Backend.steer`). While the servo motion this stream started
-        runs, a target is sent without waiting for an answer (a stream from a busy thread must not
-        wait on the pipe); the control process starts a new one if that ended meanwhile."""
+        """A stream's newest target for the motion in the control process that follows it: the
+        servo motion (see :meth:`robohal.control.backend.Backend.steer`), or a running impedance,
+        whose equilibrium it moves. While that motion runs, a target is sent without waiting for an
+        answer (a stream from a busy thread must not wait on the pipe); the control process starts
+        a servo motion if it ended meanwhile."""
         target.check(self.model.dof)
         self._life.check_command(moving=True)
         servo = self._servo_run
