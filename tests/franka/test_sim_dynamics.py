@@ -12,7 +12,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 from robohal_franka.dynamics import ArmDynamics, coulomb_impulses
-from robohal_franka.facts import ARMS, FR3, FR3_LINKS, READY_Q, _links
+from robohal_franka.facts import ARMS, DH_ROWS, FR3, FR3_LINKS, READY_Q
 from robohal_franka.urdf import urdf_text
 
 PERIOD = 0.001
@@ -42,10 +42,14 @@ def test_the_served_urdf_carries_franka_descriptions_inertials():
 
 
 def link_frames(q: np.ndarray) -> list[np.ndarray]:
-    """Each link's frame in the base, from the simulator's own DH table (not from the URDF)."""
+    """Each link's frame in the base, from the modified-DH table (not from the URDF):
+    RotX(alpha) TransX(a) RotZ(q) TransZ(d) per joint."""
     frames, pose = [np.eye(4)], np.eye(4)
-    for link in _links(q):
-        pose = pose @ link
+    for (a, d, alpha), angle in zip(DH_ROWS, q, strict=True):
+        ca, sa, cq, sq = np.cos(alpha), np.sin(alpha), np.cos(angle), np.sin(angle)
+        twist = np.array([[1, 0, 0, a], [0, ca, -sa, 0], [0, sa, ca, 0], [0, 0, 0, 1]])
+        turn = np.array([[cq, -sq, 0, 0], [sq, cq, 0, 0], [0, 0, 1, d], [0, 0, 0, 1]])
+        pose = pose @ twist @ turn
         frames.append(pose)
     return frames
 

@@ -243,3 +243,16 @@ def test_the_stubs_run_the_same_dynamics():
     finished = stubs.Torques([0.0] * 7)
     finished.motion_finished = True
     control.writeOnce(finished)
+
+
+def test_a_load_that_is_no_load_is_refused():
+    """setLoad with a negative or non-finite mass, centre or inertia is refused (a setter's
+    kInvalidArgumentRejected; libfranka raises CommandException), and the arm keeps its load."""
+    from robohal_franka import stubs
+
+    robot = stubs.Robot("sim", stubs.RealtimeConfig.kIgnore, ideal=True)
+    robot.set_load(0.5, [0.0, 0.0, 0.05], [0.0] * 9)
+    for mass, center in ((-1.0, [0.0, 0.0, 0.0]), (1.0, [0.0, float("nan"), 0.0]), (float("inf"), [0.0] * 3)):
+        with pytest.raises(stubs.CommandException, match="invalid argument"):
+            robot.set_load(mass, center, [0.0] * 9)
+    assert robot.robot.load[0] == 0.5

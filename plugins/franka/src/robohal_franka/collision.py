@@ -41,10 +41,9 @@ class CollisionBehavior:
         self.cartesian_collision = np.zeros(6)
 
     def set(self, values) -> None:
-        values = np.asarray(values, dtype=np.float64).reshape(VALUES)
-        if not np.isfinite(values).all() or (values < 0).any():
-            raise ValueError("collision thresholds are finite and not negative")
-        self.thresholds = values
+        """Store a client's thresholds as sent; one that is not a positive number watches nothing
+        (our choice: what the robot answers to such a request is not published)."""
+        self.thresholds = np.asarray(values, dtype=np.float64).reshape(VALUES)
 
     def observe(self, tau_ext: np.ndarray, wrench: np.ndarray) -> tuple[str, ...]:
         """Update the flags from this cycle's external torques (7, Nm) and wrench (6, N and Nm);
@@ -70,4 +69,5 @@ class CollisionBehavior:
 
 
 def _above(values: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    return ((thresholds > 0.0) & (values > thresholds)).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # a NaN threshold compares False: it watches nothing
+        return ((thresholds > 0.0) & (values > thresholds)).astype(np.float64)

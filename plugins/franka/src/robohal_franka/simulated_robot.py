@@ -586,8 +586,10 @@ class SimulatedRobot:
     def load(self, load) -> None:
         """setLoad: the payload becomes part of the simulated arm, and of the gravity the robot
         compensates (a simulated arm carries what it is told it carries)."""
-        mass, center, inertia = load
-        self.dynamics.set_load(float(mass), np.asarray(center, dtype=np.float64), np.asarray(inertia, dtype=np.float64))
+        mass, center, inertia = float(load[0]), np.asarray(load[1], dtype=np.float64), np.asarray(load[2], dtype=np.float64)
+        if not (math.isfinite(mass) and mass >= 0 and np.isfinite(center).all() and np.isfinite(inertia).all()):
+            raise ValueError("a load is a mass of at least 0 kg, a centre and an inertia, all finite")
+        self.dynamics.set_load(mass, center, inertia)
 
     @property
     def collision_thresholds(self) -> np.ndarray:

@@ -101,6 +101,7 @@ def next_tick_after(scheduled: float, now: float) -> float:
     return max(scheduled + PERIOD, now + MIN_TICK_GAP)
 
 
+SETTER_INVALID_ARGUMENT = 2  # a setter command's status kInvalidArgumentRejected (libfranka-common)
 SIMULATOR_PRIORITY = 70  # our choice, FIFO: the robot's clock must not wait for other processes (below the client's 99)
 
 
@@ -389,7 +390,11 @@ class FciSimulator:
             self._reply(command, command_id, ok)
         elif command == Command.SET_LOAD:
             values = np.array(wire.LOAD_REQUEST.unpack_from(body))
-            robot.load = (float(values[0]), values[1:4], values[4:13])
+            try:
+                robot.load = (float(values[0]), values[1:4], values[4:13])
+            except ValueError:  # a setter's kInvalidArgumentRejected (libfranka-common's service types)
+                self._reply(command, command_id, wire.STATUS.pack(SETTER_INVALID_ARGUMENT))
+                return
             self._reply(command, command_id, ok)
         elif command in (Command.SET_JOINT_IMPEDANCE, Command.SET_CARTESIAN_IMPEDANCE, Command.SET_GUIDING_MODE,
                          Command.SET_EE_TO_K, Command.SET_NE_TO_EE):

@@ -348,7 +348,10 @@ class Robot:
         self._check_idle()
         if len(F_x_Cload) != 3 or len(load_inertia) != 9:
             raise TypeError("set_load needs a mass, 3 center-of-mass and 9 inertia values")
-        self.robot.load = (float(load_mass), np.array(F_x_Cload, dtype=float), np.array(load_inertia, dtype=float))
+        try:
+            self.robot.load = (float(load_mass), np.array(F_x_Cload, dtype=float), np.array(load_inertia, dtype=float))
+        except ValueError:
+            raise CommandException("libfranka: Set Load command rejected: invalid argument!") from None
 
     def automatic_error_recovery(self) -> None:
         self._check_idle()
