@@ -66,8 +66,10 @@ MAX_POSE_ERROR = (0.1, 0.3)
 LOCK_STIFFNESS = (2000.0, 150.0)
 #: the axes hand guiding can lock: the flange's translation and rotation along the base axes
 AXES = ("x", "y", "z", "rx", "ry", "rz")
-#: the smallest effective inertia (kg, kg m^2) damping is scaled with, where the arm would have
-#: less (a bound near singular poses; the FR3 has more than 0.5 along every axis)
+#: kg m^2 (kg along a translation): the least inertia a damping is scaled with. A robot's model may
+#: leave its drives' reflected inertia out (pylibfranka's does: 0.07-0.2 kg m^2 per joint on an FR3,
+#: MuJoCo Menagerie's identification), which weighs most on the wrist joints and the flange's
+#: rotations; and near a singular pose the flange's inertia along an axis vanishes
 MIN_INERTIA = 0.05
 
 
@@ -146,12 +148,12 @@ def cartesian_inertia(jacobian: Array, mass: Array) -> Array:
 
 def _per(value: ArrayLike, count: int, what: str, *, positive: bool = False) -> Array:
     """One value for each of ``count`` (a scalar broadcasts), finite and not negative."""
-    array = spatial.as_finite(value, what)
-    if array.ndim > 1 or (array.ndim == 1 and array.shape[0] != count):
-        raise InvalidArgument(f"{what} is one number or {count} numbers, got shape {array.shape}")
-    if (array < 0).any() or (positive and (array <= 0).any()):
-        raise InvalidArgument(f"{what} must be {'positive' if positive else 'zero or more'}, got {array.tolist()}")
-    return np.array(np.broadcast_to(array, (count,)))
+    values = spatial.as_finite(value, what)
+    if values.ndim > 1 or (values.ndim == 1 and values.shape[0] != count):
+        raise InvalidArgument(f"{what} is one number or {count} numbers, got shape {values.shape}")
+    if (values < 0).any() or (positive and (values <= 0).any()):
+        raise InvalidArgument(f"{what} must be {'positive' if positive else 'zero or more'}, got {values.tolist()}")
+    return np.array(np.broadcast_to(values, (count,)))
 
 
 def _three(value: ArrayLike, what: str) -> Array:
