@@ -97,10 +97,11 @@ def judged(loop) -> np.ndarray:
 
 
 def outcome(events):
-    done = [payload for kind, name, payload in events if kind == "event" and name == "motion_done"]
+    told = [message[1:] for message in events if message[0] == "event"]  # (replies are the others)
+    done = [payload for name, payload in told if name == "motion_done"]
     assert len(done) == 1, events
     _, result, error, _ = done[0]
-    assert not [name for kind, name, _ in events if kind == "event" and name in ("fault", "lost")], events
+    assert not [name for name, _ in told if name in ("fault", "lost")], events
     return result, None if error is None else unpack_error(error)
 
 
@@ -146,3 +147,31 @@ def test_motions_of_both_interfaces_take_turns_in_sessions_of_their_own(wire):
     result, error = outcome(run_to_the_end(wire, JointImpedance(duration=0.2)))
     assert error is None and result.completed and result.cycles == 200
     judged(wire)
+
+
+def test_a_stop_while_resting_for_a_handover_ends_the_run_there(wire):
+    """A reaction hands a torque motion over to a position motion; stop() comes while the arm is
+    damped to rest for it: the run ends stopped, and no position session follows."""
+    from robohal.motion import PointToPoint
+    from robohal.motion.reactions import Reaction
+
+    push = [np.array([min(k * 0.01, 3.0), 0, 0, 0, 0, 0, 0]) for k in range(1, 3000)]  # the arm moves
+    motion = with_reactions(Scripted(push), Reaction(ELAPSED > 0.3, then=PointToPoint(np.array(wire.state.q))))
+    wire.start_motion(motion, 1)
+    for _ in range(DEADLINE_CYCLES):
+        if wire.executor is not None and wire.executor.handover is not None:
+            break
+        wire.iteration()
+    assert wire.executor.handover is not None and wire.executor.braking
+    wire.handle("stop", 7, None)
+    events = []
+    for _ in range(DEADLINE_CYCLES):
+        if wire.control is None and wire.executor is None:
+            break
+        wire.iteration()
+    while wire.events.poll():
+        events.append(wire.events.recv())
+    result, error = outcome(events)
+    assert error is None and result.stopped and result.reaction == "elapsed time (s) > 0.3"
+    assert ("reply", 7, True) == events[-1][:3]  # stop() returned once the arm rested
+    judged(wire)  # a torque session only: no position session followed

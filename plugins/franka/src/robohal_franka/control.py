@@ -610,11 +610,13 @@ class ControlLoop:
             executor.stopped, executor.taken_over = False, True
         self.switching_from = None
         if following is None and executor is not None and executor.handover is not None and executor.error is None:
-            # a reaction handed over to a motion of the other interface: the same run goes on in it
-            following = self.executor_for(executor.handover, executor.tag)
-            following.reaction = executor.reaction
-            following.recorder.take(executor.recorder)  # one run: its result spans both sessions
-            self.executor = executor.successor
+            if self.stop_reply is not None:  # stopped while it came to rest for the handover: no further
+                executor.stopped = True
+            else:  # a reaction handed over to a motion of the other interface: the same run goes on in it
+                following = self.executor_for(executor.handover, executor.tag)
+                following.reaction = executor.reaction
+                following.recorder.take(executor.recorder)  # one run: its result spans both sessions
+                self.executor = executor.successor
         self.drop_motions()
         if self.stop_reply is not None:
             self.reply(self.stop_reply, True, self.guard.last)
