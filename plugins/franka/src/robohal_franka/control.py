@@ -585,6 +585,8 @@ class ControlLoop:
             if dropped is not None and dropped.motion is not None:  # it never ran
                 dropped.stopped = True
                 self.motion_over(dropped)
+            if self.executor.handover is not None:  # resting for a reaction's handover: the run ends here
+                self.executor.handover, self.executor.stopped = None, True
             self.executor.stop()
         elif self.interface == JOINT_TORQUE:
             self.executor = TorqueExecutor(None, self.torque_guard, self.model, name=self.config.host)
@@ -610,13 +612,11 @@ class ControlLoop:
             executor.stopped, executor.taken_over = False, True
         self.switching_from = None
         if following is None and executor is not None and executor.handover is not None and executor.error is None:
-            if self.stop_reply is not None:  # stopped while it came to rest for the handover: no further
-                executor.stopped = True
-            else:  # a reaction handed over to a motion of the other interface: the same run goes on in it
-                following = self.executor_for(executor.handover, executor.tag)
-                following.reaction = executor.reaction
-                following.recorder.take(executor.recorder)  # one run: its result spans both sessions
-                self.executor = executor.successor
+            # a reaction handed over to a motion of the other interface: the same run goes on in it
+            following = self.executor_for(executor.handover, executor.tag)
+            following.reaction = executor.reaction
+            following.recorder.take(executor.recorder)  # one run: its result spans both sessions
+            self.executor = executor.successor
         self.drop_motions()
         if self.stop_reply is not None:
             self.reply(self.stop_reply, True, self.guard.last)
