@@ -3,7 +3,6 @@ formulas, their shaping (rate and saturation), their streams, and their kernels 
 
 from __future__ import annotations
 
-import importlib
 import pickle
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 import robohal
 from robohal import spatial
 from robohal.errors import InvalidArgument, LimitViolation
-from robohal.kinematics import TorqueLimits, kernels
+from robohal.kinematics import TorqueLimits
 from robohal.motion.servo import ServoTarget
 from robohal.motion.torque import (
     RATE_SHARE,
@@ -257,42 +256,6 @@ def test_a_torque_motion_survives_the_trip_to_a_control_process(model):
     copy = pickle.loads(pickle.dumps(motion))
     a, b = motion.step(state(), terms()), copy.step(state(), terms())
     np.testing.assert_array_equal(a, b)
-
-
-# The kernels: compiled and interpreted agree ---------------------------------------------------
-
-compiled = importlib.import_module("robohal.kinematics._kernels")
-source = kernels.load_source()
-
-
-@pytest.mark.skipif(not compiled.COMPILED, reason="robohal was installed without a C compiler")
-def test_the_torque_kernels_agree_compiled_or_not(model):
-    from array import array
-
-    rng = np.random.default_rng(5)
-    for _ in range(50):
-        q = model.limits.clip(Q0 + rng.normal(0, 0.3, 7))
-        dq = rng.normal(0, 0.5, 7)
-        frame, jac = model.frame_and_jacobian_lists(q.tolist())
-        goal = model.forward(model.limits.clip(q + rng.normal(0, 0.1, 7))).tolist()
-        gains = array("d", rng.uniform(0, 500, 18).tolist())
-        null = array("d", rng.uniform(0, 5, 7).tolist())
-        arguments = (frame, jac, q.tolist(), dq.tolist(), goal, rng.normal(0, 0.1, 6).tolist(), gains, 0.05, 0.2,
-                     rng.normal(0, 1, 7).tolist(), (q + 0.1).tolist(), 7.0, null)
-        assert compiled.cartesian_impedance(*arguments) == source.cartesian_impedance(*arguments)
-        tau, last = rng.normal(0, 50, 7).tolist(), rng.normal(0, 50, 7).tolist()
-        caps, steps = array("d", [85.0] * 4 + [11.0] * 3), array("d", [0.95] * 7)
-        for scale in (True, False):
-            assert compiled.shaped_torque(tau, last, caps, steps, scale) == source.shaped_torque(tau, last, caps, steps, scale)
-        k, d = array("d", rng.uniform(0, 600, 7).tolist()), array("d", rng.uniform(0, 50, 7).tolist())
-        for share in (0.02, 1.0):
-            one, other = q.tolist(), q.tolist()  # (each kernel moves its equilibrium in place)
-            rest = ((q + 0.1).tolist(), share, 0.001, q.tolist(), dq.tolist(), rng.normal(0, 1, 7).tolist())
-            assert compiled.joint_impedance(k, d, one, *rest) == source.joint_impedance(k, d, other, *rest)
-            assert one == other
-            pose = model.forward(q).tolist()
-            assert compiled.pose_filter(goal, pose, share, 0.001) == source.pose_filter(goal, pose, share, 0.001)
-        assert compiled.torque_within(tau, last, caps, steps) == source.torque_within(tau, last, caps, steps)
 
 
 def test_a_pose_target_is_reached_through_the_smoothing_filter(model):
