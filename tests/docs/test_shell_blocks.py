@@ -56,7 +56,7 @@ RULES = (
     Rule(r"^robohal (draw|jog) arduino-planar://sim\?firmware=simavr", "the real firmware in simavr, on a pty",
          run=True, missing=firmware.toolchain_missing),
     Rule(r"^robohal (draw|jog) [a-z-]+://sim\b", "a bundled simulator on loopback", run=True),
-    Rule(r"^robohal abb \S+ URI\b", "a synopsis: URI stands for the cell's robot URI or RWS address"),
+    Rule(r"^robohal abb \S+( \S+)? URI\b", "a synopsis: URI stands for the cell's robot URI or RWS address"),
     Rule(r"^robohal abb \S+ abb-egm://sim\b", "a simulated controller with RWS on loopback", run=True),
     Rule(r"^python -m robohal_arduino_planar\.firmware$", "builds the firmware", run=True,
          missing=lambda: firmware.toolchain_missing(simulation=False)),
