@@ -5,7 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-MEMBERS := requirements-dev.txt core/pyproject.toml core/setup.py core/src/robohal/kinematics/_kernels.py core/src/robohal/kinematics/_kernels.pxd \
+KERNELS := $(wildcard core/src/robohal/kinematics/_kernels/*.py core/src/robohal/kinematics/_kernels/*.pxd)
+MEMBERS := requirements-dev.txt core/pyproject.toml core/setup.py $(KERNELS) \
 	plugins/abb/pyproject.toml \
 	plugins/franka/pyproject.toml plugins/arduino_planar/pyproject.toml
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -29,7 +29,8 @@ from ..errors import InvalidArgument
 from .base import Array, Kinematics, Solutions, pose_rows
 from .chain import product_constants, product_jacobian, shift, turn
 from .constraints import Constraints
-from .kernels import module as _kernels
+from .kernels import common as _common_kernels
+from .kernels import opw as _opw
 from .limits import JointLimits
 
 PI = math.pi
@@ -111,7 +112,7 @@ class OPW(Kinematics):
         self._offsets = np.array(self.offsets)
         self._constants = (self.a1, self.a2, self.b, self.c1, self.c2, self.c3, self.c4, self._k, self._psi)
         self._signs = np.array(self.signs)
-        # The same constants for the kernels (layout: see _kernels.py).
+        # The same constants for the kernels (layout: see kernels.opw.OPW_CONSTANTS).
         self._packed = array("d", [*self._constants, *self.signs, *self.offsets, NEAR_DEGENERATE, RIM_SLACK,
                                    VERIFY_POSITION, VERIFY_ROTATION, WRIST_DEGENERATE])
         self._product = self._product_constants()
@@ -145,7 +146,7 @@ class OPW(Kinematics):
 
     def _fk_scalar(self, q: list[float]) -> tuple:
         """Flange pose for one configuration: R row-major then p, 12 floats."""
-        return _kernels.opw_flange(self._packed, q)
+        return _opw.opw_flange(self._packed, q)
 
     def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
         """Flange frame ``(x, y, z, p)`` columns and the 6 x 6 Jacobian rows (no validation)."""
@@ -186,15 +187,15 @@ class OPW(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Flange pose (4, 4) for joints (6,); (..., 4, 4) for (..., 6)."""
-        pose = _kernels.opw_pose(self._packed, q)  # one configuration of plain floats: one call
+        pose = _opw.opw_pose(self._packed, q)  # one configuration of plain floats: one call
         if pose is not None:
             return pose
         q = self._joints(q)
         if q.ndim == 1:
-            return _kernels.opw_pose(self._packed, q)
+            return _opw.opw_pose(self._packed, q)
         flat = np.ascontiguousarray(q.reshape(-1, 6))
         out = np.empty((flat.shape[0], 4, 4))
-        _kernels.opw_forward_batch(self._packed, flat, out.reshape(-1, 16))
+        _opw.opw_forward_batch(self._packed, flat, out.reshape(-1, 16))
         return out.reshape(*q.shape[:-1], 4, 4)
 
     def joint_poses(self, q: ArrayLike) -> Array:
@@ -249,7 +250,7 @@ class OPW(Kinematics):
         """All verified solutions (joint lists, normalised) for one pose given as
         rows, the reason when there is none, and whether two may coincide (near a
         singularity; the finisher looks for repeats only then)."""
-        rows, failure, may_repeat = _kernels.opw(self._packed, m, self._bounds()[2] if previous is None else previous, j6)
+        rows, failure, may_repeat = _opw.opw(self._packed, m, self._bounds()[2] if previous is None else previous, j6)
         return (rows, None, may_repeat) if failure is None else ([], self._failure(*failure), False)
 
     def _bound_arrays(self) -> tuple[Array, Array, Array]:
@@ -286,7 +287,7 @@ class OPW(Kinematics):
             # The usual case in one kernel call; anything unusual takes the general path below.
             lower, upper, centre = self._bound_arrays()
             out = np.empty((8, 6))
-            count = _kernels.opw_sorted(self._packed, np.ascontiguousarray(pose), lower, upper, centre, out)
+            count = _opw.opw_sorted(self._packed, np.ascontiguousarray(pose), lower, upper, centre, out)
             if count:
                 return Solutions(out[:count])
         rows, reason, may_repeat = self._solve(pose_rows(pose), None)
@@ -336,7 +337,7 @@ class OPW(Kinematics):
         poses = np.ascontiguousarray(poses.reshape(-1, 16))
         lower, upper = (limits.lower, limits.upper) if limits is not None else (np.full(6, -np.inf), np.full(6, np.inf))
         out = np.empty((poses.shape[0], 8, 6))
-        _kernels.opw_inverse_batch(self._packed, poses, np.ascontiguousarray(lower, dtype=float),
+        _opw.opw_inverse_batch(self._packed, poses, np.ascontiguousarray(lower, dtype=float),
                                    np.ascontiguousarray(upper, dtype=float), np.asarray(self._bounds()[2], dtype=float), out)
         return out
 
@@ -347,7 +348,7 @@ class OPW(Kinematics):
         flat = None
         if type(poses) is np.ndarray and poses.dtype == np.float64 and poses.ndim in (2, 3) and poses.shape[-2:] == (4, 4):
             flat = np.ascontiguousarray(poses.reshape(-1, 16))
-            if _kernels.first_odd_pose(flat) >= 0:  # spatial.as_pose names the problem (or lets it pass)
+            if _common_kernels.first_odd_pose(flat) >= 0:  # spatial.as_pose names the problem (or lets it pass)
                 flat = None
         if flat is None:
             flat = np.ascontiguousarray(spatial.as_pose(poses, "poses").reshape(-1, 16))
