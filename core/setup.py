@@ -10,7 +10,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 #: the kernels by domain, each one source (robohal/kinematics/_kernels/NAME.py and its .pxd)
-KERNELS = ("common", "chains", "opw", "cycle", "bounds")
+KERNELS = ("common", "chains", "opw", "numeric", "cycle", "bounds")
 
 setup(
     ext_modules=cythonize(

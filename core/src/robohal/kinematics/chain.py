@@ -153,6 +153,10 @@ class DHChain(Kinematics):
         ])
         self._product = self._product_constants()
 
+    def chain_constants(self) -> array:
+        """The chain for the kernels (:func:`product_constants`): the numeric inverse searches it compiled."""
+        return self._product
+
     @property
     def reach_bound(self) -> tuple[Array, float]:
         """A sphere (centre, radius in m) the flange never leaves: consecutive frame origins

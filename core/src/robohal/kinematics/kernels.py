@@ -8,6 +8,7 @@ forms exist: to compare the two, or to step through the kernels in a debugger.
 
 * :data:`chains`: serial chains' frames and Jacobians (DHChain, UrdfChain), one and many
 * :data:`opw`: OPW arms' forward and inverse, one pose and many
+* :data:`numeric`: the numeric inverse of any serial chain, one pose and many
 * :data:`cycle`: the differential-IK cycle (joint box, damped steps, pose error)
 * :data:`bounds`: the setpoint guard's pass and the online generator's velocity bounds
 * :data:`common`: what they share (arrays, the rotation error, a 6 x 6 solve, pose checks)
@@ -23,7 +24,7 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 #: the kernels' modules, each after the ones it imports
-DOMAINS = ("common", "chains", "opw", "cycle", "bounds")
+DOMAINS = ("common", "chains", "opw", "numeric", "cycle", "bounds")
 #: the folder of their sources
 SOURCES = Path(__file__).with_name("_kernels")
 
@@ -47,9 +48,15 @@ def load_source() -> SimpleNamespace:
 
 
 def load_compiled() -> SimpleNamespace:
-    """The kernel modules as the build left them: compiled where it could, else the sources."""
-    modules = {name: importlib.import_module(f"{__package__}._kernels.{name}") for name in DOMAINS}
-    return SimpleNamespace(**modules, COMPILED=all(module.COMPILED for module in modules.values()))
+    """The kernel modules as the build left them: all compiled, or else all run from their
+    sources (a compiled module's helpers are C functions an interpreted one cannot call)."""
+    try:
+        modules = {name: importlib.import_module(f"{__package__}._kernels.{name}") for name in DOMAINS}
+    except ImportError:  # one built, one not: the interpreted one found no Python names in the compiled one
+        return load_source()
+    if not all(module.COMPILED for module in modules.values()):
+        return load_source()
+    return SimpleNamespace(**modules, COMPILED=True)
 
 
 def _choose() -> SimpleNamespace:
@@ -63,6 +70,7 @@ _modules = _choose()
 common: ModuleType = _modules.common
 chains: ModuleType = _modules.chains
 opw: ModuleType = _modules.opw
+numeric: ModuleType = _modules.numeric
 cycle: ModuleType = _modules.cycle
 bounds: ModuleType = _modules.bounds
 #: whether the kernels in use are compiled (every one of them)

@@ -32,6 +32,7 @@ from .constraints import Constraints
 from .kernels import common as _common_kernels
 from .kernels import opw as _opw
 from .limits import JointLimits
+from .numeric import DEFAULT_SEARCH, Search, search_for
 
 PI = math.pi
 TWO_PI = 2.0 * math.pi
@@ -278,10 +279,15 @@ class OPW(Kinematics):
         joint = previous[i] if previous is not None else self._bounds()[2][i]
         return self.signs[i] * joint - self.offsets[i]
 
-    def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+    def _candidates(self, pose: Array, previous: Array | None, search: Search = DEFAULT_SEARCH) -> tuple[list, str | None]:
         return self._solve(pose.tolist(), None if previous is None else list(previous))[:2]
 
-    def inverse(self, pose: ArrayLike) -> Solutions:
+    def inverse(self, pose: ArrayLike, *, budget: float | None = None,
+                tolerance: float | tuple[float, float] | None = None) -> Solutions:
+        """Every solution (k, 6) within the limits, sorted by distance to their centre; in
+        closed form, so ``budget`` and ``tolerance`` (for a numeric model's search) do not apply."""
+        if budget is not None or tolerance is not None:
+            search_for(budget, tolerance)  # checked all the same: a wrong one is an error on every model
         if (type(pose) is np.ndarray and pose.dtype == np.float64 and pose.shape == (4, 4)
                 and self.constraints is None and type(self)._admissible is Kinematics._admissible):
             # The usual case in one kernel call; anything unusual takes the general path below.
@@ -293,9 +299,13 @@ class OPW(Kinematics):
         rows, reason, may_repeat = self._solve(pose_rows(pose), None)
         return self._finish(rows, None, reason, may_repeat, normalised=True)
 
-    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
+    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike, *, budget: float | None = None,
+                           tolerance: float | tuple[float, float] | None = None) -> Solutions:
         """Solutions nearest ``previous``; at the J5 = 0 (pi) singularity J4 stays at
-        ``previous`` and J6 keeps J4 + J6 (J4 - J6) as the pose demands."""
+        ``previous`` and J6 keeps J4 + J6 (J4 - J6) as the pose demands. ``budget`` and
+        ``tolerance`` do not apply (closed form)."""
+        if budget is not None or tolerance is not None:
+            search_for(budget, tolerance)
         prev = self._previous_list(previous)
         rows, reason, may_repeat = self._solve(pose_rows(pose), prev)
         return self._finish(rows, prev, reason, may_repeat, normalised=True)
@@ -341,10 +351,16 @@ class OPW(Kinematics):
                                    np.ascontiguousarray(upper, dtype=float), np.asarray(self._bounds()[2], dtype=float), out)
         return out
 
-    def inverse_batch(self, poses: ArrayLike) -> Array:
+    def inverse_batch(self, poses: ArrayLike, seeds: ArrayLike | None = None, *, path: bool = False,
+                      budget: float | None = None, tolerance: float | tuple[float, float] | None = None) -> Array:
         """All 8 branches for N poses: (N, 8, 6), NaN where a branch does not exist
         or leaves the limits. Slot ``4 * back + 2 * elbow + flip`` is stable, so a
-        column follows one branch; :func:`~robohal.kinematics.pick_best` picks one per pose."""
+        column follows one branch; :func:`~robohal.kinematics.pick_best` picks one per pose.
+        With ``seeds`` or ``path``, the branch nearest each seed (or the solution before it):
+        (..., 6), as :meth:`Kinematics.inverse_batch` says."""
+        search = search_for(budget, tolerance)
+        if seeds is not None or path:
+            return self._nearest_batch(poses, seeds, path, search)
         flat = None
         if type(poses) is np.ndarray and poses.dtype == np.float64 and poses.ndim in (2, 3) and poses.shape[-2:] == (4, 4):
             flat = np.ascontiguousarray(poses.reshape(-1, 16))

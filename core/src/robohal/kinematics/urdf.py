@@ -222,6 +222,10 @@ class UrdfChain(Kinematics):
     def periodic(self) -> tuple[bool, ...]:
         return tuple(not slide for slide in self._slides)
 
+    def chain_constants(self):
+        """The chain for the kernels (kernels.chains.PRODUCT_HEADER): the numeric inverse searches it compiled."""
+        return self._packed
+
     @property
     def reach_bound(self) -> tuple[Array, float] | None:
         """A sphere (centre, radius in m) the flange never leaves; None with a slide
