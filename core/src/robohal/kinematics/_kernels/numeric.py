@@ -73,6 +73,8 @@ MASK = cython.declare(cython.ulonglong, 0xFFFFFFFFFFFFFFFF)
 GOLDEN = cython.declare(cython.ulonglong, 0x9E3779B97F4A7C15)
 MIX_1 = cython.declare(cython.ulonglong, 0xBF58476D1CE4E5B9)
 MIX_2 = cython.declare(cython.ulonglong, 0x94D049BB133111EB)
+# Both strategies: the race.
+BOTH = cython.declare(cython.int, 3)
 #: what a solve reports per pose: solved (1.0) or not, attempts, and the position (m) and
 #: rotation (rad) errors of the closest configuration met
 REPORT = 4
@@ -262,8 +264,10 @@ def _race(c: cython.const[cython.double][::1], dof: cython.Py_ssize_t, goal: cyt
           lower: cython.const[cython.double][::1], upper: cython.const[cython.double][::1],
           low: cython.const[cython.double][::1], high: cython.const[cython.double][::1],
           tolerance_position: cython.double, tolerance_rotation: cython.double, deadline: cython.double,
-          restarts: cython.bint, state: cython.p_ulonglong, out: cython.p_double, report: cython.p_double) -> cython.bint:
-    """The two strategies in turn, an iteration each, both from ``seed`` (clamped into the limits)
+          restarts: cython.bint, strategies: cython.int, state: cython.p_ulonglong, out: cython.p_double,
+          report: cython.p_double) -> cython.bint:
+    """The two strategies in turn (those of the ``strategies`` mask: 1 Levenberg-Marquardt, 2
+    Newton; 3 both, the race), an iteration each, both from ``seed`` (clamped into the limits)
     and, with ``restarts``, then from random configurations, until one reaches the goal (its
     joints into ``out``: True), the clock passes ``deadline`` or, without restarts, both attempts
     have ended (False). ``report`` (REPORT values) adds this race's attempts and keeps the
@@ -296,8 +300,8 @@ def _race(c: cython.const[cython.double][::1], dof: cython.Py_ssize_t, goal: cyt
         best[s] = 1e300
         since[s] = 0
         iterations[s] = 0
-        running[s] = True
-    report[1] += 2.0
+        running[s] = (strategies >> s) & 1 != 0
+    report[1] += running[0] + running[1]
     while running[0] or running[1]:
         for s in range(2):
             if not running[s]:
@@ -390,7 +394,7 @@ def _collect(c: cython.const[cython.double][::1], dof: cython.Py_ssize_t, goal: 
         if start > 0:
             _restart(dof, low, high, state, seed)
         if _race(c, dof, goal, seed, lower, upper, low, high, tolerance_position, tolerance_rotation, deadline, False,
-                 state, q, report) and _distinct(dof, q, found, count, apart):
+                 BOTH, state, q, report) and _distinct(dof, q, found, count, apart):
             for j in range(dof):
                 found[count * dof + j] = q[j]
             count += 1
@@ -426,13 +430,16 @@ def solve(c: cython.const[cython.double][::1], pose: cython.const[cython.double]
           seed: cython.const[cython.double][::1], lower: cython.const[cython.double][::1],
           upper: cython.const[cython.double][::1], low: cython.const[cython.double][::1],
           high: cython.const[cython.double][::1], tolerance_position: cython.double,
-          tolerance_rotation: cython.double, budget: cython.double, out: cython.double[::1]) -> tuple:
+          tolerance_rotation: cython.double, budget: cython.double, out: cython.double[::1],
+          strategies: cython.int = 3) -> tuple:
     """One pose (16: 4 x 4 row-major) from ``seed``: the race with restarts (see the module
     docstring) inside ``budget`` seconds, the joints into ``out``. ``lower`` and ``upper`` bound
     the joints, restarts are drawn in [``low``, ``high``]. Returns the REPORT values: (solved,
     attempts, position error, rotation error), the errors of the solution or of the closest
-    configuration met."""
+    configuration met. ``strategies`` runs one of them alone (1 or 2), to compare it with the race."""
     dof: cython.Py_ssize_t = len(seed)
+    if strategies < 1 or strategies > BOTH:
+        raise ValueError("strategies is 1 (Levenberg-Marquardt), 2 (Newton) or 3 (both, racing)")
     _check(c, dof, lower, upper, low, high)
     if pose.shape[0] != 16 or out.shape[0] != dof:
         raise ValueError("solve needs a pose of 16 values and room for the joints")
@@ -449,7 +456,7 @@ def solve(c: cython.const[cython.double][::1], pose: cython.const[cython.double]
     report[0], report[1], report[2], report[3] = 0.0, 0.0, 1e300, 1e300
     with cython.nogil:
         _race(c, dof, goal, start, lower, upper, low, high, tolerance_position, tolerance_rotation, _now() + budget, True,
-              state, q, report)
+              strategies, state, q, report)
     if report[0] != 0.0:
         for j in range(dof):
             out[j] = q[j]
@@ -538,7 +545,7 @@ def _solve_rows(c: cython.const[cython.double][::1], dof: cython.Py_ssize_t, pos
         state[0] = SEED
         values[0], values[1], values[2], values[3] = 0.0, 0.0, 1e300, 1e300
         previous_solved = _race(c, dof, goal, start, lower, upper, low, high, tolerance_position, tolerance_rotation,
-                                _now() + budget, True, state, q, values)
+                                _now() + budget, True, BOTH, state, q, values)
         if previous_solved:
             for j in range(dof):
                 out[i, j] = q[j]
