@@ -139,7 +139,11 @@ def rtb_solver(path: Path, tip: str, centre: np.ndarray):
         import roboticstoolbox as rtb
     except ImportError:
         return None
-    robot = rtb.Robot.URDF(str(path))
+    import warnings
+
+    with warnings.catch_warnings():  # (Robot.URDF is deprecated in favour of a subclass: the same robot)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        robot = rtb.Robot.URDF(str(path))
 
     def solve(pose):  # its tolerance is on |e|^2 / 2: 1e-10 asks for what the check asks
         result = robot.ik_LM(pose, end=tip, q0=centre, tol=RTB_TOLERANCE)

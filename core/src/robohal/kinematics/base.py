@@ -174,7 +174,7 @@ class Kinematics(ABC):
         """One solution per pose (see :meth:`inverse_batch`'s ``seeds`` and ``path``)."""
         poses = spatial.as_pose(poses, "poses")
         shape = poses.shape[:-2]
-        seeds = self.limits.centre if seeds is None else self._joints(seeds, "seeds")
+        seeds = np.array(self._bounds()[2]) if seeds is None else self._joints(seeds, "seeds")
         if seeds.ndim > 1 and (path or seeds.shape[:-1] != shape):
             if not path:
                 raise InvalidArgument(f"seeds must be one configuration ({self.dof},) or one per pose"
@@ -182,29 +182,38 @@ class Kinematics(ABC):
             if seeds.shape[:-1] != shape[:-1]:
                 raise InvalidArgument(f"a path's seeds must be one configuration ({self.dof},) or one per path"
                                       f" {(*shape[:-1], self.dof)}, got shape {seeds.shape}")
-        if not np.isfinite(seeds).all():
-            seeds = np.where(np.isfinite(seeds), seeds, 0.0)  # a joint without limits: its centre is 0
         constants = self.chain_constants()
         if constants is not None:
             found = chain_nearest_batch(self, constants, poses, seeds, path, search)
             return self._checked_rows(poses, found, search)
-        # Any other model: every solution, then the one nearest its seed (or its neighbour's).
+        # Any other model: every solution, each joint turned next to the seed where its limits
+        # allow, then the one nearest its seed (or its neighbour's).
         every = self.inverse_batch(poses.reshape(-1, 4, 4), budget=search.budget,
                                    tolerance=(search.position, search.rotation)).reshape(*shape, -1, self.dof)
         if not path:
             reference = np.broadcast_to(seeds, (*shape, self.dof)).reshape(-1, self.dof)
-            return pick_best(every.reshape(-1, *every.shape[-2:]), reference).reshape(*shape, self.dof)
+            flat = every.reshape(-1, *every.shape[-2:])
+            return pick_best(self._turned_next_to(flat, reference[:, None]), reference).reshape(*shape, self.dof)
         paths = every.reshape(-1, *every.shape[-3:]) if len(shape) > 1 else every.reshape(1, *every.shape[-3:])
         starts = np.broadcast_to(seeds, (*shape[:-1], self.dof)).reshape(-1, self.dof) if len(shape) > 1 else seeds.reshape(1, -1)
         out = np.full((*paths.shape[:2], self.dof), np.nan)
         for k, (solutions, start) in enumerate(zip(paths, starts, strict=True)):
             reference = start
             for i, row in enumerate(solutions):
-                best = pick_best(row[None], reference)[0]
+                best = pick_best(self._turned_next_to(row[None], reference), reference)[0]
                 out[k, i] = best
                 if not np.isnan(best[0]):
                     reference = best
         return out.reshape(*shape, self.dof)
+
+    def _turned_next_to(self, rows: Array, reference: Array) -> Array:
+        """``rows`` (..., dof) with each turning joint moved by whole turns next to ``reference``
+        where it stays within its limits (NaN rows stay NaN)."""
+        lower, upper, _, periodic, _ = self._bounds()
+        with np.errstate(invalid="ignore"):
+            moved = rows + TWO_PI * np.round((reference - rows) / TWO_PI)
+            keep = np.array(periodic) & (moved >= np.array(lower)) & (moved <= np.array(upper))
+        return np.where(keep, moved, rows)
 
     def _checked_rows(self, poses: Array, rows: Array, search: Search) -> Array:
         """``rows`` (..., dof), with NaN for each that does not reach its pose within the
