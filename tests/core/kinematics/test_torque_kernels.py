@@ -1,10 +1,9 @@
-"""The torque laws' kernels (robohal.kinematics._kernels: joint_impedance, cartesian_impedance,
+"""The torque laws' kernels (robohal.kinematics.kernels.torque: joint_impedance, cartesian_impedance,
 pose_filter, shaped_torque, torque_within): compiled and interpreted they agree to the last bit.
 What they compute is tested through the motions (tests/core/motion/test_torque.py)."""
 
 from __future__ import annotations
 
-import importlib
 from array import array
 
 import numpy as np
@@ -20,8 +19,8 @@ def model():
     return robohal.get_model("franka.fr3")
 
 
-compiled = importlib.import_module("robohal.kinematics._kernels")
-source = kernels.load_source()
+compiled = kernels.load_compiled().torque
+source = kernels.load_source().torque
 
 
 @pytest.mark.skipif(not compiled.COMPILED, reason="robohal was installed without a C compiler")

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import InvalidArgument, LimitViolation
 from ..kinematics import TorqueLimits
-from ..kinematics.kernels import module as _kernels
+from ..kinematics.kernels import torque as _kernels
 from ..motion.torque import RATE_SHARE, ModelTerms, rate_limited, within_torque_limits
 from ..state import Array, RobotState
 

@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument, LimitViolation
 from ..kinematics import Kinematics, TorqueLimits
-from ..kinematics.kernels import module as _kernels
+from ..kinematics.kernels import torque as _kernels
 from ..state import Array, RobotState
 from .motions import JOINT_TORQUE
 
