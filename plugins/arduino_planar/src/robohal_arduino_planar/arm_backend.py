@@ -88,6 +88,18 @@ class ServoArmBackend(Backend):
         for row in np.atleast_2d(q):
             self.calibration.to_pulses(row)
 
+    def pulse_widths(self) -> tuple[int, ...]:
+        """The widths (us) on the joints' pins now, or those of the home position before the first."""
+        return self._pulses if all(self._pulses) else self.calibration.to_pulses(self.home)
+
+    def hold_pulses(self, widths: tuple[int, ...]) -> None:
+        """Put raw widths on the joints' pins, within the servos' range only (``robohal arm
+        calibrate`` jogs a servo to its marks with it; no motion may run meanwhile)."""
+        low, high = self.arm.servo_range_us
+        if len(widths) != len(self.arm.joints) or not all(low <= w <= high for w in widths):
+            raise InvalidArgument(f"{len(self.arm.joints)} widths within the servos' {low}..{high} us, got {widths}")
+        self._pulses = self._write_widths(tuple(int(w) for w in widths))
+
     # The board --------------------------------------------------------------------------------
 
     def _write_widths(self, widths: tuple[int, ...]) -> tuple[int, ...]:
