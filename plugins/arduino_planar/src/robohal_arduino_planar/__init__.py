@@ -110,5 +110,8 @@ def robohal_backends():
             params=("arm", "rate", "boot", "timeout", "q0", "poll", "sampling_ms", "sim_*"),
             tools=(ToolSpec("gripper", factory="robohal_arduino_planar.tool:gripper_for",
                             description="the arm file's gripper servo"),),
+            demo=DemoSpec("MeArm on StandardFirmata", where="robohal_arduino_planar.demo:mearm_where",
+                          task="robohal_arduino_planar.demo:mearm_triangle",
+                          pick_place="robohal_arduino_planar.demo:mearm_pick_place"),
         ),
     ]
