@@ -52,6 +52,7 @@ RULES = (
                                        "the tests run in", run=True,
          instead=("pip install", 'pip install --quiet --no-deps --no-build-isolation --target "$README_SITE"')),
     Rule(r"^robohal (plugins|models|fk|ik|urdf)\b", "reads the installed plugins and models", run=True),
+    Rule(r"^robohal arm new\b", "writes an arm file into the temporary config folder", run=True),
     Rule(r"^robohal sim \S+ --help$", "prints the simulator's options", run=True),
     Rule(r"^robohal (draw|jog) arduino-planar://sim\?firmware=simavr", "the real firmware in simavr, on a pty",
          run=True, missing=firmware.toolchain_missing),
