@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from robohal.errors import InvalidArgument
+from robohal.kinematics.base import Kinematics
 from robohal.kinematics.vertical_plane import VerticalPlaneArm
 
 ARMS = {
@@ -64,6 +65,19 @@ def test_a_tool_turned_sideways_is_refused_with_the_reason():
     pose[:3, :3] = turn @ pose[:3, :3]  # the tool's axis swings out of the base's plane
     found = model.inverse(pose)
     assert len(found) == 0 and "vertical plane" in found.reason
+
+
+@pytest.mark.parametrize("name", list(ARMS))
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel upper arm"])
+def test_the_jacobian_is_the_motion_of_the_flange(name, parallel):
+    """The exact Jacobian against central differences of the forward kinematics."""
+    arm = ARMS[name]
+    arm = VerticalPlaneArm(arm.dof, (arm.l1, arm.l2), base_height=0.05, reach_offset=0.01, zero=arm.zero,
+                           elbow_from_horizontal=parallel, tool=(0.02, 0.01), tool_length=0.03)
+    q = np.random.default_rng(2).uniform(-1.0, 1.0, (20, arm.dof))
+    differences = Kinematics.jacobian(arm, q)
+    assert np.abs(arm.jacobian(q) - differences).max() < 1e-7
+    assert arm.jacobian(q[0]).shape == (6, arm.dof)
 
 
 def test_out_of_reach_says_how_far():

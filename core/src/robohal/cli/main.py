@@ -158,10 +158,10 @@ def plugins(as_json: bool) -> None:
         click.echo(json.dumps(payload, indent=2, default=list))
         return
     table = _table("robohal plugins", ["plugin", "distribution", "version", "models", "backends", "commands"],
-                   wrap=["models"])
-    for info in infos:
+                   wrap=["models", "backends", "commands"])
+    for info in infos:  # one name a line: a name is never split
         table.add_row(info.name, info.distribution or "-", info.version or "-",
-                      ", ".join(info.models) or "-", ", ".join(info.backends) or "-", ", ".join(info.commands) or "-")
+                      "\n".join(info.models) or "-", "\n".join(info.backends) or "-", "\n".join(info.commands) or "-")
     console = _console()
     console.print(table)
     for failure in registry.failures.values():

@@ -61,6 +61,9 @@ def _serial(model: Kinematics) -> tuple[Kinematics, str]:
         c, d = model.coupled + 1, model.driven + 1
         return model.robot, (f"joint{c} here is the linkage's geometric angle: the model's joint {c} minus"
                              f" {model.scaling:g} x its joint {d} (a URDF joint cannot couple two joints)")
+    if getattr(model, "elbow_from_horizontal", False):  # VerticalPlaneArm on a parallel linkage (the MeArm)
+        raise InvalidArgument(f"{type(model).__name__}'s forearm keeps its angle to the horizontal when the shoulder"
+                              " turns (a parallel linkage), which a URDF joint cannot express")
     if model.coupled_limits:
         raise InvalidArgument(f"{type(model).__name__} couples its joints, which a URDF cannot express")
     return model, ""

@@ -37,6 +37,7 @@ from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics, Solutions
 from .limits import JointLimits
+from .numeric import DEFAULT_SEARCH, Search, search_for
 
 # A wrist this close (m) to the base axis leaves the base angle to the tool's direction.
 ON_AXIS = 1e-9
@@ -142,6 +143,35 @@ class VerticalPlaneArm(Kinematics):
         flat = q.reshape(-1, self.dof)
         return np.stack([self._frames(row)[-1] for row in flat.tolist()]).reshape(*q.shape[:-1], 4, 4)
 
+    def jacobian(self, q: ArrayLike) -> Array:
+        """Geometric Jacobian (..., 6, dof) of the flange in the base frame, exact: the yaw turns
+        about the base's z, the pitch joints about the plane's normal, the roll about the tool.
+        A parallel upper arm (``elbow_from_horizontal``) carries the forearm without turning it."""
+        q = self._joints(q)
+        flat = q.reshape(-1, self.dof)
+        out = np.zeros((len(flat), 6, self.dof))
+        level = self.dof == 3  # the tool stays level: the pitch joints turn no frame, and carry its offset
+        for k, row in enumerate(flat.tolist()):
+            _, shoulder, elbow, wrist, flange = self._frames(row)
+            tip = flange[:3, 3]
+            end = wrist[:3, 3] if level else tip  # what the pitch joints swing (the rest is carried)
+            normal = -shoulder[:3, 1]  # a positive pitch lifts the arm: out turns toward up
+            columns = [(np.array([0.0, 0.0, 1.0]), tip)]
+            if self.elbow_from_horizontal:  # the upper arm alone turns; the rest moves with its end
+                columns.append((np.zeros(3), np.cross(normal, elbow[:3, 3] - shoulder[:3, 3])))
+            else:
+                columns.append((np.zeros(3) if level else normal, np.cross(normal, end - shoulder[:3, 3])))
+            columns.append((np.zeros(3) if level else normal, np.cross(normal, end - elbow[:3, 3])))
+            if self.dof >= 4:
+                columns.append((normal, np.cross(normal, tip - wrist[:3, 3])))
+            if self.dof == 5:
+                columns.append((flange[:3, 2], np.cross(flange[:3, 2], tip - wrist[:3, 3])))
+            for j, (angular, linear) in enumerate(columns):
+                if j == 0:
+                    linear = np.cross(angular, linear)
+                out[k, :3, j], out[k, 3:, j] = linear, angular
+        return out.reshape(*q.shape[:-1], 6, self.dof)
+
     def joint_poses(self, q: ArrayLike) -> Array:
         """Frames of the base, shoulder, elbow, wrist (and, with five joints, the wrist again for
         the roll) and the flange: (..., dof + 1, 4, 4)."""
@@ -187,7 +217,7 @@ class VerticalPlaneArm(Kinematics):
             q.append(roll - z[4])
         return [_wrap(x) for x in q]
 
-    def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+    def _candidates(self, pose: Array, previous: Array | None, search: Search = DEFAULT_SEARCH) -> tuple[list, str | None]:
         p = pose[:3, 3]
         rows: list[list[float]] = []
         reason = None
@@ -236,8 +266,13 @@ class VerticalPlaneArm(Kinematics):
             return False
         return self.position_only or np.abs(reached[:3, :3] - pose[:3, :3]).max() <= VERIFY
 
-    def inverse_batch(self, poses: ArrayLike) -> Array:
-        """All solutions for N poses: (N, max_solutions, dof), NaN-padded, limit-filtered."""
+    def inverse_batch(self, poses: ArrayLike, seeds: ArrayLike | None = None, *, path: bool = False,
+                      budget: float | None = None, tolerance: float | tuple[float, float] | None = None) -> Array:
+        """All solutions for N poses: (N, max_solutions, dof), NaN-padded, limit-filtered. With
+        ``seeds`` or ``path``, the one nearest each seed (or the solution before it), as
+        :meth:`Kinematics.inverse_batch` says (a closed form: ``budget`` and ``tolerance`` unused)."""
+        if seeds is not None or path:
+            return self._nearest_batch(poses, seeds, path, search_for(budget, tolerance))
         poses = spatial.as_pose(poses, "poses")
         flat = poses.reshape(-1, 4, 4)
         out = np.full((len(flat), self.max_solutions, self.dof), np.nan)
