@@ -57,8 +57,9 @@ DISTINCT = 1e-3
 
 @dataclass(frozen=True)
 class Search:
-    """How a numeric inverse searches one pose: for at most ``budget`` seconds, until a
-    configuration reaches it within ``position`` (m) and ``rotation`` (rad)."""
+    """How a numeric inverse searches one pose: for at most ``budget`` seconds of its own
+    processor time (a busy machine does not cut it short), until a configuration reaches it
+    within ``position`` (m) and ``rotation`` (rad)."""
 
     budget: float = BUDGET
     position: float = POSITION_TOLERANCE
