@@ -13,15 +13,16 @@ marked as our choice:
   in position mode the servo drives its present position toward ``Goal_Position`` (clamped to
   ``Min/Max_Position_Limit``), never across the wrap point: a goal across it is reached the long
   way round, or not at all where a mechanical stop is in the way.
-- **Motion** (our choice, a model with the servo's published figures): the position loop has a
-  time constant of 20 ms at ``P_Coefficient`` 32 (longer for a smaller P), speed up to the
-  no-load 0.192 s/60 deg at 7.4 V (STS3215, 7.4 V), in proportion to the supply voltage, and
-  ``Goal_Velocity`` when set; acceleration up to ``Acceleration`` x 100 ticks/s^2 (254 when 0).
-- **Load and current** (our choice): the motor's effort is the position error over 64 ticks (at
-  P 32), saturated at ``Torque_Limit`` (0.1 %) and at the current ``Protection_Current`` allows;
+- **Motion** (our choice, a model with the servo's published figures): the servo runs its own
+  setpoint to the goal at up to the no-load 0.192 s/60 deg at 7.4 V (STS3215, 7.4 V), in
+  proportion to the supply voltage, or ``Goal_Velocity`` when set, and ``Acceleration`` x 100
+  ticks/s^2 (254 when 0); the horn follows that setpoint with a lag of 20 ms at
+  ``P_Coefficient`` 32 (longer for a smaller P).
+- **Load and current** (our choice): a free joint needs little effort (3 % of the stall torque,
+  friction); a joint against a stop or an object is pushed with its error over 64 ticks (at P 32),
+  saturated at ``Torque_Limit`` (0.1 %) and at the current ``Protection_Current`` allows.
   ``Present_Load`` is that effort, ``Present_Current`` the stall current (2.7 A) times it plus
-  0.15 A no-load while it turns. A joint against a stop or an object keeps its error: its load
-  and current stay high (a stall).
+  0.15 A no-load while it turns: a blocked joint's load and current stay high (a stall).
 - **Protection** (register names Feetech's, behaviour our choice): above
   ``Max_Temperature_Limit`` the torque goes off (error bit OVERHEAT); an effort above
   ``Overload_Torque`` % for ``Protection_Time`` x 10 ms is cut back to ``Protective_Torque`` %
@@ -46,7 +47,6 @@ from .registers import (
     TICKS_PER_TURN,
     VOLTAGE_UNIT_V,
     default_memory,
-    register,
 )
 
 RAD_PER_TICK = 2.0 * math.pi / TICKS_PER_TURN
@@ -60,6 +60,7 @@ AMBIENT = 25.0  # degC
 HEATING = 0.03  # degC per A^2 s
 COOLING_TIME = 300.0  # s
 MOVING_SPEED = 20.0  # ticks/s: above, Moving reads 1
+FRICTION_EFFORT = 0.03  # of the stall torque, to keep a free joint turning
 
 
 @dataclass
@@ -82,6 +83,8 @@ class SimServo:
         self.stops = stops
         self.object: float | None = None  # an extra stop (raw ticks) from the side the joint is on
         self.velocity = 0.0  # raw ticks/s
+        self.profile: float | None = None  # the servo's own setpoint on its way to the goal (present ticks)
+        self.profile_speed = 0.0
         self.effort = 0.0  # -1..1 of the stall torque
         self.current = 0.0  # A
         self.temperature = AMBIENT
@@ -173,7 +176,7 @@ class SimServo:
     def hand(self, raw: float) -> None:
         """A hand moves the joint (torque off, or against the motor), within its stops."""
         self.raw = min(max(raw, self.stops.low), self.stops.high)
-        self.velocity = 0.0
+        self.velocity, self.profile, self.profile_speed = 0.0, None, 0.0
 
     def place_object(self, raw: float | None) -> None:
         self.object = raw
@@ -196,7 +199,7 @@ class SimServo:
         if torque_on:
             self._drive(dt)
         else:
-            self.velocity, self.effort = 0.0, 0.0
+            self.velocity, self.effort, self.profile, self.profile_speed = 0.0, 0.0, None, 0.0
         moving = abs(self.velocity) > MOVING_SPEED
         self.current = STALL_CURRENT * abs(self.effort) + (IDLE_CURRENT if moving else 0.0)
         self._heat(dt)
@@ -207,36 +210,42 @@ class SimServo:
         goal = float(self.get("Goal_Position"))
         if low_limit < high_limit:
             goal = min(max(goal, low_limit), high_limit)
-        error = goal - self.present  # in present-position numbers: the servo never turns across the wrap
-        # effort, within the torque limits and the current protection
+        present = self.present
+        if self.profile is None:
+            self.profile = present
+        # the servo's own profile: its setpoint runs to the goal at the speed and acceleration allowed
+        # (in present-position numbers: it never turns across the wrap point)
+        speed = NO_LOAD_SPEED * self.voltage / RATED_VOLTAGE
+        if self.get("Goal_Velocity"):
+            speed = min(speed, abs(self.get("Goal_Velocity")))
+        acceleration = (self.get("Acceleration") or 254) * ACCELERATION_UNIT
+        left = goal - self.profile
+        braking = math.sqrt(2.0 * acceleration * abs(left))  # the speed that still stops at the goal
+        wanted = math.copysign(min(speed, braking), left)
+        self.profile_speed += max(-acceleration * dt, min(acceleration * dt, wanted - self.profile_speed))
+        step = self.profile_speed * dt
+        if abs(step) >= abs(left):
+            step, self.profile_speed = left, 0.0
+        self.profile += step
+        # the horn follows the setpoint with the loop's lag, unless a stop or an object is in the way
+        lag = LOOP_TIME_CONSTANT * 32.0 / p_gain
+        move = (self.profile - present) * (1.0 - math.exp(-dt / lag))
+        low, high = self._limits()
+        target = self.raw + move
+        blocked = not low <= target <= high
+        self.raw = min(max(target, low), high)
+        self.velocity = (self.raw - (target - move)) / dt
+        # effort: what a free joint needs is small (friction); a blocked one is pushed ever harder
         limit = min(self.get("Torque_Limit"), self.get("Max_Torque_Limit")) / LOAD_FULL_SCALE
         limit = min(limit, self.get("Protection_Current") * CURRENT_UNIT_A / STALL_CURRENT)
         if self.overloaded:
             limit = min(limit, self.get("Protective_Torque") / 100.0)
-        demand = error * p_gain / (32.0 * FULL_EFFORT_ERROR)
-        self.effort = max(-limit, min(limit, demand))
-        # motion: a first-order loop, speed- and acceleration-limited, slowed by a saturated effort
-        speed = NO_LOAD_SPEED * self.voltage / RATED_VOLTAGE
-        if self.get("Goal_Velocity"):
-            speed = min(speed, abs(self.get("Goal_Velocity")))
-        if abs(demand) > limit > 0:
-            speed *= limit / abs(demand)  # not enough torque to keep up: it lags further
-        elif limit == 0:
-            speed = 0.0
-        wanted = max(-speed, min(speed, error / (LOOP_TIME_CONSTANT * 32.0 / p_gain)))
-        acceleration = (self.get("Acceleration") or 254) * ACCELERATION_UNIT
-        change = max(-acceleration * dt, min(acceleration * dt, wanted - self.velocity))
-        self.velocity += change
-        step = self.velocity * dt
-        if abs(step) > abs(error) and step * error > 0:  # arrives within this step: no overshoot
-            step, self.velocity = error, 0.0
-        low, high = self._limits()
-        target = self.raw + step
-        if target < low or target > high:  # a stop or an object: the joint stays, the effort does not
-            self.raw = min(max(target, low), high)
-            self.velocity = 0.0
+        error = self.profile - self.present
+        if blocked or abs(self.velocity) < MOVING_SPEED:
+            demand = error * p_gain / (32.0 * FULL_EFFORT_ERROR)
         else:
-            self.raw = target
+            demand = math.copysign(FRICTION_EFFORT, self.velocity) + (error - self.velocity * lag) / FULL_EFFORT_ERROR
+        self.effort = max(-limit, min(limit, demand))
         self._protect(dt)
 
     def _protect(self, dt: float) -> None:
@@ -257,13 +266,21 @@ class SimServo:
             self.overheated = False
 
     def _refresh_present(self) -> None:
-        """Write the measured quantities into their registers."""
-        self.set("Present_Position", round(self.present) % TICKS_PER_TURN)
-        self.set("Present_Velocity", max(-32767, min(32767, round(self.velocity))))
-        self.set("Present_Load", round(self.effort * LOAD_FULL_SCALE))
-        self.set("Present_Voltage", max(0, min(255, round(self.voltage / VOLTAGE_UNIT_V))))
-        self.set("Present_Temperature", max(0, min(255, round(self.temperature))))
-        self.set("Moving", int(abs(self.velocity) > MOVING_SPEED))
+        """Write the measured quantities into their registers (sign-magnitude where signed)."""
+        memory = self.memory
+
+        def put(address: int, value: int, sign_bit: int | None = None) -> None:
+            if sign_bit is not None and value < 0:
+                value = -value | (1 << sign_bit)
+            memory[address] = value & 0xFF
+            memory[address + 1] = value >> 8 & 0xFF
+
+        put(56, round(self.present) % TICKS_PER_TURN)  # Present_Position
+        put(58, max(-32767, min(32767, round(self.velocity))), 15)  # Present_Velocity
+        put(60, round(self.effort * LOAD_FULL_SCALE), 10)  # Present_Load
+        memory[62] = max(0, min(255, round(self.voltage / VOLTAGE_UNIT_V)))  # Present_Voltage
+        memory[63] = max(0, min(255, round(self.temperature)))  # Present_Temperature
+        memory[65] = self.error_byte()  # Status
+        memory[66] = int(abs(self.velocity) > MOVING_SPEED)  # Moving
         sign = -1 if self.effort < 0 else 1
-        self.set("Present_Current", sign * min(32767, round(self.current / CURRENT_UNIT_A)))
-        self.memory[register("Status").address] = self.error_byte()
+        put(69, sign * min(32767, round(self.current / CURRENT_UNIT_A)), 15)  # Present_Current

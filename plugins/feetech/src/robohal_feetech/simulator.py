@@ -40,7 +40,7 @@ import heapq
 import json
 import math
 import os
-import selectors
+import select
 import shutil
 import signal
 import sys
@@ -260,24 +260,25 @@ class Program:
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> None:
-        selector = selectors.DefaultSelector()
-        selector.register(self.master, selectors.EVENT_READ, "bus")
         lines = control_lines(sys.stdin)
-        if lines is not None:
-            selector.register(lines, selectors.EVENT_READ, "control")
         while not self.stop:
             wait = IDLE_WAIT if not self.due else max(0.0, min(IDLE_WAIT, self.due[0][0] - time.monotonic()))
-            for key, _ in selector.select(wait):
-                if key.data == "bus":
-                    self._from_host()
+            # select(), not a selector: epoll rounds its timeout up to whole milliseconds, and the
+            # answers are due in microseconds
+            watched = [self.master] + ([lines.fileno()] if lines is not None else [])
+            try:
+                readable, _, _ = select.select(watched, [], [], wait)
+            except InterruptedError:
+                continue
+            if self.master in readable:
+                self._from_host()
+            if lines is not None and lines.fileno() in readable:
+                got = lines.read()
+                if got is None:
+                    if lines.ends_run:
+                        self.stop = True
+                    lines = None
                 else:
-                    got = lines.read() if lines is not None else None
-                    if got is None:
-                        selector.unregister(lines)
-                        if lines is not None and lines.ends_run:
-                            self.stop = True
-                        lines = None
-                        continue
                     for line in got:
                         self.control(line)
             self._to_host()

@@ -48,12 +48,14 @@ class ErrorBit(enum.IntFlag):
     OVERLOAD = 0x20
 
 
+_BIT_NAMES = {int(bit): str(bit.name) for bit in ErrorBit}
+
+
 def error_names(error: int) -> tuple[str, ...]:
     """The names of the bits set in a status packet's error byte (unknown bits as ``BIT<n>``)."""
-    names = [bit.name for bit in ErrorBit if error & bit and bit.name]
-    known = sum(int(bit) for bit in ErrorBit)
-    names += [f"BIT{n}" for n in range(8) if error & (1 << n) and not known & (1 << n)]
-    return tuple(names)
+    if not error:
+        return ()
+    return tuple(_BIT_NAMES.get(1 << n, f"BIT{n}") for n in range(8) if error & (1 << n))
 
 
 class EncodingError(ValueError):
