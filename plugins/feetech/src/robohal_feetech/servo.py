@@ -81,7 +81,8 @@ class SimServo:
         self.saved = bytes(self.memory[:EEPROM_END])  # the EEPROM as it survives power-off
         self.raw = float(raw)
         self.stops = stops
-        self.object: float | None = None  # an extra stop (raw ticks) from the side the joint is on
+        self.object: float | None = None  # an extra stop (raw ticks) for a joint coming from its open side
+        self.open_side = 1  # which way of the object (+1: higher raw ticks) the joint is free
         self.velocity = 0.0  # raw ticks/s
         self.profile: float | None = None  # the servo's own setpoint on its way to the goal (present ticks)
         self.profile_speed = 0.0
@@ -178,13 +179,15 @@ class SimServo:
         self.raw = min(max(raw, self.stops.low), self.stops.high)
         self.velocity, self.profile, self.profile_speed = 0.0, None, 0.0
 
-    def place_object(self, raw: float | None) -> None:
-        self.object = raw
+    def place_object(self, raw: float | None, open_side: int = 1) -> None:
+        """Something at ``raw`` ticks that stops the joint coming from ``open_side`` (+1: from higher
+        ticks); from the other side it is not in the way (a jaw closed past a part holds none)."""
+        self.object, self.open_side = raw, open_side
 
     def _limits(self) -> tuple[float, float]:
         low, high = self.stops.low, self.stops.high
-        if self.object is not None:
-            if self.raw >= self.object:
+        if self.object is not None and (self.raw - self.object) * self.open_side >= 0:
+            if self.open_side > 0:
                 low = max(low, self.object)
             else:
                 high = min(high, self.object)

@@ -19,7 +19,8 @@ its effect (``STATS`` shows it):
 ``SUPPLY VOLTS``           the supply's voltage (it sags with the current drawn)
 ``TEMP ID DEGC``           the servo's temperature now
 ``HAND ID FRACTION``       a hand moves the joint to FRACTION of its travel between its stops
-``OBJECT WIDTH|none``      a part WIDTH m wide between the jaws (the jaw stalls on it)
+``OBJECT WIDTH|none``      a part WIDTH m wide between the jaws (the closing jaw stalls on it)
+``BLOCK ID RAD|none``      something in the joint's way at RAD, on the side it is on now
 ``POWER``                  power cycle every servo (unsaved EEPROM values are lost)
 ``QUIT``                   end
 =========================  ============================================================
@@ -197,7 +198,19 @@ class Program:
             servo.place_object(None)
             return
         mount, direction, _ = self.geometry[self.arm.gripper.id]
-        servo.place_object(mount + direction * jaw_angle(width, jaw_geometry(self.arm)) / RAD_PER_TICK)
+        servo.place_object(mount + direction * jaw_angle(width, jaw_geometry(self.arm)) / RAD_PER_TICK, direction)
+
+    def block(self, servo_id: int, angle: float | None) -> None:
+        """Something in a joint's way at ``angle`` (rad), from the side the joint is on now."""
+        servo = self.bus.servo(servo_id)
+        if servo is None or servo_id not in self.geometry:
+            return
+        if angle is None:
+            servo.place_object(None)
+            return
+        mount, direction, _ = self.geometry[servo_id]
+        raw = mount + direction * angle / RAD_PER_TICK
+        servo.place_object(raw, 1 if servo.raw >= raw else -1)
 
     def stats(self) -> dict:
         self.bus.advance(max(self.bus.clock, time.monotonic()))
@@ -249,6 +262,9 @@ class Program:
             elif command == "OBJECT":
                 self.bus.advance(time.monotonic())
                 self.place_object(None if args[0].lower() == "none" else float(args[0]))
+            elif command == "BLOCK":
+                self.bus.advance(time.monotonic())
+                self.block(int(args[0]), None if args[1].lower() == "none" else float(args[1]))
             elif command == "POWER":
                 for servo in self.bus.servos:
                     servo.power_cycle()
