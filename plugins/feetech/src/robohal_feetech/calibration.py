@@ -11,7 +11,7 @@ servo turns the long way round into its stop. The homing offset (sign-magnitude,
 **Finding it.** :class:`RangeRecorder` records each joint's whole travel first, from the
 servo's raw encoder (offset 0), unwrapping the numbers as the joint moves (a step of more than
 a quarter turn between two samples is refused: the joint moved too fast to follow). Only then
-is the offset chosen, :func:`choose_homing`: the travel's centre goes to 2048, so the wrap point
+is the offset chosen, :func:`choose_homing`: the travel's centre goes to 2047, so the wrap point
 sits opposite it, as far from both ends as it can be. A travel that leaves less than
 ``margin`` ticks clear on each side is refused, with the reason. The offset is computed modulo a
 turn, so it always fits the register; there is no "Magnitude 2114 exceeds 2047" here.
@@ -229,7 +229,9 @@ def choose_homing(low: float, high: float, name: str, margin: int = WRAP_MARGIN)
     cannot be placed with ``margin`` ticks clear of the wrap point on both sides."""
     lo, hi = math.floor(low), math.ceil(high)
     span = hi - lo
-    room = TICKS_PER_TURN - 1 - 2 * margin
+    # the range must lie within margin..4095-margin; two ticks less, for the one offset the
+    # register cannot carry (below)
+    room = TICKS_PER_TURN - 1 - 2 * margin - 2
     if span > room:
         raise CalibrationError(
             f"{name}: travels {span} ticks ({math.degrees(span * RAD_PER_TICK):.1f} deg); its range cannot be"
@@ -237,10 +239,11 @@ def choose_homing(low: float, high: float, name: str, margin: int = WRAP_MARGIN)
             f" {room} ticks ({math.degrees(room * RAD_PER_TICK):.1f} deg). Limit its travel, or mind the"
             " wrap point yourself.")
     centre = (lo + hi) // 2
-    offset = centre % TICKS_PER_TURN - TICKS_PER_TURN // 2  # centre - offset = 2048 (mod a turn)
+    middle = (TICKS_PER_TURN - 1) // 2  # 2047: the centre of 0..4095
+    offset = (centre - middle + TICKS_PER_TURN // 2) % TICKS_PER_TURN - TICKS_PER_TURN // 2  # centre - offset = 2047
     if offset < -HOMING_LIMIT:  # -2048 is the one residue the register cannot carry: one tick over
         offset += 1
-    # present = raw - offset, taken in the turn that holds the centre at about 2048
+    # present = raw - offset, taken in the turn that holds the centre at about 2047
     present_centre = (centre - offset) % TICKS_PER_TURN
     base = centre - offset - present_centre
     range_min, range_max = lo - offset - base, hi - offset - base
