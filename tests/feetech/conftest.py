@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from robohal.uri import parse_uri
-
 from robohal_feetech.simulation import FeetechSimulator, start_simulator
 
 

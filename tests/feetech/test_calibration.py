@@ -13,7 +13,6 @@ import pytest
 import robohal
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from robohal_feetech import cli
 from robohal_feetech.arm import load_arm
 from robohal_feetech.bus import ServoBus

@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from robohal_feetech import wire
 from robohal_feetech.registers import MODEL_NUMBER_STS3215
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from robohal_feetech import registers, telemetry, wire
 
 
