@@ -156,6 +156,7 @@ class FeetechBackend(Backend):
         self._queued: list[bytes] = []  # one-off sync writes for the next exchange
         self._lock = threading.RLock()  # one transaction on the line at a time
         self._faults: dict[str, str] = {}
+        self._torque_limits: dict[int, float] = {}  # per servo, as a share of the stall torque
         self._link_error: ConnectionLost | None = None
         self._stalls = {servo_id: StallTimer(self.arm.stall) for servo_id in self.arm_ids}
         if gripper is not None:
@@ -327,6 +328,7 @@ class FeetechBackend(Backend):
             self.bus.sync_write(reg["Protection_Current"],
                                 {self.arm.gripper.id: round(self.arm.gripper.current_limit / CURRENT_UNIT_A)})
         self.bus.sync_write(reg["Torque_Limit"], limits)
+        self._torque_limits = {i: v / LOAD_FULL_SCALE for i, v in limits.items()}
         self.bus.sync_write(reg["Goal_Velocity"], {i: 0 for i in ids})
         self.bus.sync_write(reg["Acceleration"], {i: 0 for i in ids})
         # the transactions' timing from here on: the slowest servo's return delay, as it reads back
@@ -388,6 +390,8 @@ class FeetechBackend(Backend):
             return self._snapshot()
 
     def _queue(self, name: str, values: dict[int, int]) -> None:
+        if name == "Torque_Limit":
+            self._torque_limits.update({i: v / LOAD_FULL_SCALE for i, v in values.items()})
         reg = REGISTERS[name]
         self._queued.append(wire.sync_write(reg.address, reg.size, {i: reg.encode(v) for i, v in values.items()}))
 
@@ -401,7 +405,7 @@ class FeetechBackend(Backend):
             label = self.arm.label(servo_id)
             error = (goals.get(servo_id, found.position) - found.position) * RAD_PER_TICK
             timer = self._stalls[servo_id]
-            if timer.update(now, found.current, error, found.velocity):
+            if timer.update(now, found.current, error, found.velocity, found.load, self._torque_limits[servo_id]):
                 self._on_stall(servo_id, found, error)
             for quantity, watch, value, unit, name in (
                     ("voltage", self._voltage, found.voltage, "V", "VOLTAGE"),

@@ -34,7 +34,7 @@ from .registers import Register
 
 log = logging.getLogger("robohal.feetech")
 
-DEFAULT_TIMEOUT = 0.02  # s of slack past the wire time: a USB adapter's latency, a busy host
+DEFAULT_TIMEOUT = 0.05  # s of slack past the wire time: a USB adapter's latency (16 ms on an FTDI by default), a busy host
 DEFAULT_RETRIES = 3
 EARLY_WAKE = 200e-6  # s before the answers can be complete that a transaction starts reading
 SPIN = 150e-6  # s past then that it looks for them without sleeping (our choice: short, so no core burns)
@@ -151,13 +151,15 @@ class ServoBus:
                 if not ready:
                     return b""
                 data = os.read(self._fd, 4096)
-                break
+                if data:
+                    break
+                # readable yet empty: a line just reconfigured, or one going away (an unplugged
+                # adapter then fails the read itself); look again shortly, until the deadline
+                time.sleep(0.001)
         except BlockingIOError:
             return b""
         except OSError as exc:
             raise ConnectionLost(f"feetech: reading {self.device} failed: {exc}") from None
-        if not data:  # readable yet empty: the device went away (an unplugged adapter)
-            raise ConnectionLost(f"feetech: {self.device} was closed (unplugged?)")
         self.counters["bytes_received"] += len(data)
         return data
 

@@ -4,8 +4,9 @@ No I/O: the backend feeds :class:`StallTimer` and :class:`BoundWatch` every read
 what they say.
 
 - **Stall** (a servo pushing against something instead of moving): its current above the
-  arm file's ``stall_current`` while it stays more than ``stall_error`` from its goal and
-  turns slower than 0.1 rad/s (our choice), all without a break for ``stall_time``. A stalled servo is then held where it is, at
+  arm file's ``stall_current``, or its load at 90 % of the torque limit it was given (a grasp's
+  reduced torque draws less than ``stall_current``), while it stays more than ``stall_error``
+  from its goal and turns slower than 0.1 rad/s (our choice), all without a break for ``stall_time``. A stalled servo is then held where it is, at
   ``hold_torque``, or released (torque off), as the arm file says: it pushes no longer at full
   torque, so it does not burn. A grasp is the jaw's stall on a part, and the same rule holds it.
 - **Voltage and temperature**: the arm file's bounds; past a warning bound a warning is logged
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from .arm import Bounds, StallRule
 
 STALL_SPEED = 0.1  # rad/s: a servo turning faster is moving, not stalled
+AT_LIMIT = 0.9  # a load this close to the torque limit is pushing as hard as it may (our choice)
 
 
 @dataclass
@@ -29,9 +31,12 @@ class StallTimer:
     since: float | None = None
     stalled: bool = False
 
-    def update(self, now: float, current: float, error: float, speed: float = 0.0) -> bool:
-        """Feed a reading (A, rad from its goal, rad/s); True on the cycle the stall is declared."""
-        if abs(current) >= self.rule.current and abs(error) >= self.rule.error and abs(speed) < STALL_SPEED:
+    def update(self, now: float, current: float, error: float, speed: float = 0.0, load: float = 0.0,
+               load_limit: float = 1.0) -> bool:
+        """Feed a reading (A, rad from its goal, rad/s, its load and torque limit as shares of the
+        stall torque); True on the cycle the stall is declared."""
+        pushing = abs(current) >= self.rule.current or abs(load) >= AT_LIMIT * load_limit
+        if pushing and abs(error) >= self.rule.error and abs(speed) < STALL_SPEED:
             if self.since is None:
                 self.since = now
             if not self.stalled and now - self.since >= self.rule.time:

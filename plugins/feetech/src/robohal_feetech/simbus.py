@@ -91,7 +91,10 @@ class SimBus:
 
     def receive(self, data: bytes, now: float, baud: int) -> list[tuple[float, bytes]]:
         """The host sent ``data`` at ``now`` at ``baud``: the status packets it gets back, each
-        with the time its last byte arrives, in order."""
+        with the time its last byte arrives, in order. ``baud`` 0 is a line speed no servo takes."""
+        if baud <= 0:
+            self.counts["noise_in"] += 1
+            return []
         byte_time = wire.byte_time(baud)
         start = self.free_at if self.free_at > now else now
         if self.free_at > now + byte_time:

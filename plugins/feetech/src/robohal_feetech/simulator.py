@@ -180,6 +180,7 @@ class Program:
         return RobotUri("feetech", path=self.slave_path, params=params)
 
     def host_baud(self) -> int:
+        """The host's line speed (0: one no servo takes, such as a custom rate)."""
         try:
             speed = termios.tcgetattr(self.master)[5]
         except termios.error:
