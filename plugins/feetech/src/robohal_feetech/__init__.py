@@ -60,7 +60,7 @@ def robohal_backends():
             features=FEATURES,
             position_tolerance=POSITION_TOLERANCE,
             settle_time=SETTLE_TIME,
-            demo=DemoSpec("SO-101 servo arm", where="robohal_feetech.demo:where", task="robohal_feetech.demo:wave",
+            demo=DemoSpec("SO-101 servo arm", where="robohal_feetech.demo:where", task="robohal_feetech.demo:square",
                           pick_place="robohal_feetech.demo:pick_place"),
             params=("arm", "calibration", "baud", "rate", "timeout", "retries", "poll", "sim_*"),
             tools=(ToolSpec("gripper", factory="robohal_feetech.gripper:gripper_for",

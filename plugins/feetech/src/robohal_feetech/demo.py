@@ -1,4 +1,4 @@
-"""The SO-101's tasks of ``robohal demo``, on the simulated servo bus: a wave of every joint, and
+"""The SO-101's tasks of ``robohal demo``, on the simulated servo bus: an upright square, and
 the pick and place (the core's, :mod:`robohal.cli.pick_place`) with the jaw closing on a 3 cm part.
 
 The SO-101 is five joints: it holds the jaw pointing straight down (its wrist roll axis
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from robohal import connect, get_model
+from robohal.cli.demo import polygon_through_ik
 from robohal.cli.pick_place import PickPlace
 
 from . import DEFAULT_MODEL, SIM_TARGET
@@ -40,14 +41,23 @@ def pick_place() -> PickPlace:
                      description="pick and place with the SO-101's jaw on the simulated servo bus")
 
 
-def wave(run) -> None:
-    """Every joint in turn, then home: the joints' tracking on the simulated servos."""
+def square(run) -> None:
+    """A 4 cm square upright in the arm's own plane (the jaw pointing down all the way): the
+    shoulder, elbow and wrist draw it through the model's IK, the pan stays. With the jaw held
+    down, the wrist's limits leave a small window: a 6 cm square leaves it."""
     with connect(run.uri) as robot:
         run.attach(robot)
-        home = robot.commanded.copy()
-        for joint in range(robot.model.dof):
-            target = home.copy()
-            target[joint] += 0.4 if home[joint] <= robot.model.limits.centre[joint] else -0.4
-            run.results.append(robot.move_joints(target, speed=0.5))
-            run.results.append(robot.move_joints(home, speed=0.5))
+        robot.move_joints(START, speed=0.5)
+        model = robot.model
+        start = np.array(START)
+        poses = model.joint_poses(start)
+        inward = poses[1][:3, 3] - poses[3][:3, 3]
+        inward[2] = 0.0
+        inward /= np.linalg.norm(inward)
+        up = np.array([0.0, 0.0, 1.0])
+        # 2.5 cm up and 1 cm out from the start: inside that window with a centimetre to spare
+        corner = model.forward(start)[:3, 3] + 0.025 * up - 0.01 * inward
+        side = 0.04
+        corners = np.array([corner, corner + side * inward, corner + side * (inward + up), corner + side * up, corner])
+        polygon_through_ik(robot, corners, speed=0.05, run=run)
         run.info.update(robot.state.info)

@@ -13,11 +13,12 @@ marked as our choice:
   in position mode the servo drives its present position toward ``Goal_Position`` (clamped to
   ``Min/Max_Position_Limit``), never across the wrap point: a goal across it is reached the long
   way round, or not at all where a mechanical stop is in the way.
-- **Motion** (our choice, a model with the servo's published figures): at each new goal the
-  servo plans from where its horn is, and runs its own setpoint to the goal at up to the no-load 0.192 s/60 deg at 7.4 V (STS3215, 7.4 V), in
+- **Motion** (our choice, a model with the servo's published figures): the servo runs its own
+  setpoint to the goal at up to the no-load 0.192 s/60 deg at 7.4 V (STS3215, 7.4 V), in
   proportion to the supply voltage, or ``Goal_Velocity`` when set, and ``Acceleration`` x 100
   ticks/s^2 (254 when 0); the horn follows that setpoint with a lag of 20 ms at
-  ``P_Coefficient`` 32 (longer for a smaller P).
+  ``P_Coefficient`` 32 (longer for a smaller P); the setpoint keeps within twice that lag's
+  distance at full speed of the horn, so a blocked servo's does not wind up.
 - **Load and current** (our choice): a free joint needs little effort (3 % of the stall torque,
   friction); a joint against a stop or an object is pushed with its error over 64 ticks (at P 32),
   saturated at ``Torque_Limit`` (0.1 %) and at the current ``Protection_Current`` allows.
@@ -86,7 +87,6 @@ class SimServo:
         self.velocity = 0.0  # raw ticks/s
         self.profile: float | None = None  # the servo's own setpoint on its way to the goal (present ticks)
         self.profile_speed = 0.0
-        self.profile_goal: float | None = None
         self.effort = 0.0  # -1..1 of the stall torque
         self.current = 0.0  # A
         self.temperature = AMBIENT
@@ -215,8 +215,8 @@ class SimServo:
         if low_limit < high_limit:
             goal = min(max(goal, low_limit), high_limit)
         present = self.present
-        if self.profile is None or goal != self.profile_goal:  # a new goal: planned from where the horn is
-            self.profile, self.profile_goal = present, goal
+        if self.profile is None:
+            self.profile = present
         # the servo's own profile: its setpoint runs to the goal at the speed and acceleration allowed
         # (in present-position numbers: it never turns across the wrap point)
         speed = NO_LOAD_SPEED * self.voltage / RATED_VOLTAGE
@@ -231,6 +231,12 @@ class SimServo:
         if abs(step) >= abs(left):
             step, self.profile_speed = left, 0.0
         self.profile += step
+        # never further ahead of the horn than twice its lag at full speed: a blocked servo's
+        # setpoint does not wind up past what it pushes against (our choice)
+        lead = 2.0 * speed * LOOP_TIME_CONSTANT * 32.0 / p_gain
+        if abs(self.profile - present) > lead:
+            self.profile = present + math.copysign(lead, self.profile - present)
+            self.profile_speed = min(abs(self.profile_speed), speed) * (1 if self.profile > present else -1)
         # the horn follows the setpoint with the loop's lag, unless a stop or an object is in the way
         lag = LOOP_TIME_CONSTANT * 32.0 / p_gain
         move = (self.profile - present) * (1.0 - math.exp(-dt / lag))
