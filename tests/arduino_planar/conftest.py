@@ -35,7 +35,7 @@ class SimProcess:
         self._cond = threading.Condition()
         self._ports: list[serial.Serial] = []
         first = self._readline_with_timeout(20.0)
-        uri = parse_ready_line(first) if first.startswith("READY arduino-planar:///dev/") else None
+        uri = parse_ready_line(first) if first.startswith(("READY arduino-planar:///dev/", "READY arduino-firmata:///dev/")) else None
         if uri is None or uri.host or uri.params:
             self.stop()
             raise RuntimeError(f"simulator did not announce a pty: {first!r} {self.proc.stderr.read()!r}")

@@ -102,8 +102,8 @@ def main() -> None:
         control = robot.start_torque_control()
         state, _ = control.readOnce()
         q0 = list(state.q)
-        for i in range(500):
-            command = lib.Torques([0.5 if i < 250 else -0.5, 0, 0, 0, 0, 0, 0])
+        for i in range(500):  # one period of 2 Nm on joint 1: past its static friction (1.137 Nm), from 0
+            command = lib.Torques([2.0 * math.sin(2 * math.pi * i / 500), 0, 0, 0, 0, 0, 0])
             command.motion_finished = i == 499
             control.writeOnce(command)
             if i < 499:
@@ -119,6 +119,35 @@ def main() -> None:
             out["torque_jump"] = None
         except Exception as exc:
             out["torque_jump"] = [type(exc).__name__, str(exc)]
+    elif scenario == "model":  # [impl] [LOAD_JSON: mass, center (3), inertia (9, column-major)]
+        if len(sys.argv) > 4:
+            mass, center, inertia = json.loads(sys.argv[4])
+            robot.set_load(mass, center, inertia)
+        state = robot.read_once()
+        model = robot.load_model()
+        out.update(rest_q=list(state.q), rest_tau_J=list(state.tau_J), rest_tau_J_d=list(state.tau_J_d),
+                   m_total=state.m_total, gravity=list(model.gravity(state)), mass=list(model.mass(state)))
+        # Torque control: 100 cycles of zero torque (the robot holds the arm against gravity), then one
+        # period of a 0.6 s sine past the joints' static friction; the Model's terms on the way.
+        amplitude = [4.0, 4.0, 0.0, 4.0, 0.0, 1.5, 0.0]
+        control = robot.start_torque_control()
+        state, _ = control.readOnce()
+        samples = []
+        for i in range(700):
+            if i == 100:
+                out["held_q"] = list(state.q)
+            s = math.sin(2 * math.pi * max(i - 100, 0) / 600)
+            command = lib.Torques([a * s for a in amplitude])
+            command.motion_finished = i == 699
+            control.writeOnce(command)
+            if i < 699:
+                state, _ = control.readOnce()
+                if i in (250, 400, 550):
+                    samples.append({"q": list(state.q), "dq": list(state.dq), "tau_J": list(state.tau_J),
+                                    "tau_J_d": list(state.tau_J_d), "coriolis": list(model.coriolis(state)),
+                                    "gravity": list(model.gravity(state)), "mass": list(model.mass(state))})
+        del control
+        out["samples"] = samples
     elif scenario == "stop":
         control = robot.start_joint_position_control(lib.ControllerMode.JointImpedance)
         state, _ = control.readOnce()

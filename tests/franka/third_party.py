@@ -160,6 +160,8 @@ DYNAMICS_FACTOR = 0.4
 # 5900 rad/s^3. This factor on top (0.12 in all) keeps them inside the FR3's joint limits.
 CARTESIAN_FACTOR = 0.3
 SETTLE_TIMEOUT = 2.0  # s: for the measured joints to come to rest after a motion
+IMPEDANCE_TIME = 1.5  # s: how long franky's torque motions run (their springs settle well within it)
+JOINT_STIFFNESS = [600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0]  # Nm/rad: libfranka's joint impedance example's
 REST_SPEED = 1e-3  # rad/s: our choice, far below any commanded speed here
 
 
@@ -207,6 +209,23 @@ def _scenario(robot, franky, name: str) -> dict:
                 [franky.CartesianWaypoint(franky.CartesianState(pose)) for pose in poses],
                 relative_dynamics_factor=CARTESIAN_FACTOR))
         asked["translation"], asked["quaternion"] = targets[-1], list(pose0.quaternion)
+    elif name in ("joint_impedance", "cartesian_impedance", "torque"):
+        # franky's torque motions run until stopped: a reaction ends each after IMPEDANCE_TIME with
+        # franky's own graceful stop (damping to rest), as its documentation has it
+        if name == "joint_impedance":
+            target = _joint_target(q0, [0.1, -0.05, 0.05, 0.1, 0.0, 0.05, 0.15])
+            motion = franky.JointImpedanceMotion(target, stiffness=JOINT_STIFFNESS)
+            asked["q"] = target
+        elif name == "cartesian_impedance":
+            translation = [p + d for p, d in zip(pose0.translation, [0.03, -0.02, -0.03], strict=True)]
+            motion = franky.CartesianImpedanceMotion(franky.Affine(translation, pose0.quaternion),
+                                                     translational_stiffness=1000.0, rotational_stiffness=100.0)
+            asked["translation"], asked["quaternion"] = translation, list(pose0.quaternion)
+        else:  # zero torque on top of the robot's gravity compensation: the arm floats where it is
+            motion = franky.SimpleTorqueMotion(signal_timeout=None, compensate_coriolis=True)
+            asked["q"] = q0
+        motion.add_reaction(franky.TorqueReaction(franky.Measure.REL_TIME > IMPEDANCE_TIME, franky.TorqueStopMotion()))
+        robot.move(motion)
     else:
         raise SystemExit(f"unknown scenario {name!r}")
     state = _settled(robot)

@@ -6,6 +6,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from .errors import PluginError, UnknownNameError, UriError
+from .plugins.arm_files import MODEL_PREFIX
 from .plugins.records import BackendSpec
 from .plugins.registry import Registry, default_registry
 from .robot import Robot
@@ -14,6 +15,11 @@ from .uri import RobotUri, parse_uri
 
 
 def resolve_model_name(uri: RobotUri, spec: BackendSpec) -> str:
+    arm = uri.params.get("arm")
+    if arm:  # an arm file's arm: its model is registered as arm.NAME
+        if uri.model and uri.model != MODEL_PREFIX + arm:
+            raise UriError(f"{uri}: arm={arm} is the model {MODEL_PREFIX}{arm}; drop model={uri.model}")
+        return MODEL_PREFIX + arm
     if uri.model:
         return uri.model
     if spec.simulator is not None and spec.simulator.default_model:

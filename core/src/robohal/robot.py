@@ -3,6 +3,7 @@ together, with the motions users ask for by name."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from .motion.linear import LinearMove
 from .motion.reactions import Until, with_reactions
 from .motion.servo import DEFAULT_TIMEOUT as SERVO_TIMEOUT
 from .motion.servo import servo_target
+from .motion.torque import Teach
 from .motion.waypoints import Waypoints
 from .payload import Payload
 from .state import Array, RobotState
@@ -150,10 +152,31 @@ class Robot:
         """Run a motion; while another runs, it takes over from it (see :meth:`Backend.run`).
         ``until``: reactions checked every control cycle (:mod:`robohal.motion.reactions`): a
         condition (``force("z") > 5.0``) ends the motion when met; a :class:`Reaction` may hand
-        over to another motion instead. Every motion returns its
+        over to another motion instead. A torque motion (:mod:`robohal.motion.torque`: impedance,
+        applied torques and wrenches, hand guiding) runs on a robot that takes joint torques; on
+        another it raises :class:`~robohal.errors.Unsupported` here. Every motion returns its
         :class:`~robohal.motion.MotionResult`; with ``wait=False`` it returns at once with a
         :class:`~robohal.control.handle.MotionHandle` (``wait()``, ``done()``, ``cancel()``)."""
         return self.backend.run(with_reactions(motion, until), wait=wait)
+
+    def teach(self, *, damping: ArrayLike = 0.0, locked: str | Sequence[str] = (), duration: float | None = None,
+              until: Until = None, wait: bool = True) -> MotionResult | MotionHandle:
+        """Hand guiding: the arm floats, gravity-compensated, and a hand moves it (a
+        :class:`~robohal.motion.torque.Teach` motion, on a robot that takes joint torques).
+        ``damping`` (Nm s/rad, one number or one per joint) makes it viscous; ``locked`` holds
+        some of the flange's axes where they are (``"x"``, ``"y"``, ``"z"``, ``"rx"``, ``"ry"``,
+        ``"rz"``: along and about the base axes). It runs for ``duration`` s, or until stopped
+        (``robot.stop()``, the handle's ``cancel()``, Ctrl-C) or a reaction ends it (``until=``),
+        then damps the arm to rest and hands it to the robot's own hold. A robot that takes no
+        torques raises :class:`~robohal.errors.Unsupported` at the call."""
+        return self.run(Teach(damping=damping, locked=tuple(locked) if not isinstance(locked, str) else locked,
+                              duration=duration), until=until, wait=wait)
+
+    @property
+    def command_interfaces(self) -> frozenset[str]:
+        """What this robot takes commands as: ``"joint_position"`` always, ``"joint_torque"`` where
+        its backend runs torque motions (:mod:`robohal.motion.torque`)."""
+        return self.backend.command_interfaces
 
     def move_joints(self, q: ArrayLike, *, speed: float = 0.5, until: Until = None,
                     wait: bool = True) -> MotionResult | MotionHandle:
@@ -200,13 +223,18 @@ class Robot:
         one to pass ``q`` with, and ``duration`` (s) the least time to take to reach it (None: as
         soon as the limits allow): a path's samples streamed one ``duration`` ahead of their time,
         each with its velocity and acceleration, are followed on the path and at its pace. When no
-        call comes for :attr:`servo_timeout` seconds, the arm brakes to rest. Returns at once."""
+        call comes for :attr:`servo_timeout` seconds, the arm brakes to rest. Returns at once.
+        While an impedance motion runs (:class:`~robohal.motion.torque.JointImpedance`,
+        :class:`~robohal.motion.torque.CartesianImpedance`), each target moves its equilibrium
+        instead (positions only: no ``velocity``, ``acceleration`` or ``duration``), and the
+        impedance goes on without a timeout until it is stopped."""
         self._steer("joints", q, velocity, acceleration, duration)
 
     def servo_pose(self, pose: ArrayLike) -> None:
         """Stream flange pose targets ((4, 4), base frame, metres): one differential-IK cycle per
         control cycle toward the newest, inside the joint limits (a pose out of reach is approached
-        as closely as they allow). Otherwise as :meth:`servo`."""
+        as closely as they allow). Otherwise as :meth:`servo`; while a
+        :class:`~robohal.motion.torque.CartesianImpedance` runs, each pose is its new equilibrium."""
         self._steer("pose", pose)
 
     def servo_velocity(self, dq: ArrayLike) -> None:

@@ -24,7 +24,8 @@ def test_demo_drives_every_installed_simulator_and_writes_plots(tmp_path):
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     expected = [demo.name for demo in demos()]
-    assert {"planar servo arm", "ABB IRB 1410", "Franka FR3"} <= set(expected), "the bundled plugins' demos"
+    assert {"planar servo arm", "ABB IRB 1410", "Franka FR3", "Franka FR3 contact"} <= set(expected), \
+        "the bundled plugins' demos"
     for name in expected:
         assert f"done  {name}" in result.stdout
         plot = out / f"{name.lower().replace(' ', '-')}.png"

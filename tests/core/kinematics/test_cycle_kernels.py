@@ -1,8 +1,7 @@
-"""The control cycle's kernels (robohal.kinematics._kernels: within_bounds, pose_error,
-target_motion, first_goal, next_goal): compiled and interpreted they agree to the last bit,
+"""The control cycle's kernels (robohal.kinematics.kernels: bounds.within_bounds, cycle.pose_error,
+cycle.target_motion, cycle.first_goal, cycle.next_goal): compiled and interpreted they agree to the last bit,
 and each gives what the plain-Python maths it replaced gives."""
 
-import importlib
 import math
 
 import numpy as np
@@ -13,7 +12,7 @@ from robohal.control.guard import SetpointGuard
 from robohal.kinematics import diffik, kernels
 from robohal.kinematics.diffik import DifferentialIk
 
-compiled = importlib.import_module("robohal.kinematics._kernels")
+compiled = kernels.load_compiled()
 source = kernels.load_source()
 compiled_only = pytest.mark.skipif(not compiled.COMPILED, reason="robohal was installed without a C compiler")
 BOTH = pytest.mark.parametrize("kernels", [compiled, source], ids=["compiled", "interpreted"])
@@ -71,8 +70,8 @@ def test_the_guards_pass_agrees_compiled_or_not():
             if rng.random() < 0.05:
                 x[rng.integers(7)] = rng.choice([np.nan, np.inf, -np.inf])
             arguments = (x.tolist(), a.tolist(), b.tolist(), c.tolist(), guard._packed, *guard._scales)
-            verdict = compiled.within_bounds(*arguments)
-            assert verdict == source.within_bounds(*arguments)
+            verdict = compiled.bounds.within_bounds(*arguments)
+            assert verdict == source.bounds.within_bounds(*arguments)
             passed += verdict
             refused += not verdict
     assert passed > 500 and refused > 500  # both verdicts were met often
@@ -83,9 +82,9 @@ def test_the_guards_pass_refuses_malformed_lengths(kernels):
     guard = SetpointGuard(robohal.get_model("franka.fr3").limits, 0.001, CHECKS)
     q = [0.0] * 7
     with pytest.raises(ValueError):
-        kernels.within_bounds(q[:6], q, q, q, guard._packed, *guard._scales)
+        kernels.bounds.within_bounds(q[:6], q, q, q, guard._packed, *guard._scales)
     with pytest.raises(ValueError):
-        kernels.within_bounds(q, q, q, q, guard._packed[:-1], *guard._scales)
+        kernels.bounds.within_bounds(q, q, q, q, guard._packed[:-1], *guard._scales)
 
 
 @compiled_only
@@ -97,8 +96,8 @@ def test_the_pose_error_is_the_plain_maths_compiled_or_not(half_turn):
         goal = actual @ _random_pose(rng, half_turn) if half_turn else _random_pose(rng)
         goal_rows, frame = _rows(goal), _frame(actual)
         expected = _reference_error(goal_rows, frame, WEIGHTS)
-        assert compiled.pose_error(goal_rows, frame, WEIGHTS) == expected
-        assert source.pose_error(goal_rows, frame, WEIGHTS) == expected
+        assert compiled.cycle.pose_error(goal_rows, frame, WEIGHTS) == expected
+        assert source.cycle.pose_error(goal_rows, frame, WEIGHTS) == expected
 
 
 @compiled_only
@@ -121,8 +120,8 @@ def test_the_target_motion_is_the_plain_maths_compiled_or_not():
             jumps += 1
         else:
             expected = [w * d for w, d in zip(WEIGHTS, (dx, dy, dz, rx, ry, rz), strict=True)]
-        assert compiled.target_motion(goal_rows, last_rows, WEIGHTS, limit_move, limit_turn) == expected
-        assert source.target_motion(goal_rows, last_rows, WEIGHTS, limit_move, limit_turn) == expected
+        assert compiled.cycle.target_motion(goal_rows, last_rows, WEIGHTS, limit_move, limit_turn) == expected
+        assert source.cycle.target_motion(goal_rows, last_rows, WEIGHTS, limit_move, limit_turn) == expected
     assert 200 < jumps < 1800  # jumps and motions both met
 
 
@@ -147,11 +146,11 @@ def test_the_goal_in_the_box_agrees_compiled_or_not(name):
         null = None if rng.random() < 0.3 else rng.normal(0, rng.choice([0.0, 1e-3, 1.0]), model.dof).tolist()
         arguments = (q.tolist(), delta.tolist(), motion.tolist(), null, caps, period, 0.5 * period, *history, period,
                      joints)
-        goal, inside, lo, hi = compiled.first_goal(*arguments)
-        assert (goal, inside, lo, hi) == source.first_goal(*arguments)
+        goal, inside, lo, hi = compiled.cycle.first_goal(*arguments)
+        assert (goal, inside, lo, hi) == source.cycle.first_goal(*arguments)
         assert all(low <= x <= high for x, low, high in zip(goal, lo, hi, strict=True))
-        later = compiled.next_goal(goal, delta.tolist(), lo, hi)
-        assert later == source.next_goal(goal, delta.tolist(), lo, hi)
+        later = compiled.cycle.next_goal(goal, delta.tolist(), lo, hi)
+        assert later == source.cycle.next_goal(goal, delta.tolist(), lo, hi)
         free += inside
         held += not inside
     assert free > 100 and held > 100
@@ -162,17 +161,17 @@ def test_the_cycle_kernels_refuse_malformed_lengths(kernels):
     q = [0.0] * 7
     frame = _frame(np.eye(4))
     with pytest.raises(ValueError):
-        kernels.pose_error(_rows(np.eye(4))[:2], frame, WEIGHTS)
+        kernels.cycle.pose_error(_rows(np.eye(4))[:2], frame, WEIGHTS)
     with pytest.raises(ValueError):
-        kernels.pose_error(_rows(np.eye(4)), frame[:3], WEIGHTS)
+        kernels.cycle.pose_error(_rows(np.eye(4)), frame[:3], WEIGHTS)
     with pytest.raises(ValueError):
-        kernels.target_motion(_rows(np.eye(4)), [[1.0, 0.0, 0.0]] * 3, WEIGHTS, 1.0, 1.0)
+        kernels.cycle.target_motion(_rows(np.eye(4)), [[1.0, 0.0, 0.0]] * 3, WEIGHTS, 1.0, 1.0)
     with pytest.raises(ValueError):
-        kernels.next_goal(q, q[:6], q, q)
+        kernels.cycle.next_goal(q, q[:6], q, q)
     with pytest.raises(ValueError):
-        kernels.next_goal(q, q, q[:6], q)
+        kernels.cycle.next_goal(q, q, q[:6], q)
     with pytest.raises(ValueError):
-        kernels.first_goal(q, q, q[:6], None, q, 0.001, 0.001, q, q, q, 0.001, ())
+        kernels.cycle.first_goal(q, q, q[:6], None, q, 0.001, 0.001, q, q, q, 0.001, ())
 
 
 def test_the_ik_cycle_steers_a_servo_to_the_same_goals_by_rows():
@@ -208,10 +207,10 @@ def test_the_online_velocity_bounds_agree_compiled_or_not(name):
         heading = (rng.normal(0, 1, limits.dof) * rng.choice([0.0, 1.0])).tolist()
         stop = bool(rng.random() < 0.5)
         arguments = (q.tolist(), v.tolist(), heading, rows, stop, 0.001, END_MARGIN, float(LEAD_CYCLES), HEADROOM, 0.7)
-        low, high = compiled.velocity_bounds(*arguments)
-        assert (low, high) == source.velocity_bounds(*arguments)
+        low, high = compiled.bounds.velocity_bounds(*arguments)
+        assert (low, high) == source.bounds.velocity_bounds(*arguments)
         assert all(-m <= lo <= 0.0 <= hi <= m for lo, hi, m in zip(low, high, v_max.tolist(), strict=True))
         narrowed += high != v_max.tolist() or low != (-v_max).tolist()
     assert narrowed > 1000
     for distance in (-1.0, 0.0, 1e-9, 1e-4, 0.01, 1.0):
-        assert compiled.stopping_speed(distance, 5.0, 500.0) == source.stopping_speed(distance, 5.0, 500.0)
+        assert compiled.bounds.stopping_speed(distance, 5.0, 500.0) == source.bounds.stopping_speed(distance, 5.0, 500.0)

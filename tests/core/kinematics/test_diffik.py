@@ -166,8 +166,8 @@ def test_a_target_reached_while_moving_brakes_inside_the_box(options):
 def test_a_joint_brakes_onto_a_goal_it_can_reach_without_overshooting(direction):
     # A joint running at a static goal it has room to stop at ends on it and never
     # passes it, whatever its speed (the box narrowed toward the goal decides).
+    from robohal.kinematics import kernels
     from robohal.kinematics.diffik import BRAKING, SAFETY, _joint_constants, _limit_lists
-    from robohal.kinematics.kernels import module as kernels
 
     limits = fr3().limits
     joint = _joint_constants(_limit_lists(limits), 0.001)[:1]
@@ -179,7 +179,7 @@ def test_a_joint_brakes_onto_a_goal_it_can_reach_without_overshooting(direction)
         h = [[-2 * v0 * t], [-v0 * t], [0.0]]
         passed = 0.0
         for _ in range(2000):
-            lo, hi = kernels.box(*h, t, joint, [goal], [0.0])
+            lo, hi = kernels.cycle.box(*h, t, joint, [goal], [0.0])
             x = min(max(goal, lo[0]), hi[0])
             h = [h[1], h[2], [x]]
             passed = max(passed, direction * (goal - x))

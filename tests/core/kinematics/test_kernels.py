@@ -1,5 +1,5 @@
-"""The kinematics kernels (robohal.kinematics._kernels): one source, compiled by Cython
-where the build had a C compiler and run by the interpreter elsewhere.
+"""The kinematics kernels (robohal.kinematics._kernels, one module per domain): each one
+source, compiled by Cython where the build had a C compiler and run by the interpreter elsewhere.
 
 Both forms do the same arithmetic in the same order, so they must agree to the last bit:
 every kernel is run both ways here, and every model's IK cycle must follow the same path
@@ -7,7 +7,6 @@ either way. The damped steps are also checked against numpy's solve (to round-of
 the source must run where Cython is not installed at all.
 """
 
-import importlib
 import math
 import os
 import shutil
@@ -20,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import robohal
-from robohal.kinematics import UrdfChain, chain, diffik, kernels, opw
+from robohal.kinematics import UrdfChain, chain, diffik, kernels, opw, urdf
 from robohal.kinematics.chain import DHChain
 from robohal.kinematics.diffik import DifferentialIk, IkOptions
 
-compiled = importlib.import_module("robohal.kinematics._kernels")
+compiled = kernels.load_compiled()
 source = kernels.load_source()
 compiled_only = pytest.mark.skipif(not compiled.COMPILED, reason="robohal was installed without a C compiler")
 
@@ -33,7 +32,7 @@ OPW_ARMS = {  # (a1, a2, b, c1, c2, c3, c4), offsets, signs: sign flips (KR6 R70
     "kr6_r700": ((0.025, -0.035, 0.0, 0.400, 0.315, 0.365, 0.080), (0, -math.pi / 2, 0, 0, 0, 0), (-1, 1, 1, -1, 1, -1)),
     "tx40": ((0.0, 0.0, 0.035, 0.320, 0.225, 0.225, 0.065), (0, 0, -math.pi / 2, 0, 0, 0), (1,) * 6),
 }
-# A batch this long runs with the GIL released (_kernels.NOGIL_FROM).
+# A batch this long runs with the GIL released (kernels.common.NOGIL_FROM).
 NOGIL_BATCH = 300
 MODELS = ["franka.fr3", "franka.panda", "abb.irb1410", "abb.irb2400", "arduino.planar2"]
 
@@ -44,10 +43,14 @@ def test_the_kernels_are_compiled_where_there_is_a_compiler():
         pytest.skip(f"no C compiler ({compiler})")
     if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
         pytest.skip("no Python headers (python3-dev)")
-    assert compiled.COMPILED, "a C compiler and Python's headers are here, yet robohal.kinematics._kernels was not built"
-    assert not source.COMPILED and Path(source.__file__) == kernels.SOURCE
+    for name in kernels.DOMAINS:
+        module, interpreted = getattr(compiled, name), getattr(source, name)
+        assert module.COMPILED, f"a C compiler and Python's headers are here, yet kernels.{name} was not built"
+        assert not interpreted.COMPILED and Path(interpreted.__file__) == kernels.SOURCES / f"{name}.py"
+        if not os.environ.get("ROBOHAL_PURE_PYTHON"):
+            assert getattr(kernels, name) is module
     if not os.environ.get("ROBOHAL_PURE_PYTHON"):
-        assert kernels.module is compiled and diffik.COMPILED
+        assert kernels.COMPILED and diffik.COMPILED
 
 
 def test_the_source_runs_where_cython_is_not_installed(monkeypatch):
@@ -56,12 +59,12 @@ def test_the_source_runs_where_cython_is_not_installed(monkeypatch):
     assert not bare.COMPILED
     arm = opw.OPW(0.1, -0.135, 0.0, 0.615, 0.705, 0.755, 0.085)
     q = [0.1, -0.2, 0.3, 0.4, 0.5, -0.6]
-    assert bare.opw_flange(arm._packed, q) == compiled.opw_flange(arm._packed, q)
+    assert bare.opw.opw_flange(arm._packed, q) == compiled.opw.opw_flange(arm._packed, q)
     poses = arm.forward(np.array([q, [0.0, 0.1, 0.2, 0.0, 0.0, 0.3]])).reshape(-1, 16)
     out_bare, out_compiled = np.empty((2, 8, 6)), np.empty((2, 8, 6))
     limits = np.full(6, -np.inf), np.full(6, np.inf), np.zeros(6)
-    bare.opw_inverse_batch(arm._packed, poses, *limits, out_bare)
-    compiled.opw_inverse_batch(arm._packed, poses, *limits, out_compiled)
+    bare.opw.opw_inverse_batch(arm._packed, poses, *limits, out_bare)
+    compiled.opw.opw_inverse_batch(arm._packed, poses, *limits, out_compiled)
     np.testing.assert_array_equal(out_bare, out_compiled)
 
 
@@ -95,10 +98,10 @@ def test_the_compiled_box_equals_the_interpreted_box_bit_for_bit(name, period):
     for h3, h2, h1 in _histories(rng, limits, period, 1500):
         goal = (np.array(h1) + rng.normal(0, 1, limits.dof) * rng.choice([1e-5, 1e-3, 0.1])).tolist()
         follow = (rng.normal(0, 1, limits.dof) * rng.choice([0.0, 1e-5, 1e-3])).tolist()
-        assert compiled.box(h3, h2, h1, period, joints) == source.box(h3, h2, h1, period, joints)
-        narrowing = compiled.box(h3, h2, h1, period, joints, goal, follow)
-        assert narrowing == source.box(h3, h2, h1, period, joints, goal, follow)
-        narrowed += narrowing != compiled.box(h3, h2, h1, period, joints)
+        assert compiled.cycle.box(h3, h2, h1, period, joints) == source.cycle.box(h3, h2, h1, period, joints)
+        narrowing = compiled.cycle.box(h3, h2, h1, period, joints, goal, follow)
+        assert narrowing == source.cycle.box(h3, h2, h1, period, joints, goal, follow)
+        narrowed += narrowing != compiled.cycle.box(h3, h2, h1, period, joints)
     assert narrowed > 100  # the goal narrowing ran, not only the plain box
 
 
@@ -119,18 +122,18 @@ def test_the_compiled_chain_equals_the_interpreted_chain_bit_for_bit(model):
     rng = np.random.default_rng(8)
     for _ in range(2000):
         q = rng.uniform(-4, 4, model.dof).tolist()
-        frame, jac = source.chain(model._packed, q, True)
-        assert compiled.chain(model._packed, q, True) == (frame, jac)
-        assert compiled.chain(model._packed, q, False) == (frame, None)
+        frame, jac = source.chains.chain(model._packed, q, True)
+        assert compiled.chains.chain(model._packed, q, True) == (frame, jac)
+        assert compiled.chains.chain(model._packed, q, False) == (frame, None)
     # the frame and Jacobian are the chain's (joint_poses and the batch kernel compute them independently)
     q = rng.uniform(-4, 4, (5, model.dof))
     for one in q:
-        frame, jac = compiled.chain(model._packed, one.tolist(), True)
+        frame, jac = compiled.chains.chain(model._packed, one.tolist(), True)
         pose = np.eye(4)
         pose[:3, :3] = np.array(frame[:3]).T
         pose[:3, 3] = frame[3]
         np.testing.assert_allclose(pose, model.joint_poses(one[None])[0, -1], atol=1e-12)
-    np.testing.assert_allclose(np.array([compiled.chain(model._packed, one.tolist(), True)[1] for one in q]),
+    np.testing.assert_allclose(np.array([compiled.chains.chain(model._packed, one.tolist(), True)[1] for one in q]),
                                model.jacobian(q), atol=1e-12)
 
 
@@ -156,22 +159,22 @@ def test_the_compiled_batch_chains_equal_the_interpreted_ones_bit_for_bit(model)
     packed = model._packed if isinstance(model, UrdfChain) else model._product
     q = np.random.default_rng(9).uniform(-4, 4, (NOGIL_BATCH, model.dof))  # long enough to release the GIL
     batches = []
-    for kernel, width in ((compiled.product_forward_batch, 16), (compiled.product_jacobian_batch, 6 * model.dof)):
+    for kernel, width in ((compiled.chains.product_forward_batch, 16), (compiled.chains.product_jacobian_batch, 6 * model.dof)):
         fast, slow = np.empty((len(q), width)), np.empty((len(q), width))
         kernel(packed, q, fast)
-        getattr(source, kernel.__name__)(packed, q, slow)
+        getattr(source.chains, kernel.__name__)(packed, q, slow)
         np.testing.assert_array_equal(fast, slow)
         batches.append(fast[:50])
     poses, jacobians = batches[0].reshape(-1, 4, 4), batches[1].reshape(-1, 6, model.dof)
     for row, pose, jac in zip(q[:50].tolist(), poses, jacobians, strict=True):
-        frame, rows = compiled.product_chain(packed, row, True)  # one configuration: the same numbers
-        assert source.product_chain(packed, row, True) == (frame, rows)
-        assert compiled.product_chain(packed, row, False) == (frame, None)
+        frame, rows = compiled.chains.product_chain(packed, row, True)  # one configuration: the same numbers
+        assert source.chains.product_chain(packed, row, True) == (frame, rows)
+        assert compiled.chains.product_chain(packed, row, False) == (frame, None)
         np.testing.assert_array_equal(np.column_stack(frame), pose[:3])
         np.testing.assert_array_equal(rows, jac)
         for form in (compiled, source):  # and as new arrays, from a list or an array
-            np.testing.assert_array_equal(form.product_pose(packed, row), pose)
-            np.testing.assert_array_equal(form.product_jacobian(packed, np.array(row)), jac)
+            np.testing.assert_array_equal(form.chains.product_pose(packed, row), pose)
+            np.testing.assert_array_equal(form.chains.product_jacobian(packed, np.array(row)), jac)
     # and they are the chain's frames and Jacobians (joint_poses in numpy and the scalar path compute them independently)
     np.testing.assert_allclose(model.forward(q[:50]), model.joint_poses(q[:50])[:, -1], atol=1e-12)
     np.testing.assert_allclose(model.jacobian(q[:50]), [model.frame_and_jacobian_lists(row)[1] for row in q[:50].tolist()],
@@ -180,12 +183,14 @@ def test_the_compiled_batch_chains_equal_the_interpreted_ones_bit_for_bit(model)
 
 def _interpreted(monkeypatch):
     """The models and the IK run the kernels' source from here on."""
-    for module in (diffik, chain, opw):
-        monkeypatch.setattr(module, "_kernels", source)
+    monkeypatch.setattr(diffik, "_cycle", source.cycle)
+    monkeypatch.setattr(chain, "_chains", source.chains)
+    monkeypatch.setattr(urdf, "_chains", source.chains)
+    monkeypatch.setattr(opw, "_opw", source.opw)
 
 
 def _numpy_steps(jac, weights, damping2, null_damping2, error, motion, offset):
-    """The damped steps by numpy's inverse: the maths of _kernels.steps, written independently."""
+    """The damped steps by numpy's inverse: the maths of kernels.cycle.steps, written independently."""
     jw = np.array(jac) * np.array(weights)[:, None]
     square = jw @ jw.T
     gain = jw.T @ np.linalg.inv(square + damping2 * np.eye(6))
@@ -205,10 +210,10 @@ def test_the_steps_agree_compiled_or_not_and_with_numpy_to_round_off(name):
         _, jac = model.frame_and_jacobian_lists(rng.uniform(model.limits.lower, model.limits.upper).tolist())
         error, motion = rng.normal(0, 0.01, 6).tolist(), rng.normal(0, 1e-4, 6).tolist()
         offset = rng.normal(0, 0.3, model.dof).tolist()
-        ours = compiled.steps(jac, weights, damping2, null_damping2, error, motion, offset)
-        assert ours == source.steps(jac, weights, damping2, null_damping2, error, motion, offset)
-        only_error = compiled.steps(jac, weights, damping2, null_damping2, error, None, None)
-        assert only_error == source.steps(jac, weights, damping2, null_damping2, error, None, None)
+        ours = compiled.cycle.steps(jac, weights, damping2, null_damping2, error, motion, offset)
+        assert ours == source.cycle.steps(jac, weights, damping2, null_damping2, error, motion, offset)
+        only_error = compiled.cycle.steps(jac, weights, damping2, null_damping2, error, None, None)
+        assert only_error == source.cycle.steps(jac, weights, damping2, null_damping2, error, None, None)
         assert only_error[1] is None and only_error[2] is None
         np.testing.assert_allclose(only_error[0], ours[0], rtol=0, atol=1e-15)
         # Round-off of a solve grows with the system's condition number; the nullspace part of
@@ -267,10 +272,10 @@ def test_a_list_shrunk_while_it_converts_is_an_error_not_a_crash(kernels):
         model = model.robot
     joints = diffik._joint_constants(diffik._limit_lists(model.limits), 0.001)
     calls = [
-        lambda: kernels.chain(model._packed, shrinking(7), True),
-        lambda: kernels.box(shrinking(7), [0.0] * 7, [0.0] * 7, 0.001, joints),
-        lambda: kernels.steps([shrinking(7)] + [[0.0] * 7] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
-        lambda: kernels.opw(opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)._packed, [shrinking(4), *np.eye(4).tolist()[1:]],
+        lambda: kernels.chains.chain(model._packed, shrinking(7), True),
+        lambda: kernels.cycle.box(shrinking(7), [0.0] * 7, [0.0] * 7, 0.001, joints),
+        lambda: kernels.cycle.steps([shrinking(7)] + [[0.0] * 7] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
+        lambda: kernels.opw.opw(opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)._packed, [shrinking(4), *np.eye(4).tolist()[1:]],
                             [0.0] * 6, None),
     ]
     for call in calls:
@@ -309,32 +314,32 @@ ARM = opw.OPW(0.1, -0.1, 0, 0.6, 0.7, 0.7, 0.1)
 
 @pytest.mark.parametrize("kernels", [compiled, source], ids=["compiled", "interpreted"])
 @pytest.mark.parametrize("call", [
-    lambda k: k.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 9]),
-    lambda k: k.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 10], [0.0, 1.0], [0.0]),
-    lambda k: k.chain(array("d", [0.0] * 27), [0.0], True),
-    lambda k: k.steps([[0.0] * 3] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
-    lambda k: k.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 5, None, None),
-    lambda k: k.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, [0.0] * 2),
-    lambda k: k.steps([[0.0] * 40] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
-    lambda k: k.opw_flange(array("d", [0.0]), [0.0] * 6),
-    lambda k: k.opw_flange(ARM._packed, [0.0] * 5),
-    lambda k: k.opw_pose(array("d", [0.0]), [0.0] * 6),
-    lambda k: k.product_forward_batch(array("d", [0.0] * 25), np.zeros((3, 1)), np.empty((3, 16))),
-    lambda k: k.product_forward_batch(array("d", [0.0] * 26), np.zeros((3, 2)), np.empty((3, 16))),
-    lambda k: k.product_forward_batch(array("d", [0.0] * 26), np.zeros((3, 1)), np.empty((2, 16))),
-    lambda k: k.product_jacobian_batch(array("d", [0.0] * 26), np.zeros((3, 1)), np.empty((3, 7))),
-    lambda k: k.product_chain(array("d", [0.0] * 26), [0.0] * 2, True),
-    lambda k: k.product_chain(array("d", [0.0] * 27), [0.0], True),
-    lambda k: k.product_pose(array("d", [0.0] * 27), [0.0]),
-    lambda k: k.product_jacobian(array("d", [0.0] * (12 + 14 * 40)), [0.0] * 40),
-    lambda k: k.product_jacobian_batch(array("d", [0.0] * (12 + 14 * 40)), np.zeros((3, 40)), np.empty((3, 240))),
-    lambda k: k.opw(ARM._packed, [[1.0, 0, 0, 0]] * 2, [0.0] * 6, None),
-    lambda k: k.opw(ARM._packed, np.eye(4).tolist(), [0.0] * 5, None),
-    lambda k: k.opw_forward_batch(ARM._packed, np.zeros((3, 5)), np.empty((3, 16))),
-    lambda k: k.opw_forward_batch(ARM._packed, np.zeros((3, 6)), np.empty((2, 16))),
-    lambda k: k.opw_inverse_batch(ARM._packed, np.zeros((3, 16)), np.zeros(6), np.zeros(6), np.zeros(6),
+    lambda k: k.cycle.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 9]),
+    lambda k: k.cycle.box([0.0], [0.0], [0.0], 0.001, [(0.0,) * 10], [0.0, 1.0], [0.0]),
+    lambda k: k.chains.chain(array("d", [0.0] * 27), [0.0], True),
+    lambda k: k.cycle.steps([[0.0] * 3] * 5, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
+    lambda k: k.cycle.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 5, None, None),
+    lambda k: k.cycle.steps([[0.0] * 3] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, [0.0] * 2),
+    lambda k: k.cycle.steps([[0.0] * 40] * 6, [1.0] * 6, 1e-4, 1e-10, [0.0] * 6, None, None),
+    lambda k: k.opw.opw_flange(array("d", [0.0]), [0.0] * 6),
+    lambda k: k.opw.opw_flange(ARM._packed, [0.0] * 5),
+    lambda k: k.opw.opw_pose(array("d", [0.0]), [0.0] * 6),
+    lambda k: k.chains.product_forward_batch(array("d", [0.0] * 25), np.zeros((3, 1)), np.empty((3, 16))),
+    lambda k: k.chains.product_forward_batch(array("d", [0.0] * 26), np.zeros((3, 2)), np.empty((3, 16))),
+    lambda k: k.chains.product_forward_batch(array("d", [0.0] * 26), np.zeros((3, 1)), np.empty((2, 16))),
+    lambda k: k.chains.product_jacobian_batch(array("d", [0.0] * 26), np.zeros((3, 1)), np.empty((3, 7))),
+    lambda k: k.chains.product_chain(array("d", [0.0] * 26), [0.0] * 2, True),
+    lambda k: k.chains.product_chain(array("d", [0.0] * 27), [0.0], True),
+    lambda k: k.chains.product_pose(array("d", [0.0] * 27), [0.0]),
+    lambda k: k.chains.product_jacobian(array("d", [0.0] * (12 + 14 * 40)), [0.0] * 40),
+    lambda k: k.chains.product_jacobian_batch(array("d", [0.0] * (12 + 14 * 40)), np.zeros((3, 40)), np.empty((3, 240))),
+    lambda k: k.opw.opw(ARM._packed, [[1.0, 0, 0, 0]] * 2, [0.0] * 6, None),
+    lambda k: k.opw.opw(ARM._packed, np.eye(4).tolist(), [0.0] * 5, None),
+    lambda k: k.opw.opw_forward_batch(ARM._packed, np.zeros((3, 5)), np.empty((3, 16))),
+    lambda k: k.opw.opw_forward_batch(ARM._packed, np.zeros((3, 6)), np.empty((2, 16))),
+    lambda k: k.opw.opw_inverse_batch(ARM._packed, np.zeros((3, 16)), np.zeros(6), np.zeros(6), np.zeros(6),
                                   np.empty((3, 7, 6))),
-    lambda k: k.opw_inverse_batch(ARM._packed, np.zeros((3, 16)), np.zeros(5), np.zeros(6), np.zeros(6),
+    lambda k: k.opw.opw_inverse_batch(ARM._packed, np.zeros((3, 16)), np.zeros(5), np.zeros(6), np.zeros(6),
                                   np.empty((3, 8, 6))),
 ])
 def test_malformed_calls_raise_instead_of_reading_past_the_end(call, kernels):
@@ -349,9 +354,9 @@ def test_malformed_calls_raise_instead_of_reading_past_the_end(call, kernels):
     np.array([0.0] * 5 + [-math.inf]), "abcdef", None,
 ], ids=repr)
 def test_the_one_pose_paths_leave_whatever_is_not_six_finite_floats_to_their_caller(kernels, q):
-    assert kernels.opw_pose(ARM._packed, q) is None
-    assert kernels.product_pose(ARM._product, q) is None
-    assert kernels.product_jacobian(ARM._product, q) is None
+    assert kernels.opw.opw_pose(ARM._packed, q) is None
+    assert kernels.chains.product_pose(ARM._product, q) is None
+    assert kernels.chains.product_jacobian(ARM._product, q) is None
 
 
 def _opw_poses(model, rng, count):
@@ -381,13 +386,13 @@ def test_the_compiled_opw_solver_and_forward_equal_the_interpreted_ones_bit_for_
         rows = pose.tolist()
         previous = rng.uniform(-math.pi, math.pi, 6).tolist()
         for reference, j6 in ((model._bounds()[2], None), (previous, None), (previous, 0.3)):  # j6: 5-DOF
-            solved = compiled.opw(c, rows, reference, j6)
-            assert solved == source.opw(c, rows, reference, j6)
+            solved = compiled.opw.opw(c, rows, reference, j6)
+            assert solved == source.opw.opw(c, rows, reference, j6)
             for q in solved[0]:
-                assert compiled.opw_flange(c, q) == source.opw_flange(c, q)
-                fast = compiled.opw_pose(c, q)
-                np.testing.assert_array_equal(fast, source.opw_pose(c, q))
-                np.testing.assert_array_equal(fast, compiled.opw_pose(c, np.array(q)))
+                assert compiled.opw.opw_flange(c, q) == source.opw.opw_flange(c, q)
+                fast = compiled.opw.opw_pose(c, q)
+                np.testing.assert_array_equal(fast, source.opw.opw_pose(c, q))
+                np.testing.assert_array_equal(fast, compiled.opw.opw_pose(c, np.array(q)))
             failure = solved[1]
             outcomes.add(failure[0] if failure else "solved")
     assert outcomes >= ({"solved", "reach", "offset"} if model.b else {"solved", "reach"})
@@ -403,15 +408,15 @@ def test_the_compiled_opw_batches_equal_the_interpreted_ones_bit_for_bit(name):
     poses = np.array(list(_opw_poses(model, rng, 300))).reshape(-1, 16)
     joints = rng.uniform(-4, 4, (300, 6))
     fast, slow = np.empty((300, 16)), np.empty((300, 16))
-    compiled.opw_forward_batch(c, joints, fast)
-    source.opw_forward_batch(c, joints, slow)
+    compiled.opw.opw_forward_batch(c, joints, fast)
+    source.opw.opw_forward_batch(c, joints, slow)
     np.testing.assert_array_equal(fast, slow)
     narrow = np.array([-math.pi, -1.7, -1.0, -3.5, -2.0, -7.0]), np.array([math.pi, 1.9, 1.1, 3.5, 2.0, 7.0])
     for lower, upper in ((np.full(6, -np.inf), np.full(6, np.inf)), narrow):
         reference = (lower + upper) / 2 if np.isfinite(lower).all() else np.zeros(6)
         fast, slow = np.empty((300, 8, 6)), np.empty((300, 8, 6))
-        compiled.opw_inverse_batch(c, poses, lower, upper, reference, fast)
-        source.opw_inverse_batch(c, poses, lower, upper, reference, slow)
+        compiled.opw.opw_inverse_batch(c, poses, lower, upper, reference, fast)
+        source.opw.opw_inverse_batch(c, poses, lower, upper, reference, slow)
         np.testing.assert_array_equal(fast, slow)
         assert 0 < np.isnan(fast[..., 0]).sum() < fast[..., 0].size  # some branches kept, some refused
 
@@ -436,8 +441,8 @@ def test_the_one_call_inverse_gives_what_the_general_path_gives(name):
             np.testing.assert_array_equal(fast, general)
             assert fast.reason == general.reason
             out, slow = np.empty((8, 6)), np.empty((8, 6))
-            count = compiled.opw_sorted(model._packed, pose, lower, upper, centre, out)
-            assert count == source.opw_sorted(model._packed, pose, lower, upper, centre, slow)
+            count = compiled.opw.opw_sorted(model._packed, pose, lower, upper, centre, out)
+            assert count == source.opw.opw_sorted(model._packed, pose, lower, upper, centre, slow)
             np.testing.assert_array_equal(out[:count], slow[:count])
             taken += count > 0
     assert taken > 300  # the one call served most poses

@@ -2,9 +2,10 @@
 driven through the real backend by a short task, with a summary table and plots.
 
 Each plugin contributes its task through its backend record (:class:`~robohal.plugins.records.DemoSpec`
-in ``BackendSpec.demo``): the bundled ones have the planar servo arm draw a star through IK,
-the ABB IRB 1410 follow a straight line over EGM and the Franka FR3 follow a Cartesian circle
-through differential IK at 1 kHz. This module runs them and reports; it knows no plugin.
+in ``BackendSpec.demo``, one task or several): the bundled ones have the planar servo arm draw a
+star through IK, the ABB IRB 1410 follow a straight line over EGM and the Franka FR3 follow a
+Cartesian circle through differential IK at 1 kHz, then press on a plane under impedance. This
+module runs them and reports; it knows no plugin.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class DemoRun:
     grasps: list[bool] = field(default_factory=list)  # each grasp's outcome: whether it held the part
     released: bool | None = None  # whether the last release let the part go
     gripper_trace: np.ndarray | None = None  # (N, 2): seconds since the task began, gripper width (m)
+    #: (N, 4): seconds since the task began, the measured force along base z (N), the flange's and
+    #: the equilibrium's height above the contact surface (m): a task that presses on one
+    contact_trace: np.ndarray | None = None
     started: float = field(default_factory=time.monotonic)  # when the task began (host clock, s)
     robot_clock: float | None = None  # host clock minus the robot's clock (s), taken when it connected
 
@@ -107,10 +111,10 @@ def demos(registry: Registry | None = None) -> list[DemoSpec]:
     each followed by the core's pick-and-place task where the record says where the part lies."""
     tasks = []
     for spec in (registry or default_registry()).backends():
-        if spec.demo is not None:
-            tasks.append(spec.demo)
-            if spec.demo.pick_place is not None:
-                tasks.append(pick_and_place_demo(spec.demo))
+        for demo in spec.demo if isinstance(spec.demo, tuple) else () if spec.demo is None else (spec.demo,):
+            tasks.append(demo)
+            if demo.pick_place is not None:
+                tasks.append(pick_and_place_demo(demo))
     return tasks
 
 
@@ -166,8 +170,8 @@ def demo_figure(run: DemoRun) -> Any:
     t = with_gaps([run.task_seconds(result.times) for result in motions])
     commanded_xyz = [run.model.forward(result.commanded)[:, :3, 3] for result in motions]
     measured_xyz = [run.model.forward(result.measured)[:, :3, 3] for result in motions]
-    trace = run.gripper_trace
-    panels = 3 if trace is None else 4
+    trace, contact = run.gripper_trace, run.contact_trace
+    panels = 3 + (trace is not None) + (contact is not None)
     fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4.5))
     timed = [axes[0], axes[2], *axes[3:]]
     for axis in timed[1:]:
@@ -193,6 +197,8 @@ def demo_figure(run: DemoRun) -> Any:
     if trace is not None:
         axes[3].plot(trace[:, 0], trace[:, 1] * 1e3)
         axes[3].set(title="gripper width", ylabel="[mm]")
+    if contact is not None:
+        plot_contact(axes[-1], contact)
     for axis in timed:
         axis.set_xlabel("time since the task began [s]")
     timed[0].set_xlim(left=0.0)
@@ -210,6 +216,19 @@ def plot_run(run: DemoRun, folder: Path) -> Path | None:
     fig.savefig(path, dpi=90)
     matplotlib_pyplot().close(fig)
     return path
+
+
+def plot_contact(axis: Any, contact: np.ndarray) -> None:
+    """A press: the measured force (left axis) and the flange's and its equilibrium's heights above
+    the surface (right axis), over time."""
+    axis.plot(contact[:, 0], contact[:, 1], color="tab:red", label="force z")
+    axis.set(title="contact: force and height", ylabel="measured force along z [N]")
+    heights = axis.twinx()
+    heights.plot(contact[:, 0], contact[:, 2] * 1e3, color="tab:blue", label="flange")
+    heights.plot(contact[:, 0], contact[:, 3] * 1e3, "--", color="tab:blue", label="equilibrium")
+    heights.axhline(0.0, color="grey", linewidth=0.8)
+    heights.set_ylabel("height above the surface [mm]")
+    heights.legend(loc="lower right")
 
 
 def run_demo(out: str, tasks: list[DemoSpec] | None = None, *, view: Any = None) -> int:
@@ -251,7 +270,8 @@ def run_demo(out: str, tasks: list[DemoSpec] | None = None, *, view: Any = None)
         margin = float(run.model.limits.margin(merged.commanded).min())
         table.add_row(
             f"{run.name}\n{run.uri}", run.task, str(merged.cycles), lost_packets(run.info),
-            f"{np.degrees(merged.tracking_error.max()):.3f} deg", f"{cmd_err * 1e3:.3f} / {meas_err * 1e3:.2f} mm",
+            f"{np.degrees(merged.tracking_error.max()):.3f} deg",
+            "-" if run.ideal is None else f"{cmd_err * 1e3:.3f} / {meas_err * 1e3:.2f} mm",
             f"{np.degrees(margin):.1f} deg", grasp_figures(run), f"{run.seconds:.1f} s",
         )
         plot = plot_run(run, folder)

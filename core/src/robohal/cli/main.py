@@ -9,6 +9,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -505,6 +506,36 @@ def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
         raise RobohalError(f"jog moves a planar two-link arm's end point (like arduino.planar2); {named.model} is not one")
     with open_robot(uri) as robot:
         run_jog(robot, step=step / 1000.0, speed=speed, elbow=elbow)
+
+
+@main.group()
+def arm() -> None:
+    """Servo arms from arm files: write one, calibrate one."""
+
+
+@arm.command("new")
+@click.argument("name")
+@click.option("--dir", "folder", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write NAME.toml (default: ~/.config/robohal/models).")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def arm_new(name: str, folder: Path | None, force: bool) -> None:
+    """Write a commented arm file for the arm NAME (a four-servo arm to edit)."""
+    from .arm import new_arm
+
+    click.echo(new_arm(name, folder, force))
+
+
+@arm.command("calibrate")
+@click.argument("uri")
+def arm_calibrate(uri: str) -> None:
+    """Jog each servo of an arm file's arm to its marks, record them, write the calibration back."""
+    import sys
+
+    from ..connection import open_robot
+    from .arm import calibrate, keys_from
+
+    with open_robot(uri) as robot:
+        calibrate(robot, keys_from(lambda: sys.stdin.read(1)), click.echo)
 
 
 SHAPES = ("line", "circle", "square", "polyline")

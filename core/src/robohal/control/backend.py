@@ -13,7 +13,10 @@ Lifecycle::
 Units are SI and radians. Each cycle sends one joint-position setpoint, at the
 hardware's own rate (``period``): 1 ms on Franka, 4 ms on EGM, tens of ms for
 hobby servos. Every setpoint passes the :class:`~robohal.control.guard.SetpointGuard`
-before it reaches a wire. After ``connect()`` or ``recover()`` the backend holds
+before it reaches a wire. A backend whose robot also takes joint torques says so
+(:attr:`Backend.command_interfaces`, :attr:`Backend.torque_limits`) and runs torque
+motions through a :class:`~robohal.control.torque_executor.TorqueExecutor`; every other
+backend refuses them at the call (:meth:`Backend.check_motion`). After ``connect()`` or ``recover()`` the backend holds
 the *measured* position: it never replays a stale setpoint. When a motion fails
 (a setpoint refused by the guard, an unreachable pose, Ctrl-C) the backend brakes
 the arm to rest within the limits before the error reaches the caller; an error
@@ -44,8 +47,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import ConnectionLost, HardwareFault, InvalidArgument, Unsupported
-from ..kinematics import Kinematics
+from ..kinematics import Kinematics, TorqueLimits
 from ..motion import Motion, MotionResult
+from ..motion.motions import JOINT_POSITION, JOINT_TORQUE, interface_of, interfaces_needed
 from ..motion.servo import DEFAULT_TIMEOUT as SERVO_TIMEOUT
 from ..motion.servo import Servo, ServoTarget
 from ..payload import Payload
@@ -115,6 +119,12 @@ class Backend(ABC):
     #: True where the backend itself is a simulation (the in-process ``sim://`` robot, a stand-in
     #: for a vendor library); see :attr:`simulated`
     in_process_simulation: bool = False
+    #: what the hardware takes commands as (:mod:`robohal.motion.motions`): joint positions on
+    #: every robot; a backend whose robot takes joint torques adds ``"joint_torque"`` and declares
+    #: :attr:`torque_limits`. A motion needing another is refused at the call (:meth:`check_motion`).
+    command_interfaces: frozenset[str] = frozenset({JOINT_POSITION})
+    #: the joint torques (Nm) and torque rates (Nm/s) the drives take, where they take torques
+    torque_limits: TorqueLimits | None = None
 
     def __init__(self, uri: RobotUri, model: Kinematics, period: float) -> None:
         self.uri = uri
@@ -301,6 +311,32 @@ class Backend(ABC):
 
     # Motions -----------------------------------------------------------------------------
 
+    def check_motion(self, motion: Motion) -> None:
+        """Refuse ``motion`` before anything is sent if this robot cannot run it: it (or a motion
+        its reactions hand over to) commands an interface the hardware does not take
+        (:class:`~robohal.errors.Unsupported`, listing those it takes), or, for a torque motion,
+        asks what the drives cannot give."""
+        needed = interfaces_needed(motion)
+        missing = needed - self.command_interfaces
+        if JOINT_TORQUE in needed and self.torque_limits is None:
+            missing |= {JOINT_TORQUE}
+        if missing:
+            raise Unsupported(
+                f"{self.uri.scheme}: {type(getattr(motion, 'motion', motion)).__name__} needs"
+                f" {', '.join(sorted(missing)).replace('_', ' ')} commands, and this robot takes"
+                f" {', '.join(sorted(self.command_interfaces)).replace('_', ' ')} commands only; nothing was sent")
+        if JOINT_TORQUE in needed:
+            pending, seen = [motion], set()
+            while pending:  # each torque motion, and those its reactions hand over to
+                item = pending.pop()
+                if item is None or id(item) in seen:
+                    continue
+                seen.add(id(item))
+                check = getattr(item, "check", None)
+                if interface_of(item) == JOINT_TORQUE and callable(check):
+                    check(self.model, self.torque_limits)
+                pending += [reaction.then for reaction in getattr(item, "reactions", ())]
+
     def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | MotionHandle:
         """Run ``motion`` to its end, one setpoint per cycle, on the backend's motion thread.
 
@@ -310,6 +346,7 @@ class Backend(ABC):
         :class:`~robohal.control.handle.MotionHandle` at once; an error the motion meets is
         raised by its ``wait()`` or else by the next call. A Ctrl-C while waiting brakes the
         arm to rest, then raises."""
+        self.check_motion(motion)
         job = _Job(MotionExecutor(motion, self.guard, self.model, name=str(self.uri)), background=not wait)
         with self._jobs:
             current = self._job

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..kinematics import Kinematics
 from ..motion import Motion, MotionRecorder, MotionResult
+from ..motion.motions import JOINT_POSITION, interface_of
 from ..state import Array, RobotState
 from .guard import SetpointGuard
 
@@ -51,6 +52,8 @@ class MotionExecutor:
     and acceleration"); the brake takes a few cycles of micro-radians after a planned motion,
     which are not part of its result.
     """
+
+    command_interface = JOINT_POSITION
 
     def __init__(self, motion: Motion | None, guard: SetpointGuard, model: Kinematics, *,
                  finish_at_rest: bool = False, name: str = "", tag: Any = None) -> None:
@@ -76,6 +79,9 @@ class MotionExecutor:
         self._reactions: tuple = ()  # the running motion's (see robohal.motion.reactions)
         self._started_at = 0.0  # the robot's clock when the running motion started
         self.reaction: str | None = None  # the condition that ended the motion or handed it over
+        #: a motion of another interface (joint torques) a reaction handed over to: a position
+        #: session cannot run it, so this one brakes to rest and its owner starts that one after
+        self.handover: Motion | None = None
         self._last_from_motion = False  # the last setpoint given was the motion's own (not a brake's)
 
     # The owner's calls, in order ------------------------------------------------------
@@ -172,6 +178,10 @@ class MotionExecutor:
             self.reaction = str(reaction.condition)
             if reaction.then is None:
                 self.stopped = True
+                self._braking = True
+                return
+            if interface_of(reaction.then) != JOINT_POSITION:  # its owner starts it once this one rests
+                self.handover = reaction.then
                 self._braking = True
                 return
             before = self.motion if self._last_from_motion else None

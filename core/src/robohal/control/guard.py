@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import InvalidArgument, LimitViolation
-from ..kinematics.kernels import module as _kernels
+from ..kinematics.kernels import bounds as _kernels
 from ..kinematics.limits import TOLERANCE, JointLimits
 from ..motion.trajectory import STOP_SHARE, braking_step
 from ..state import Array

@@ -50,6 +50,8 @@ cython = SimpleNamespace(
     declare=_declare,
     double=_Type(float),
     int=_Type(int),
+    long=_Type(int),
+    ulonglong=_Type(int),
     Py_ssize_t=_Type(int),
     bint=_Type(bool),
     **{name: _directive for name in ("cfunc", "ccall", "inline", "nogil", "exceptval", "cdivision", "boundscheck",

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument
 from .limits import JointLimits
-from .numeric import numeric_batch, numeric_candidates
+from .numeric import DEFAULT_SEARCH, Search, chain_nearest_batch, numeric_batch, numeric_candidates, search_for
 from .solutions import DUPLICATE_TOLERANCE, LIMIT_TOLERANCE, TWO_PI, Array, Solutions, no_solution
 
 
@@ -113,36 +113,119 @@ class Kinematics(ABC):
             columns.append(np.concatenate([linear, angular], -1))
         return np.stack(columns, -1)
 
-    def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+    def chain_constants(self) -> Any:
+        """The model as the chains kernels take it (fixed transforms, each followed by a turn
+        about or a slide along z), which the compiled numeric inverse searches; None for a
+        model that is no such chain (it searches in numpy) or has a closed form."""
+        return None
+
+    def _candidates(self, pose: Array, previous: Array | None,
+                    search: Search = DEFAULT_SEARCH) -> tuple[list, str | None]:
         """Every solution found for one validated pose, verified by forward
         kinematics, angles normalised to (-pi, pi]; limits NOT applied.
         ``previous`` (this model's joints, or None) only guides choices the pose
         leaves open (singular wrists, redundancy). Returns the rows and, when
-        there are none, the reason. This default searches numerically."""
-        return numeric_candidates(self, pose, previous)
+        there are none, the reason. This default searches numerically, as ``search``
+        says (a closed form has no use for it)."""
+        return numeric_candidates(self, pose, previous, search)
 
-    def inverse(self, pose: ArrayLike) -> Solutions:
+    def inverse(self, pose: ArrayLike, *, budget: float | None = None,
+                tolerance: float | tuple[float, float] | None = None) -> Solutions:
         """Every joint solution (k, dof) that reaches ``pose`` within the limits,
         sorted by distance to the centre of the limits. Empty, with a
-        ``reason``, when there is none."""
-        rows, reason = self._candidates(self._one_pose(pose), None)
+        ``reason``, when there is none. A numeric model searches for at most
+        ``budget`` s (default 5 ms) and keeps what reaches the pose within
+        ``tolerance`` (m and rad, one number or a pair; default 1e-6); a closed form
+        is exact and takes neither into account."""
+        search = search_for(budget, tolerance)
+        rows, reason = self._candidates(np.array(pose_rows(pose)), None, search)
         return self._finish(rows, None, reason)
 
-    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
+    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike, *, budget: float | None = None,
+                           tolerance: float | tuple[float, float] | None = None) -> Solutions:
         """Solutions sorted by closeness to ``previous`` (the current joints), each
-        angle moved by whole turns next to ``previous`` where the limits allow."""
+        angle moved by whole turns next to ``previous`` where the limits allow. A
+        numeric model returns the first solution its search finds, from ``previous``
+        where it can (``budget`` and ``tolerance`` as for :meth:`inverse`)."""
+        search = search_for(budget, tolerance)
         previous = self._one_joints(previous, "previous joints")
-        rows, reason = self._candidates(self._one_pose(pose), previous)
+        rows, reason = self._candidates(np.array(pose_rows(pose)), previous, search)
         return self._finish(rows, previous.tolist(), reason)
 
-    def inverse_batch(self, poses: ArrayLike) -> Array:
+    def inverse_batch(self, poses: ArrayLike, seeds: ArrayLike | None = None, *, path: bool = False,
+                      budget: float | None = None, tolerance: float | tuple[float, float] | None = None) -> Array:
         """All solutions for N poses: (N, max_solutions, dof), NaN-padded, limit-filtered.
-        Use :func:`pick_best` to choose one per pose. This default searches
-        numerically, vectorised over the poses."""
+        Use :func:`pick_best` to choose one per pose. With ``seeds`` ((..., dof), one per
+        pose, or one for all) one solution per pose, the one found from (or nearest) its
+        seed: (..., dof), NaN rows where there is none; with ``path``, each pose of a
+        path (the poses' last leading axis) starts from its neighbour's solution, the
+        first from the seed (default: the limits' centre). ``budget`` and ``tolerance``
+        as for :meth:`inverse`, per pose. This default searches numerically; a serial
+        chain on every core."""
+        search = search_for(budget, tolerance)
+        if seeds is not None or path:
+            return self._nearest_batch(poses, seeds, path, search)
         poses = spatial.as_pose(poses, "poses")
         if poses.ndim == 2:
             poses = poses[None]
-        return numeric_batch(self, poses.reshape(-1, 4, 4))
+        return numeric_batch(self, poses.reshape(-1, 4, 4), search=search)
+
+    def _nearest_batch(self, poses: ArrayLike, seeds: ArrayLike | None, path: bool, search: Search) -> Array:
+        """One solution per pose (see :meth:`inverse_batch`'s ``seeds`` and ``path``)."""
+        poses = spatial.as_pose(poses, "poses")
+        shape = poses.shape[:-2]
+        seeds = np.array(self._bounds()[2]) if seeds is None else self._joints(seeds, "seeds")
+        if seeds.ndim > 1 and (path or seeds.shape[:-1] != shape):
+            if not path:
+                raise InvalidArgument(f"seeds must be one configuration ({self.dof},) or one per pose"
+                                      f" {(*shape, self.dof)}, got shape {seeds.shape}")
+            if seeds.shape[:-1] != shape[:-1]:
+                raise InvalidArgument(f"a path's seeds must be one configuration ({self.dof},) or one per path"
+                                      f" {(*shape[:-1], self.dof)}, got shape {seeds.shape}")
+        constants = self.chain_constants()
+        if constants is not None:
+            found = chain_nearest_batch(self, constants, poses, seeds, path, search)
+            return self._checked_rows(poses, found, search)
+        # Any other model: every solution, each joint turned next to the seed where its limits
+        # allow, then the one nearest its seed (or its neighbour's).
+        every = self.inverse_batch(poses.reshape(-1, 4, 4), budget=search.budget,
+                                   tolerance=(search.position, search.rotation)).reshape(*shape, -1, self.dof)
+        if not path:
+            reference = np.broadcast_to(seeds, (*shape, self.dof)).reshape(-1, self.dof)
+            flat = every.reshape(-1, *every.shape[-2:])
+            return pick_best(self._turned_next_to(flat, reference[:, None]), reference).reshape(*shape, self.dof)
+        paths = every.reshape(-1, *every.shape[-3:]) if len(shape) > 1 else every.reshape(1, *every.shape[-3:])
+        starts = np.broadcast_to(seeds, (*shape[:-1], self.dof)).reshape(-1, self.dof) if len(shape) > 1 else seeds.reshape(1, -1)
+        out = np.full((*paths.shape[:2], self.dof), np.nan)
+        for k, (solutions, start) in enumerate(zip(paths, starts, strict=True)):
+            reference = start
+            for i, row in enumerate(solutions):
+                best = pick_best(self._turned_next_to(row[None], reference), reference)[0]
+                out[k, i] = best
+                if not np.isnan(best[0]):
+                    reference = best
+        return out.reshape(*shape, self.dof)
+
+    def _turned_next_to(self, rows: Array, reference: Array) -> Array:
+        """``rows`` (..., dof) with each turning joint moved by whole turns next to ``reference``
+        where it stays within its limits (NaN rows stay NaN)."""
+        lower, upper, _, periodic, _ = self._bounds()
+        with np.errstate(invalid="ignore"):
+            moved = rows + TWO_PI * np.round((reference - rows) / TWO_PI)
+            keep = np.array(periodic) & (moved >= np.array(lower)) & (moved <= np.array(upper))
+        return np.where(keep, moved, rows)
+
+    def _checked_rows(self, poses: Array, rows: Array, search: Search) -> Array:
+        """``rows`` (..., dof), with NaN for each that does not reach its pose within the
+        search's tolerances or leaves the limits (never seen: the kernel verifies)."""
+        flat, targets = rows.reshape(-1, self.dof), poses.reshape(-1, 4, 4)
+        found = np.flatnonzero(~np.isnan(flat[:, 0]))
+        if len(found):
+            reached = spatial.pose_error(targets[found], self.forward(flat[found]))
+            ok = ((np.linalg.norm(reached[:, :3], axis=1) <= search.position)
+                  & (np.linalg.norm(reached[:, 3:], axis=1) <= search.rotation) & self.limits.within(flat[found]))
+            flat[found[~ok]] = np.nan
+        return flat.reshape(rows.shape)
 
     #: True when joints are also coupled by limits beyond their own ranges (a parallelogram linkage)
     coupled_limits: bool = False

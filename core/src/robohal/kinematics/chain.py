@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics
-from .kernels import module as _kernels
+from .kernels import chains as _chains
 from .limits import JointLimits
 
 
@@ -43,7 +43,7 @@ def _fixed(pose: Array) -> Array:
 
 
 def product_constants(fixed: Sequence[Array], slides: Sequence[bool], flange: Array) -> array:
-    """The constants of the batch kernels (layout: _kernels.PRODUCT_HEADER) for the chain
+    """The constants of the batch kernels (layout: kernels.chains.PRODUCT_HEADER) for the chain
     ``fixed[0] @ J(q_0) @ fixed[1] @ J(q_1) ... @ flange``, each J a turn about z or, where
     ``slides``, a slide along it."""
     packed = array("d", [*flange[:3, :3].ravel(), *flange[:3, 3]])
@@ -56,31 +56,31 @@ def product_constants(fixed: Sequence[Array], slides: Sequence[bool], flange: Ar
 def product_forward(packed: array, q: ArrayLike, joints: Callable[[ArrayLike], Array]) -> Array:
     """Tip poses of the chain ``packed`` (:func:`product_constants`) on the kernels: (4, 4) for
     joints (dof,), (..., 4, 4) for (..., dof). ``joints`` is the model's check of its joints."""
-    pose = _kernels.product_pose(packed, q)  # one configuration of plain floats: one call
+    pose = _chains.product_pose(packed, q)  # one configuration of plain floats: one call
     if pose is not None:
         return pose
     q = joints(q)
     if q.ndim == 1:
-        return _kernels.product_pose(packed, q)
+        return _chains.product_pose(packed, q)
     flat = np.ascontiguousarray(q.reshape(-1, q.shape[-1]))
     out = np.empty((len(flat), 4, 4))
-    _kernels.product_forward_batch(packed, flat, out.reshape(-1, 16))
+    _chains.product_forward_batch(packed, flat, out.reshape(-1, 16))
     return out.reshape(*q.shape[:-1], 4, 4)
 
 
 def product_jacobian(packed: array, q: ArrayLike, joints: Callable[[ArrayLike], Array]) -> Array:
     """The tip's geometric Jacobians of the chain ``packed`` on the kernels: (6, dof) for
     joints (dof,), (..., 6, dof) for (..., dof). ``joints`` is the model's check of its joints."""
-    jac = _kernels.product_jacobian(packed, q)  # one configuration of plain floats: one call
+    jac = _chains.product_jacobian(packed, q)  # one configuration of plain floats: one call
     if jac is not None:
         return jac
     q = joints(q)
     if q.ndim == 1:
-        return _kernels.product_jacobian(packed, q)
+        return _chains.product_jacobian(packed, q)
     dof = q.shape[-1]
     flat = np.ascontiguousarray(q.reshape(-1, dof))
     out = np.empty((len(flat), 6, dof))
-    _kernels.product_jacobian_batch(packed, flat, out.reshape(len(flat), 6 * dof))
+    _chains.product_jacobian_batch(packed, flat, out.reshape(len(flat), 6 * dof))
     return out.reshape(*q.shape[:-1], 6, dof)
 
 
@@ -145,13 +145,17 @@ class DHChain(Kinematics):
         self._kind = [0 if abs(x) < 1e-15 else 1 if abs(x - math.pi / 2) < 1e-15 else -1
                       if abs(x + math.pi / 2) < 1e-15 else 2 for x in self.alpha]
         self._flange_turns = bool((self.flange[:3, :3] != np.eye(3)).any())
-        # The constants of the scalar path (layout: see _kernels.py).
+        # The constants of the scalar path (layout: see kernels.chains.CHAIN_HEADER).
         self._packed = array("d", [
             float(self.modified), float(self._flange_turns), *self.base[:3].ravel(), *self.flange[:3].ravel(),
             *(x for joint in zip(self.offsets, self._kind, self.a, self.d, self._ca, self._sa, strict=True)
               for x in joint),
         ])
         self._product = self._product_constants()
+
+    def chain_constants(self) -> array:
+        """The chain for the kernels (:func:`product_constants`): the numeric inverse searches it compiled."""
+        return self._product
 
     @property
     def reach_bound(self) -> tuple[Array, float]:
@@ -246,7 +250,7 @@ class DHChain(Kinematics):
 
     def _frame(self, q: list[float], jacobian: bool) -> tuple[tuple, list | None]:
         """Flange frame as (x, y, z, p) column tuples, and the 6 Jacobian rows if asked for."""
-        return _kernels.chain(self._packed, q, jacobian)
+        return _chains.chain(self._packed, q, jacobian)
 
     def pose_and_jacobian(self, q: ArrayLike) -> tuple[Array, Array]:
         """Flange pose (4, 4) and geometric Jacobian (6, dof) of one configuration."""

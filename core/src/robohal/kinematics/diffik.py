@@ -22,7 +22,7 @@ The hot path works on plain floats, one 6 x 6 system per cycle (the Jacobian of
 the cycle's start serves its iterations) and the models' scalar
 :meth:`~robohal.kinematics.Kinematics.frame_and_jacobian_lists`. The pose error, the
 target's motion, the damped steps, the box and the goal clipped into it are kernels
-(``robohal.kinematics._kernels``, one source, compiled where a C compiler was at install;
+(``robohal.kinematics.kernels.cycle``, one source, compiled where a C compiler was at install;
 :data:`COMPILED` says whether they run compiled).
 """
 
@@ -38,7 +38,7 @@ from ..errors import InvalidArgument
 from ..spatial import as_finite
 from .base import Array, Kinematics, pose_rows
 from .kernels import COMPILED  # noqa: F401 (diffik.COMPILED: whether the cycle's kernels run compiled)
-from .kernels import module as _kernels
+from .kernels import cycle as _cycle
 from .limits import JointLimits
 
 #: rad/s: the fastest any joint moves because of the nullspace posture pull
@@ -127,11 +127,11 @@ class IkOptions:
 # it will go, peak = velocity + release**2 / (2 jerk):
 #     position                                                                  if peak <= 0,
 #     position + peak (release / jerk + braking / jerk + period) + peak**2 / (2 braking)  else.
-# The box (in _kernels.py) writes it out inline where it runs every cycle.
+# The box (in _kernels/cycle.py) writes it out inline where it runs every cycle.
 
 
 def _joint_constants(limits: tuple[list[float], ...], period: float) -> tuple[tuple[float, ...], ...]:
-    """Per joint what the box (``_kernels.box``) needs, computed once from :func:`_limit_lists`:
+    """Per joint what the box (``_cycle.box``) needs, computed once from :func:`_limit_lists`:
     (lower, upper, velocity, acceleration, jerk, jerk * period, braking deceleration,
     braking deceleration toward the position limits, velocity room, position room).
     The position limits and the braking toward them are those the box works with
@@ -180,7 +180,7 @@ def cycle_box(limits: JointLimits, period: float, history: ArrayLike) -> tuple[A
     if history.shape != (3, limits.dof):
         raise InvalidArgument(f"history must have shape (3, {limits.dof}), got {history.shape}")
     period = _check_period(period)
-    lo, hi = _kernels.box(*history.tolist(), period, _joint_constants(_limit_lists(limits), period))
+    lo, hi = _cycle.box(*history.tolist(), period, _joint_constants(_limit_lists(limits), period))
     return np.array(lo), np.array(hi)
 
 
@@ -261,7 +261,7 @@ class DifferentialIk:
         damping^2 I)^-1 e~, and the joint ``offset`` less what the task sees of it, the part
         in the task's nullspace (through a barely damped projector: a damped one would leak the
         pull into the task). ``motion`` and ``offset`` may be None (then so is their result)."""
-        return _kernels.steps(jac, self._weights, self._damping2, NULLSPACE_DAMPING * NULLSPACE_DAMPING, error, motion,
+        return _cycle.steps(jac, self._weights, self._damping2, NULLSPACE_DAMPING * NULLSPACE_DAMPING, error, motion,
                               offset)
 
     def _frame_and_jacobian(self, q: list[float], with_jacobian: bool = True) -> tuple[tuple, list]:
@@ -269,7 +269,7 @@ class DifferentialIk:
 
     def _error(self, target: list[list[float]], frame: tuple) -> tuple[list[float], float]:
         """The weighted error from ``frame`` to ``target`` (rows), and its length."""
-        return _kernels.pose_error(target, frame, self._weights)
+        return _cycle.pose_error(target, frame, self._weights)
 
     def _target_motion(self, goal: list[list[float]]) -> list[float]:
         """The target's motion since the last cycle, weighted like the error; zero
@@ -277,7 +277,7 @@ class DifferentialIk:
         last = self._last_goal
         if last is None:
             return [0.0] * 6
-        return _kernels.target_motion(goal, last, self._weights, MAX_TARGET_SPEED * self.period,
+        return _cycle.target_motion(goal, last, self._weights, MAX_TARGET_SPEED * self.period,
                                       MAX_TARGET_TURN_RATE * self.period)
 
     def _linkage_extent(self, h2: list[float], h1: list[float], goals: list[float], joints: list[int],
@@ -291,8 +291,8 @@ class DifferentialIk:
             v = (h1[j] - h2[j]) / t
             base = h1[j] + t * v
             s = (goals[j] - base) / (t * t)
-            furthest_up = _kernels.travel_and_slope(base, v, s, t, jrk, braking)[0]
-            furthest_down = -_kernels.travel_and_slope(-base, -v, -s, t, jrk, braking)[0]
+            furthest_up = _cycle.travel_and_slope(base, v, s, t, jrk, braking)[0]
+            furthest_down = -_cycle.travel_and_slope(-base, -v, -s, t, jrk, braking)[0]
             if w > 0.0:
                 low, high = low + w * furthest_down, high + w * furthest_up
             else:
@@ -383,13 +383,13 @@ class DifferentialIk:
                 # so it stays in the nullspace) by the gain and to the rate cap; the pull moves the
                 # goal every cycle, so it is followed like a moving target. The goal approaches this
                 # cycle's target no faster than the joints can stop there (no overshoot).
-                clipped, free, lo, hi = _kernels.first_goal(
+                clipped, free, lo, hi = _cycle.first_goal(
                     q, delta, motion, null, self._step_caps, options.nullspace_gain * self.period,
                     MAX_POSTURE_RATE * self.period, h3, h2, h1, self.period, self._joints)
             else:
                 if start_jac is None:
                     start_jac = jac
-                clipped, free = _kernels.next_goal(q, self._damped_steps(start_jac, error, None, None)[0], lo, hi)
+                clipped, free = _cycle.next_goal(q, self._damped_steps(start_jac, error, None, None)[0], lo, hi)
             if self._linkages:
                 clipped = self._inside_linkages(h2, h1, clipped, lo, hi)
             if clipped == q:  # at rest on the target: the frame and Jacobian stay valid

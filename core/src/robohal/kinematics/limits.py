@@ -1,4 +1,5 @@
-"""Per-joint limits: position, velocity, acceleration and jerk (SI units, radians)."""
+"""Per-joint limits: position, velocity, acceleration and jerk (SI units, radians), and what
+a torque-controlled arm's drives take (:class:`TorqueLimits`)."""
 
 from __future__ import annotations
 
@@ -201,3 +202,30 @@ class JointLimits:
             f" velocity={np.round(self.velocity, 4).tolist()}, acceleration={np.round(self.acceleration, 3).tolist()},"
             f" jerk={np.round(self.jerk, 1).tolist()})"
         )
+
+
+@dataclass(frozen=True, eq=False)
+class TorqueLimits:
+    """What a torque-controlled arm's drives take: ``torque``, the largest joint torque (Nm, a
+    magnitude per joint or one for all), and ``rate``, the fastest it may change (Nm/s, the same
+    for every joint or one per joint). A backend that takes joint torques declares them
+    (:attr:`robohal.control.backend.Backend.torque_limits`)."""
+
+    torque: Array
+    rate: Array
+
+    def __post_init__(self) -> None:
+        torque = _real(self.torque, "torque")
+        dof = torque.shape[-1] if torque.ndim else _real(self.rate, "rate").reshape(-1).shape[0]
+        for name in ("torque", "rate"):
+            value = _vector(getattr(self, name), dof, name)
+            if not (np.isfinite(value) & (value > 0)).all():
+                raise InvalidArgument(f"torque limits: {name} must be finite and positive")
+            object.__setattr__(self, name, value)
+
+    @property
+    def dof(self) -> int:
+        return int(self.torque.shape[0])
+
+    def __repr__(self) -> str:
+        return f"TorqueLimits(torque={self.torque.tolist()} Nm, rate={self.rate.tolist()} Nm/s)"

@@ -29,8 +29,10 @@ from ..errors import InvalidArgument
 from .base import Array, Kinematics, Solutions, pose_rows
 from .chain import product_constants, product_jacobian, shift, turn
 from .constraints import Constraints
-from .kernels import module as _kernels
+from .kernels import common as _common_kernels
+from .kernels import opw as _opw
 from .limits import JointLimits
+from .numeric import DEFAULT_SEARCH, Search, search_for
 
 PI = math.pi
 TWO_PI = 2.0 * math.pi
@@ -111,7 +113,7 @@ class OPW(Kinematics):
         self._offsets = np.array(self.offsets)
         self._constants = (self.a1, self.a2, self.b, self.c1, self.c2, self.c3, self.c4, self._k, self._psi)
         self._signs = np.array(self.signs)
-        # The same constants for the kernels (layout: see _kernels.py).
+        # The same constants for the kernels (layout: see kernels.opw.OPW_CONSTANTS).
         self._packed = array("d", [*self._constants, *self.signs, *self.offsets, NEAR_DEGENERATE, RIM_SLACK,
                                    VERIFY_POSITION, VERIFY_ROTATION, WRIST_DEGENERATE])
         self._product = self._product_constants()
@@ -145,7 +147,7 @@ class OPW(Kinematics):
 
     def _fk_scalar(self, q: list[float]) -> tuple:
         """Flange pose for one configuration: R row-major then p, 12 floats."""
-        return _kernels.opw_flange(self._packed, q)
+        return _opw.opw_flange(self._packed, q)
 
     def frame_and_jacobian_lists(self, q: list[float], jacobian: bool = True) -> tuple[tuple, list | None]:
         """Flange frame ``(x, y, z, p)`` columns and the 6 x 6 Jacobian rows (no validation)."""
@@ -186,15 +188,15 @@ class OPW(Kinematics):
 
     def forward(self, q: ArrayLike) -> Array:
         """Flange pose (4, 4) for joints (6,); (..., 4, 4) for (..., 6)."""
-        pose = _kernels.opw_pose(self._packed, q)  # one configuration of plain floats: one call
+        pose = _opw.opw_pose(self._packed, q)  # one configuration of plain floats: one call
         if pose is not None:
             return pose
         q = self._joints(q)
         if q.ndim == 1:
-            return _kernels.opw_pose(self._packed, q)
+            return _opw.opw_pose(self._packed, q)
         flat = np.ascontiguousarray(q.reshape(-1, 6))
         out = np.empty((flat.shape[0], 4, 4))
-        _kernels.opw_forward_batch(self._packed, flat, out.reshape(-1, 16))
+        _opw.opw_forward_batch(self._packed, flat, out.reshape(-1, 16))
         return out.reshape(*q.shape[:-1], 4, 4)
 
     def joint_poses(self, q: ArrayLike) -> Array:
@@ -249,7 +251,7 @@ class OPW(Kinematics):
         """All verified solutions (joint lists, normalised) for one pose given as
         rows, the reason when there is none, and whether two may coincide (near a
         singularity; the finisher looks for repeats only then)."""
-        rows, failure, may_repeat = _kernels.opw(self._packed, m, self._bounds()[2] if previous is None else previous, j6)
+        rows, failure, may_repeat = _opw.opw(self._packed, m, self._bounds()[2] if previous is None else previous, j6)
         return (rows, None, may_repeat) if failure is None else ([], self._failure(*failure), False)
 
     def _bound_arrays(self) -> tuple[Array, Array, Array]:
@@ -277,24 +279,33 @@ class OPW(Kinematics):
         joint = previous[i] if previous is not None else self._bounds()[2][i]
         return self.signs[i] * joint - self.offsets[i]
 
-    def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+    def _candidates(self, pose: Array, previous: Array | None, search: Search = DEFAULT_SEARCH) -> tuple[list, str | None]:
         return self._solve(pose.tolist(), None if previous is None else list(previous))[:2]
 
-    def inverse(self, pose: ArrayLike) -> Solutions:
+    def inverse(self, pose: ArrayLike, *, budget: float | None = None,
+                tolerance: float | tuple[float, float] | None = None) -> Solutions:
+        """Every solution (k, 6) within the limits, sorted by distance to their centre; in
+        closed form, so ``budget`` and ``tolerance`` (for a numeric model's search) do not apply."""
+        if budget is not None or tolerance is not None:
+            search_for(budget, tolerance)  # checked all the same: a wrong one is an error on every model
         if (type(pose) is np.ndarray and pose.dtype == np.float64 and pose.shape == (4, 4)
                 and self.constraints is None and type(self)._admissible is Kinematics._admissible):
             # The usual case in one kernel call; anything unusual takes the general path below.
             lower, upper, centre = self._bound_arrays()
             out = np.empty((8, 6))
-            count = _kernels.opw_sorted(self._packed, np.ascontiguousarray(pose), lower, upper, centre, out)
+            count = _opw.opw_sorted(self._packed, np.ascontiguousarray(pose), lower, upper, centre, out)
             if count:
                 return Solutions(out[:count])
         rows, reason, may_repeat = self._solve(pose_rows(pose), None)
         return self._finish(rows, None, reason, may_repeat, normalised=True)
 
-    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
+    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike, *, budget: float | None = None,
+                           tolerance: float | tuple[float, float] | None = None) -> Solutions:
         """Solutions nearest ``previous``; at the J5 = 0 (pi) singularity J4 stays at
-        ``previous`` and J6 keeps J4 + J6 (J4 - J6) as the pose demands."""
+        ``previous`` and J6 keeps J4 + J6 (J4 - J6) as the pose demands. ``budget`` and
+        ``tolerance`` do not apply (closed form)."""
+        if budget is not None or tolerance is not None:
+            search_for(budget, tolerance)
         prev = self._previous_list(previous)
         rows, reason, may_repeat = self._solve(pose_rows(pose), prev)
         return self._finish(rows, prev, reason, may_repeat, normalised=True)
@@ -336,18 +347,24 @@ class OPW(Kinematics):
         poses = np.ascontiguousarray(poses.reshape(-1, 16))
         lower, upper = (limits.lower, limits.upper) if limits is not None else (np.full(6, -np.inf), np.full(6, np.inf))
         out = np.empty((poses.shape[0], 8, 6))
-        _kernels.opw_inverse_batch(self._packed, poses, np.ascontiguousarray(lower, dtype=float),
+        _opw.opw_inverse_batch(self._packed, poses, np.ascontiguousarray(lower, dtype=float),
                                    np.ascontiguousarray(upper, dtype=float), np.asarray(self._bounds()[2], dtype=float), out)
         return out
 
-    def inverse_batch(self, poses: ArrayLike) -> Array:
+    def inverse_batch(self, poses: ArrayLike, seeds: ArrayLike | None = None, *, path: bool = False,
+                      budget: float | None = None, tolerance: float | tuple[float, float] | None = None) -> Array:
         """All 8 branches for N poses: (N, 8, 6), NaN where a branch does not exist
         or leaves the limits. Slot ``4 * back + 2 * elbow + flip`` is stable, so a
-        column follows one branch; :func:`~robohal.kinematics.pick_best` picks one per pose."""
+        column follows one branch; :func:`~robohal.kinematics.pick_best` picks one per pose.
+        With ``seeds`` or ``path``, the branch nearest each seed (or the solution before it):
+        (..., 6), as :meth:`Kinematics.inverse_batch` says."""
+        search = search_for(budget, tolerance)
+        if seeds is not None or path:
+            return self._nearest_batch(poses, seeds, path, search)
         flat = None
         if type(poses) is np.ndarray and poses.dtype == np.float64 and poses.ndim in (2, 3) and poses.shape[-2:] == (4, 4):
             flat = np.ascontiguousarray(poses.reshape(-1, 16))
-            if _kernels.first_odd_pose(flat) >= 0:  # spatial.as_pose names the problem (or lets it pass)
+            if _common_kernels.first_odd_pose(flat) >= 0:  # spatial.as_pose names the problem (or lets it pass)
                 flat = None
         if flat is None:
             flat = np.ascontiguousarray(spatial.as_pose(poses, "poses").reshape(-1, 16))

@@ -19,6 +19,7 @@ from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics, Solutions
 from .limits import JointLimits
+from .numeric import DEFAULT_SEARCH, Search, search_for
 
 # On the rims |D| = 1 within this; there the two elbow solutions are one.
 RIM_TOLERANCE = 1e-12
@@ -145,7 +146,7 @@ class PlanarTwoLink(Kinematics):
             rows = rows[:1]
         return rows, None
 
-    def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+    def _candidates(self, pose: Array, previous: Array | None, search: Search = DEFAULT_SEARCH) -> tuple[list, str | None]:
         return self._candidates_xy(float(pose[0, 3]), float(pose[1, 3]), None if previous is None else list(previous))
 
     def inverse_xy(self, xy: ArrayLike) -> Solutions:
@@ -178,9 +179,15 @@ class PlanarTwoLink(Kinematics):
             return "stretched" if c2 > 0 else "folded"
         return "elbow down" if s2 > 0 else "elbow up"
 
-    def inverse_batch(self, poses: ArrayLike) -> Array:
+    def inverse_batch(self, poses: ArrayLike, seeds: ArrayLike | None = None, *, path: bool = False,
+                      budget: float | None = None, tolerance: float | tuple[float, float] | None = None) -> Array:
         """Both elbow solutions for N poses' xy: (N, 2, 2), NaN where unreachable or
-        outside the limits (slot 0: q2 >= 0, slot 1: q2 <= 0)."""
+        outside the limits (slot 0: q2 >= 0, slot 1: q2 <= 0). With ``seeds`` or ``path``,
+        the one nearest each seed (or the solution before it), as
+        :meth:`Kinematics.inverse_batch` says."""
+        search = search_for(budget, tolerance)
+        if seeds is not None or path:
+            return self._nearest_batch(poses, seeds, path, search)
         poses = spatial.as_pose(poses, "poses")
         if poses.ndim == 2:
             poses = poses[None]

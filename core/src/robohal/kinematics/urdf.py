@@ -38,7 +38,7 @@ from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics
 from .chain import DHChain, product_constants, product_forward, product_jacobian
-from .kernels import module as _kernels
+from .kernels import chains as _chains
 from .limits import JointLimits
 
 #: the joint types a chain moves with; ``continuous`` is a revolute joint without a range
@@ -141,7 +141,7 @@ class UrdfChain(Kinematics):
         # Back from a turned joint frame to its child link's frame (joint_poses reports links).
         self._to_link = _frozen(np.array([_transform(turn.T) for turn in turns]))
         self._slides = tuple(kind == "prismatic" for kind in kinds)
-        # The constants of the kernels (layout: see _kernels.py, PRODUCT_HEADER).
+        # The constants of the kernels (layout: see kernels.chains.PRODUCT_HEADER).
         self._packed = product_constants(self._fixed, self._slides, self._flange)
         self._dh = _as_dh(self) if not any(self._slides) else None
 
@@ -221,6 +221,10 @@ class UrdfChain(Kinematics):
     @property
     def periodic(self) -> tuple[bool, ...]:
         return tuple(not slide for slide in self._slides)
+
+    def chain_constants(self):
+        """The chain for the kernels (kernels.chains.PRODUCT_HEADER): the numeric inverse searches it compiled."""
+        return self._packed
 
     @property
     def reach_bound(self) -> tuple[Array, float] | None:
@@ -317,7 +321,7 @@ class UrdfChain(Kinematics):
         """The scalar path's raw result (no validation): ((x, y, z, p) columns, 6 Jacobian rows)."""
         if self._dh is not None:
             return self._dh.frame_and_jacobian_lists(q, jacobian)
-        return _kernels.product_chain(self._packed, q, jacobian)
+        return _chains.product_chain(self._packed, q, jacobian)
 
     @property
     def uses_dh_path(self) -> bool:

@@ -17,6 +17,7 @@ from .. import spatial
 from ..errors import InvalidArgument, LimitViolation
 from .base import Array, Kinematics, Solutions, pose_rows
 from .limits import JointLimits
+from .numeric import DEFAULT_SEARCH, Search, search_for
 from .opw import fit_limits_batch
 
 
@@ -90,20 +91,24 @@ class _Wrapper(Kinematics):
     def solution_label(self, q: ArrayLike) -> str:
         return self.robot.solution_label(self._inner(self._one_joints(q)))
 
-    def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+    def _candidates(self, pose: Array, previous: Array | None, search: Search = DEFAULT_SEARCH) -> tuple[list, str | None]:
         inner_previous = None if previous is None else self._inner(np.asarray(previous, dtype=np.float64))
-        rows, reason = self.robot._candidates(self._inner_pose(pose), inner_previous)
+        rows, reason = self.robot._candidates(self._inner_pose(pose), inner_previous, search)
         if len(rows) == 0:
             return [], reason
         return self._outer(np.asarray(rows, dtype=np.float64)).tolist(), None
 
-    def inverse(self, pose: ArrayLike) -> Solutions:
-        rows, reason = self._candidates(np.array(pose_rows(pose)), None)
+    def inverse(self, pose: ArrayLike, *, budget: float | None = None,
+                tolerance: float | tuple[float, float] | None = None) -> Solutions:
+        search = search_for(budget, tolerance)
+        rows, reason = self._candidates(np.array(pose_rows(pose)), None, search)
         return self._finish(rows, None, reason)
 
-    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike) -> Solutions:
+    def inverse_continuing(self, pose: ArrayLike, previous: ArrayLike, *, budget: float | None = None,
+                           tolerance: float | tuple[float, float] | None = None) -> Solutions:
+        search = search_for(budget, tolerance)
         previous = self._one_joints(previous, "previous joints")
-        rows, reason = self._candidates(np.array(pose_rows(pose)), previous)
+        rows, reason = self._candidates(np.array(pose_rows(pose)), previous, search)
         return self._finish(rows, previous.tolist(), reason)
 
     def _candidates_5dof(self, pose: Array, j6: float | None, previous: Array | None) -> tuple[list, str | None]:
@@ -138,12 +143,26 @@ class _Wrapper(Kinematics):
         inner = self.robot._candidates_batch(self._inner_pose(poses))
         return self._outer(inner)
 
-    def inverse_batch(self, poses: ArrayLike) -> Array:
+    def inverse_batch(self, poses: ArrayLike, seeds: ArrayLike | None = None, *, path: bool = False,
+                      budget: float | None = None, tolerance: float | tuple[float, float] | None = None) -> Array:
+        search = search_for(budget, tolerance)
+        if seeds is not None or path:
+            return self._nearest_batch(poses, seeds, path, search)
         poses = spatial.as_pose(poses, "poses").reshape(-1, 4, 4)
         if not hasattr(self.robot, "_candidates_batch"):
-            return super().inverse_batch(poses)
+            return super().inverse_batch(poses, budget=budget, tolerance=tolerance)
         out = fit_limits_batch(self._candidates_batch(poses), self.limits, self.periodic)
         out[~self._admissible_batch(out)] = np.nan
+        return out
+
+    def _nearest_batch(self, poses: ArrayLike, seeds: ArrayLike | None, path: bool, search: Search) -> Array:
+        """The wrapped model's one solution per pose, of the poses and seeds as it sees them,
+        in this model's joints; NaN rows where that leaves this model's limits."""
+        poses = spatial.as_pose(poses, "poses")
+        inner_seeds = None if seeds is None else self._inner(self._joints(seeds, "seeds"))
+        out = self._outer(self.robot._nearest_batch(self._inner_pose(poses), inner_seeds, path, search))
+        with np.errstate(invalid="ignore"):
+            out[~(self.limits.within(out) & self._admissible_batch(out))] = np.nan
         return out
 
     def _admissible_batch(self, q: Array) -> np.ndarray:

@@ -1,6 +1,10 @@
 """Motions: small objects the backend's control loop steps once per cycle
 (:class:`Motion`). They are plain picklable data, so a backend may run them in
 another thread or process (Franka's 1 kHz loop does).
+
+Each motion commands one interface of the robot (:func:`interface_of`): joint positions, as
+every motion here, or joint torques (:mod:`.torque`). A backend says which it takes
+(``Backend.command_interfaces``) and refuses a motion that needs another at the call.
 """
 
 from __future__ import annotations
@@ -18,6 +22,29 @@ from .online import OnlineGenerator
 
 #: s: the longest waypoint time follow() plans (a day; the setpoints are sampled up front)
 MAX_FOLLOW_TIME = 86400.0
+
+#: what a motion commands: joint positions (every robot) or joint torques (Franka's torque interface)
+JOINT_POSITION = "joint_position"
+JOINT_TORQUE = "joint_torque"
+
+
+def interface_of(motion: object) -> str:
+    """The interface ``motion`` commands: its ``command_interface``, else joint positions."""
+    return getattr(motion, "command_interface", JOINT_POSITION)
+
+
+def interfaces_needed(motion: object) -> frozenset[str]:
+    """Every interface ``motion`` may command: its own and those of the motions its reactions
+    hand over to (:mod:`.reactions`), so that a robot refuses the whole before anything moves."""
+    needed, pending, seen = set(), [motion], set()
+    while pending:
+        item = pending.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        needed.add(interface_of(item))
+        pending += [reaction.then for reaction in getattr(item, "reactions", ())]
+    return frozenset(needed)
 
 
 @runtime_checkable

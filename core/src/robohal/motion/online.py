@@ -30,7 +30,7 @@ from ruckig import ControlInterface, InputParameter, OutputParameter, Result, Ru
 
 from ..errors import InvalidArgument, LimitViolation
 from ..kinematics import JointLimits
-from ..kinematics.kernels import module as _kernels
+from ..kinematics.kernels import bounds as _kernels
 from ..kinematics.limits import TOLERANCE
 from ..state import Array
 

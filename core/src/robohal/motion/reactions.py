@@ -171,13 +171,13 @@ class Reacting:
         self.motion = motion
         self.reactions = tuple(reactions)
 
-    def start(self, state: RobotState, commanded: Any, model: Kinematics, period: float) -> None:
-        self.motion.start(state, commanded, model, period)
+    def start(self, state: RobotState, *args: Any, **kwargs: Any) -> None:  # a position or a torque motion's
+        self.motion.start(state, *args, **kwargs)
 
-    def step(self, state: RobotState) -> Any:
-        return self.motion.step(state)
+    def step(self, state: RobotState, *args: Any) -> Any:
+        return self.motion.step(state, *args)
 
-    def __getattr__(self, name: str) -> Any:  # start_moving, setpoint_state, summary: the motion's own
+    def __getattr__(self, name: str) -> Any:  # start_moving, setpoint_state, summary, update...: the motion's own
         if name in ("motion", "reactions"):
             raise AttributeError(name)
         return getattr(self.motion, name)

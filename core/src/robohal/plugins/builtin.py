@@ -1,5 +1,5 @@
-"""The core's own plugin: the ``sim`` backend, a generic planar model and the
-models of the user's model files (:mod:`.model_files`).
+"""The core's own plugin: the ``sim`` backend, a generic planar model, the
+models of the user's model files (:mod:`.model_files`) and of the arm files (:mod:`.arm_files`).
 
 It implements the same hooks as every other plugin, but needs no entry point:
 :func:`~robohal.plugins.registry.plugin_manager` registers it in code, as
@@ -12,6 +12,7 @@ import numpy as np
 
 from ..kinematics import JointLimits, PlanarTwoLink
 from ..sim.backend import SimBackend
+from .arm_files import arm_model_specs
 from .hookspecs import hookimpl
 from .model_files import model_file_specs
 from .records import BackendSpec, ModelSpec
@@ -39,6 +40,7 @@ def robohal_models():
             tags=("planar", "example"),
         ),
         *model_file_specs(),
+        *arm_model_specs(),
     ]
 
 

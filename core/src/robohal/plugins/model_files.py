@@ -101,6 +101,8 @@ def read_model_file(path: str | os.PathLike) -> ModelFile:
         raise InvalidArgument(f"{path}: cannot read: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidArgument(f"{path}: not valid TOML: {exc}") from None
+    if isinstance(data.get("arm"), dict):
+        raise InvalidArgument(f"{path}: an arm file, not a model file (robohal.plugins.arm_files reads it)")
     missing = [key for key in REQUIRED if key not in data]
     if missing:
         raise InvalidArgument(f"{path}: missing key(s) {', '.join(missing)}")
@@ -175,6 +177,14 @@ def _count_joints(urdf: Path, base_link: str, tip_link: str, path: Path) -> int:
     return count
 
 
+def _arm_file(path: Path) -> bool:
+    """Whether ``path`` holds an arm file (an ``[arm]`` table): those share the folders."""
+    try:
+        return isinstance(tomllib.loads(path.read_text(encoding="utf-8")).get("arm"), dict)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return False  # read_model_file says what is wrong with it
+
+
 def model_file_specs(environ: dict[str, str] | None = None) -> list[ModelSpec]:
     """A spec for every readable model file on the search path (see the module docstring)."""
     specs: dict[str, ModelSpec] = {}
@@ -182,6 +192,8 @@ def model_file_specs(environ: dict[str, str] | None = None) -> list[ModelSpec]:
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.toml")):
+            if _arm_file(path):
+                continue  # the arm files' own reader registers it (arm_files)
             try:
                 spec = read_model_file(path).spec()
             except InvalidArgument as exc:

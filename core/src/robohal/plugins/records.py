@@ -230,8 +230,8 @@ class BackendSpec:
     settle_time: float = 1.0
     plugin: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
-    #: what ``robohal demo`` shows of this backend, if anything
-    demo: DemoSpec | None = None
+    #: what ``robohal demo`` shows of this backend, if anything (one task, or several in turn)
+    demo: DemoSpec | tuple[DemoSpec, ...] | None = None
     #: the query parameters the backend (and its simulator) read, besides ``model``; a name
     #: ending in ``*`` covers every parameter with that prefix (``sim_*``). ``connect`` refuses
     #: any other (a misspelt ``timeot=`` must not fall back to a default unseen). None: not declared.

@@ -7,8 +7,8 @@
 
 The page draws each arm from its model (links, joints coloured by their limit margin, the
 flange frame, the commanded pose as a translucent ghost), or from a URDF's meshes where one
-agrees with the model (:mod:`.body`), the backend's figures and the
-robot's mode, and, where commands are allowed, joint sliders, a flange gizmo (a pad for a
+agrees with the model (:mod:`.body`), the measured external force on the flange as an arrow
+while the arm feels one (:mod:`.wrench`), the backend's figures and the robot's mode, and, where commands are allowed, joint sliders, a flange gizmo (a pad for a
 planar arm, with the pen's trace) and Stop / Recover.
 
 Who may move the arm: the page has no login, so whoever opens it may command the robot.
@@ -44,6 +44,7 @@ from ..state import Array
 from .body import UrdfBody, Visuals, find_visuals
 from .controls import RobotControls
 from .scene import ArmScene, arm_size
+from .wrench import WrenchArrow
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +79,14 @@ class Station:
     offset: Array
     size: float
     scene: ArmScene | None = None
+    arrow: WrenchArrow | None = None  # the measured force on the flange, where the robot measures one
     figures: object = None
     trace: object = None
     pen: list = field(default_factory=list)
     held: tuple | None = None  # the page's last target: (kind, value, monotonic time given)
 
     def remove(self) -> None:
-        for part in (self.scene, self.figures, self.trace):
+        for part in (self.scene, self.arrow, self.figures, self.trace):
             if part is not None:
                 part.remove()
 
@@ -160,6 +162,7 @@ class RobotView:
             server = self._server
             body = None if loaded is None else UrdfBody(server, key, visuals, loaded, offset=station.offset)
             station.scene = ArmScene(server.scene, key, robot.model, state.q, offset=station.offset, body=body)
+            station.arrow = WrenchArrow(server.scene, f"{key}/wrench", station.scene.radius * 0.35)
             station.figures = server.gui.add_markdown(_figures(station, state, 0.0))
             if getattr(robot.model, "position_only", False):
                 station.trace = server.scene.add_line_segments(
@@ -325,6 +328,7 @@ class RobotView:
                 if state is None:
                     continue
                 station.scene.show(state.q, state.q_commanded)
+                station.arrow.show(station.scene.flange.position, state.wrench)
                 if station.held is not None:
                     _hold(station, state)
                 if station.trace is not None:

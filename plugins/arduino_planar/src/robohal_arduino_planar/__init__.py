@@ -22,6 +22,10 @@ from robohal import BackendSpec, DemoSpec, SimulatorSpec, ToolSpec, hookimpl
 DEFAULT_MODEL = "arduino.planar2"
 SIMAVR_TARGET = f"arduino-planar://sim?model={DEFAULT_MODEL}&firmware=simavr"
 EMULATOR_TARGET = f"arduino-planar://sim?model={DEFAULT_MODEL}&firmware=emulator"
+FIRMATA_TARGET = "arduino-firmata://sim?arm=mearm"
+#: what the Firmata backend offers: pulses in its simulator, and no acknowledgement and no host
+#: watchdog (it declares neither "acknowledged-setpoints" nor "host-watchdog")
+FIRMATA_FEATURES = frozenset({"servo-pulses"})
 
 #: what the backend and its simulators offer (for @needs_feature)
 FEATURES = frozenset({
@@ -87,5 +91,27 @@ def robohal_backends():
                             description="a claw on the third servo, D6 (tool=gripper; the simulators' default)"),
                    ToolSpec("io", factory="robohal_arduino_planar.tool:io_for",
                             description="a pen lift on the third servo, D6, as io['pen_down'] (tool=pen)")),
-        )
+        ),
+        BackendSpec(
+            scheme="arduino-firmata",
+            factory="robohal_arduino_planar.firmata_backend:ArduinoFirmataBackend",
+            description="An arm file's servos on an Arduino running stock StandardFirmata (no reflashing), over"
+                        " USB serial at 57600 baud; writes are not acknowledged and there is no watchdog",
+            simulator=SimulatorSpec(
+                start="robohal_arduino_planar.simulation:start_firmata_simulator",
+                default_model="arm.mearm",
+                program="robohal_arduino_planar.simulator",
+                description="a simulated Uno running StandardFirmata on a pty (the program's --firmware firmata)",
+            ),
+            hil_targets=(FIRMATA_TARGET,),
+            features=FIRMATA_FEATURES,
+            position_tolerance=POSITION_TOLERANCE,
+            settle_time=SETTLE_TIME,
+            params=("arm", "rate", "boot", "timeout", "q0", "poll", "sampling_ms", "sim_*"),
+            tools=(ToolSpec("gripper", factory="robohal_arduino_planar.tool:gripper_for",
+                            description="the arm file's gripper servo"),),
+            demo=DemoSpec("MeArm on StandardFirmata", where="robohal_arduino_planar.demo:mearm_where",
+                          task="robohal_arduino_planar.demo:mearm_triangle",
+                          pick_place="robohal_arduino_planar.demo:mearm_pick_place"),
+        ),
     ]

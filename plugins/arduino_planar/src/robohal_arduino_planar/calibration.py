@@ -162,16 +162,17 @@ class ToolCalibration:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Both servos of the arm (servo 1 on D9 drives joint 1, servo 2 on D10 joint 2), and the tool."""
+    """The arm's servos (the planar arm's: servo 1 on D9 drives joint 1, servo 2 on D10 joint 2;
+    an arm file's: one per joint) and the tool."""
 
     servos: tuple[ServoCalibration, ...] = (ServoCalibration(), ServoCalibration())
     tool: ToolCalibration = ToolCalibration()
 
     def __post_init__(self) -> None:
-        if len(self.servos) != p.ARM_SERVOS:
-            raise InvalidArgument(f"a calibration has {p.ARM_SERVOS} arm servos, got {len(self.servos)}")
+        if not self.servos:
+            raise InvalidArgument("a calibration has at least one arm servo")
 
-    def to_pulses(self, q: ArrayLike) -> tuple[int, int]:
+    def to_pulses(self, q: ArrayLike) -> tuple[int, ...]:
         """Pulse widths (us) for joints ``q`` (rad); raises :class:`LimitViolation` for a width
         outside a servo's pulse limits, so such a command never reaches the wire."""
         q = np.asarray(q, dtype=np.float64)
@@ -187,17 +188,27 @@ class Calibration:
                     joint=joint, quantity="position", value=float(angle),
                     limit=servo.angle_range[0] if angle < 0 else servo.angle_range[1])
             widths.append(width)
-        return widths[0], widths[1]
+        return tuple(widths)
 
     def to_joints(self, widths_us: Sequence[float]) -> np.ndarray:
         """Joint angles (rad) for pulse widths (us)."""
         return np.array([servo.to_rad(w) for servo, w in zip(self.servos, widths_us, strict=True)])
 
     @property
-    def limits_us(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        """The pulse limits to send to the firmware (``LIMITS``)."""
-        a, b = self.servos
-        return (a.min_us, a.max_us), (b.min_us, b.max_us)
+    def limits_us(self) -> tuple[tuple[int, int], ...]:
+        """The pulse limits to send to the firmware (``LIMITS``), per servo."""
+        return tuple((servo.min_us, servo.max_us) for servo in self.servos)
+
+    @classmethod
+    def from_arm(cls, arm: Any) -> Calibration:
+        """The calibration an arm file (:class:`robohal.plugins.arm_files.ArmFile`) gives its
+        joints' servos and its gripper (a default tool where it has none)."""
+        servos = tuple(ServoCalibration(j.pulses.offset_us, j.pulses.direction, j.pulses.scale_us_per_rad,
+                                        j.pulses.min_us, j.pulses.max_us) for j in arm.joints)
+        grip = arm.gripper
+        tool = ToolCalibration() if grip is None else ToolCalibration(
+            grip.min_us, grip.max_us, grip.open_us, grip.closed_us, grip.width, grip.speed)
+        return cls(servos, tool)
 
     @property
     def resolution(self) -> float:

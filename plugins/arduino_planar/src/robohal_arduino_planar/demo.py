@@ -44,3 +44,37 @@ def star(run) -> None:
         polygon_through_ik(robot, corners, speed=0.05, run=run)
         run.info.update(robot.state.info)
 
+
+
+# The MeArm, from its arm file, on stock StandardFirmata ---------------------------------------------
+
+MEARM_PART = 0.015  # m: a light part, half the MeArm claw's 30 mm opening (arms/mearm.toml)
+
+
+def mearm_where() -> tuple[str, str]:
+    from . import FIRMATA_TARGET
+
+    return FIRMATA_TARGET, "a MeArm from its arm file, on a simulated board running stock StandardFirmata"
+
+
+def mearm_triangle(run) -> None:
+    """The claw's tip along a triangle in front of the arm, straight lines through the MeArm's IK."""
+    with connect(mearm_where()[0]) as robot:
+        run.attach(robot)
+        robot.move_joints(np.radians([0.0, 10.0, -20.0]), speed=0.5)
+        centre = robot.model.forward(robot.backend.commanded)[:3, 3]
+        angles = np.radians([90.0, 210.0, 330.0, 90.0])
+        corners = centre + 0.02 * np.stack([0 * angles, np.cos(angles), np.sin(angles)], -1)  # in the y-z plane
+        polygon_through_ik(robot, corners, speed=0.03, run=run)
+        run.info.update(robot.state.info)
+
+
+def mearm_pick_place() -> PickPlace:
+    """The MeArm's claw takes a light part from its right front and puts it down at its left front,
+    in and out from 3 cm above each."""
+    uri, firmware = mearm_where()
+    model = get_model("arm.mearm")
+    pick, place = (model.forward(np.radians(q))[:3, 3] for q in ([-30.0, 5.0, -35.0], [30.0, 5.0, -35.0]))
+    return PickPlace(uri=uri, pick=tuple(pick), place=tuple(place), width=MEARM_PART, approach=(0.0, 0.0, 0.03),
+                     epsilon=0.003, start=tuple(np.radians([0.0, 10.0, -20.0])), speed=0.05,
+                     description=f"pick and place with the MeArm's claw: {firmware}")

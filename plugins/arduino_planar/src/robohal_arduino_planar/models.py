@@ -1,4 +1,5 @@
-"""Robot models registered by robohal_arduino_planar: ``arduino.planar2``.
+"""Robot models registered by robohal_arduino_planar: ``arduino.planar2``, and the bundled arm
+files' ``arm.mearm`` and ``arm.braccio`` (:mod:`.arms`).
 
 A desk-top two-link arm on two hobby servos: both joints turn in the xy plane,
 angles measured counter-clockwise, 0 rad = the servo's centre (1500 us). The
@@ -38,7 +39,14 @@ def planar2(
 
 
 def model_specs() -> list[ModelSpec]:
+    """The planar arm, and the models of the bundled arm files (arm.mearm, arm.braccio) that no
+    user's arm file of the same name stands in for."""
+    from robohal.plugins.arm_files import arm_model_specs
+
+    from .arms import ARMS
+
     return [
+        *arm_model_specs([ARMS]),
         ModelSpec("arduino.planar2", factory=planar2, dof=2,
                   description="Two-servo planar arm, 0.10 m + 0.08 m links, +-90 deg joints, 180 deg/s",
                   tags=("planar", "hobby", "servo")),

@@ -74,6 +74,7 @@ class ArduinoSimulator(SimulatorProcess):
         self.pulses: deque[Pulse] = deque(maxlen=PULSE_HISTORY)
         self.horns: deque[Horn] = deque(maxlen=PULSE_HISTORY)
         self.events: list[str] = []  # RESET lines and anything else that is not a pulse
+        self.writes: deque[str] = deque(maxlen=PULSE_HISTORY)  # the Firmata board's SERVO lines
         self._stats_lines: deque[str] = deque(maxlen=16)
         self.pulse_count = 0
         self.horn_count = 0
@@ -109,6 +110,8 @@ class ArduinoSimulator(SimulatorProcess):
                             self.horn_count += 1
                         except ValueError:
                             self.events.append(line)
+                    elif parts and parts[0] == "SERVO":
+                        self.writes.append(line)
                     elif line.startswith("STATS "):
                         self._stats_lines.append(line[len("STATS "):])
                     elif line:
@@ -183,6 +186,20 @@ def simulator_kind(uri: RobotUri) -> str:
     if kind not in KINDS:
         raise UriError(f"{uri}: firmware={kind!r}; choose simavr (the real firmware in simavr) or emulator")
     return kind
+
+
+def start_firmata_simulator(uri: RobotUri) -> ArduinoSimulator:
+    """``SimulatorSpec.start`` for ``arduino-firmata://sim?arm=...``: a simulated Uno running
+    StandardFirmata (:mod:`.firmata_board`)."""
+    uri.get_int("sim_boot_ms", DEFAULT_BOOT_MS, minimum=0)
+    ideal = uri.get_bool("sim_ideal", False)
+    servo_speed = uri.get_float("sim_servo_speed", SG90_SPEED, minimum=0.0)
+    if servo_speed <= 0:
+        raise UriError(f"{uri}: sim_servo_speed is the servos' slew rate in rad/s and must be above 0")
+    if uri.params.get("sim_fast"):
+        raise UriError(f"{uri}: sim_fast runs simavr free; the Firmata board runs in real time")
+    return launch(PROGRAM, uri, ["--firmware", "firmata", "--pulses", "1"], process=ArduinoSimulator,
+                  kind="firmata", servo_speed=servo_speed, ideal=ideal)
 
 
 def start_simulator(uri: RobotUri) -> ArduinoSimulator:

@@ -6,7 +6,8 @@
 
 ``--firmware simavr`` (the default) builds the real firmware and the simavr harness (see
 :mod:`.firmware`) and becomes the harness; ``--firmware emulator`` runs the emulated MCU
-(:mod:`.emulator`) in this process. Either way the first stdout line is the ready line of every
+(:mod:`.emulator`) in this process; ``--firmware firmata`` a simulated Uno running stock
+StandardFirmata (:mod:`.firmata_board`; its ready line is ``READY arduino-firmata:///dev/pts/N``). Either way the first stdout line is the ready line of every
 robohal simulator, ``READY arduino-planar:///dev/pts/N`` (connect there), then a ``RESET`` line
 whenever the MCU leaves reset, and with ``--pulses 1`` every servo ``PULSE`` line and the ``HORN``
 line after it (the launcher asks for them: the HIL suites read them; at a terminal they are noise).
@@ -31,7 +32,7 @@ from . import wire as p
 from .emulator import DEFAULT_BOOT_MS, Emulator
 from .servo import SG90_SPEED
 
-KINDS = ("simavr", "emulator")  # the real firmware in simavr, or the emulated MCU
+KINDS = ("simavr", "emulator", "firmata")  # our firmware in simavr or emulated, or StandardFirmata
 MAX_BOOT_MS = 60000  # the harness's bound for a mistyped value
 
 
@@ -40,8 +41,8 @@ def parser() -> argparse.ArgumentParser:
     found = argparse.ArgumentParser(prog="robohal sim arduino-planar",
                                     description=__doc__.split("\n\n")[0])
     found.add_argument("--firmware", choices=KINDS, default="simavr",
-                       help="the real firmware in simavr (needs `make avr-deps`) or the Python emulator"
-                            " (default: simavr)")
+                       help="the real firmware in simavr (needs `make avr-deps`), the Python emulator of it, or a"
+                            " simulated board running stock StandardFirmata (default: simavr)")
     found.add_argument("--boot-ms", type=int, default=DEFAULT_BOOT_MS,
                        help=f"reset hold after the port is opened; a real Uno boots 1-2 s (default {DEFAULT_BOOT_MS})")
     found.add_argument("--fast", **switch, help="simavr free-running instead of real time (the emulator runs in real time)")
@@ -68,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
             options.error("--watchdog-ms and --watchdog-action set the emulator's watchdog; the firmware's is"
                           " built in (a host sets it over the wire: WDOG)")
         return run_simavr(args)
+    if args.firmware == "firmata":
+        if args.watchdog_ms is not None or args.watchdog_action is not None:
+            options.error("--watchdog-ms and --watchdog-action set the robohal firmware's watchdog; StandardFirmata"
+                          " has none")
+        return run_firmata(args)
     return run_emulator(args)
 
 
@@ -108,6 +114,25 @@ def run_emulator(args: argparse.Namespace) -> int:
     try:
         announce_ready(RobotUri("arduino-planar", path=emulator.slave_path))
         emulator.run(control_lines(sys.stdin))
+    except BrokenPipeError:
+        pass
+    return 0
+
+
+def run_firmata(args: argparse.Namespace) -> int:
+    """Run the simulated StandardFirmata board here until QUIT, stdin's end, SIGTERM or SIGINT."""
+    from .firmata_board import Board
+
+    board = Board(args.boot_ms, SG90_SPEED if args.servo_speed is None else args.servo_speed, args.ideal, args.pulses)
+
+    def on_signal(signum: int, frame: object) -> None:
+        board.stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        announce_ready(RobotUri("arduino-firmata", path=board.slave_path))
+        board.run(control_lines(sys.stdin))
     except BrokenPipeError:
         pass
     return 0

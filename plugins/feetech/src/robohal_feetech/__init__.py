@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from robohal import BackendSpec, CommandSpec, DemoSpec, SimulatorSpec, ToolSpec, hookimpl
 
-DEFAULT_MODEL = "so_arm.so101"
+DEFAULT_MODEL = "arm.so101"  # the bundled arm file's: the SO-101 model, wired
 SIM_TARGET = "feetech://sim?arm=so101"
 
 #: what the backend and its simulator offer (for @needs_feature)
@@ -37,9 +37,12 @@ SETTLE_TIME = 0.5  # s: the servo's loop settles in well under this (20 ms time 
 
 @hookimpl
 def robohal_models():
+    from robohal.plugins.arm_files import arm_model_specs
+
+    from .arm import BUNDLED
     from .models import model_specs
 
-    return model_specs()
+    return [*model_specs(), *arm_model_specs([BUNDLED])]  # so_arm.so101, and arm.so101 its arm file's
 
 
 @hookimpl

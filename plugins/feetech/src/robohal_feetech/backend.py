@@ -6,7 +6,7 @@ URI parameters (all optional):
 
 ================  =========  ================================================================
 ``arm``           so101      the arm file: which servo drives which joint, the gripper, the bounds
-                             (:mod:`robohal.plugins.arm_files`; a name or a path)
+                             (:mod:`robohal.plugins.arm_files`, found by its name)
 ``calibration``   see below  the calibration file (robohal's, or LeRobot's SO-101 JSON as it is);
                              default ``~/.config/robohal/feetech/<arm>.json``
 ``baud``          the arm's  the line's speed (the servos' Baud_Rate must match)
@@ -105,9 +105,10 @@ class FeetechBackend(Backend):
         names = getattr(model, "joint_names", None)
         if model.dof != len(self.arm.joints):
             raise InvalidArgument(f"{uri}: arm {self.arm.name} has {len(self.arm.joints)} joints; model has {model.dof}")
-        if names is not None:
-            self.arm.file.check_model(names)
         self.names = tuple(joint.name for joint in self.arm.joints)
+        if names is not None and tuple(names) != self.names:
+            raise InvalidArgument(f"{uri}: arm {self.arm.name} drives {', '.join(self.names)}; the model has"
+                                  f" {', '.join(names)}")
         self.arm_ids = tuple(joint.id for joint in self.arm.joints)
         self.directions = tuple(joint.direction for joint in self.arm.joints)
         self.baud = uri.get_int("baud", self.arm.baud)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .arm import Bounds, StallRule
+from robohal.plugins.arm_files import Bounds, StallRule
 
 STALL_SPEED = 0.1  # rad/s: a servo turning faster is moving, not stalled
 AT_LIMIT = 0.9  # a load this close to the torque limit is pushing as hard as it may (our choice)

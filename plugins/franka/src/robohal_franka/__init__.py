@@ -36,7 +36,7 @@ def robohal_backends():
         BackendSpec(
             scheme="franka",
             factory="robohal_franka.backend:FrankaBackend",
-            description="Franka FR3/Panda over libfranka (pylibfranka), 1 kHz joint-position control",
+            description="Franka FR3/Panda over libfranka (pylibfranka), 1 kHz joint-position and torque control",
             simulator=SimulatorSpec(
                 start="robohal_franka.simulation:start_simulator",
                 default_model=DEFAULT_MODEL,
@@ -53,8 +53,10 @@ def robohal_backends():
             # friction and model error): franky-sim's MuJoCo FR3 holds joint 7 1.8 mrad off at rest.
             position_tolerance=3e-3,
             settle_time=0.5,
-            demo=DemoSpec("Franka FR3", where="robohal_franka.demo:where", task="robohal_franka.demo:cartesian_circle",
-                          pick_place="robohal_franka.demo:pick_place"),
+            demo=(DemoSpec("Franka FR3", where="robohal_franka.demo:where", task="robohal_franka.demo:cartesian_circle",
+                           pick_place="robohal_franka.demo:pick_place"),
+                  DemoSpec("Franka FR3 contact", where="robohal_franka.demo:press_where",
+                           task="robohal_franka.demo:press")),
             params=("realtime", "impl", "collision", "sim_loss", "sim_stall_after", "sim_max_missed", "sim_seed",
                     "sim_ideal", "sim_contact", "gripper", "sim_object", "sim_hold", "desk", "desk_fingerprint",
                     "desk_credentials", "desk_bringup", "desk_force", "sim_desk", "sim_locked", "sim_selftest_time",

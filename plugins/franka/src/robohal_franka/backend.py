@@ -42,8 +42,9 @@ from numpy.typing import ArrayLike
 from robohal.control.backend import Backend
 from robohal.control.handle import MotionHandle, interrupts_held
 from robohal.errors import ConnectFailed, ConnectionLost, HardwareFault, InvalidArgument, RobohalError, UriError
-from robohal.kinematics import Kinematics
+from robohal.kinematics import Kinematics, TorqueLimits
 from robohal.motion import Motion, MotionResult
+from robohal.motion.motions import JOINT_POSITION, JOINT_TORQUE
 from robohal.motion.servo import DEFAULT_TIMEOUT as SERVO_TIMEOUT
 from robohal.motion.servo import ServoTarget
 from robohal.payload import Payload
@@ -51,12 +52,14 @@ from robohal.state import RobotMode, RobotState
 from robohal.uri import RobotUri
 
 from .control import MODES, ControlConfig, StreamStarved, pack_error, unpack_error
-from .facts import MAX_PAYLOAD
-from .shared import SESSION_MOTION, SESSION_STREAM, Doorbell, Layout, SharedBlock
+from .facts import ARMS, FR3, MAX_PAYLOAD
+from .shared import SESSION_MOTION, SESSION_STREAM, SESSION_TORQUE, Doorbell, Layout, SharedBlock
 from .simulated_robot import HOLD_COMMAND, parse_contact
 from .wire import ERROR_NAMES, TCP_PORT
 
 PERIOD = 0.001
+#: Nm/s: libfranka's rate_limiting.h keeps its torque rate kLimitEps below 1000 Nm/s (kMaxTorqueRate)
+LIMIT_EPS = 1e-3
 START_TIMEOUT = 30.0  # s: the control process starts and imports numpy, robohal and pylibfranka
 #: s: libfranka's own TCP timeout (its Network's tcp_timeout default, network.h). A silent peer that
 #: accepts the connection holds libfranka's handshake for ever (measured): robohal gives up a second
@@ -124,6 +127,8 @@ class _Run:
 
 class FrankaBackend(Backend):
     checks = ("position", "velocity", "acceleration", "jerk")
+    #: FCI's joint position and torque interfaces (torque motions: robohal.motion.torque)
+    command_interfaces = frozenset({JOINT_POSITION, JOINT_TORQUE})
 
     def __init__(self, uri: RobotUri, model: Kinematics) -> None:
         super().__init__(uri, model, PERIOD)
@@ -146,6 +151,9 @@ class FrankaBackend(Backend):
             raise UriError(f"{uri}: realtime must be 'enforce' or 'ignore'")
         self.collision = self._collision_thresholds(uri)
         self.model_name = uri.model or "franka.fr3"
+        arm = ARMS.get(self.model_name, FR3)  # (a model of one's own on a Franka: the drives are an FR3's or a Panda's, alike)
+        #: Franka's published joint torque limits, and libfranka's torque-rate limit (kMaxTorqueRate)
+        self.torque_limits = TorqueLimits(arm.torque, arm.torque_rate - LIMIT_EPS)
         self.counters = LiveCounters(self)  # type: ignore[assignment]
         self._process: subprocess.Popen | None = None
         self._shm_file: Any = None
@@ -270,6 +278,7 @@ class FrankaBackend(Backend):
             stub_seed=self.uri.get_int("sim_seed", 0, minimum=0) if "sim_seed" in self.uri.params else None,
             stub_contact=self._contact(self.uri),
             stub_hold=self.uri.params.get("sim_hold", HOLD_COMMAND),
+            torque_limits=self.torque_limits,
         )
         self._process = subprocess.Popen(
             [sys.executable, "-c", CONTROL_MAIN, str(child_fds[0]), self._shm_file.name, *map(str, child_fds[1:])],
@@ -526,7 +535,7 @@ class FrankaBackend(Backend):
         session = shared.get(Layout.SESSION)
         if session == SESSION_STREAM:
             return super().commanded
-        if session == SESSION_MOTION:
+        if session in (SESSION_MOTION, SESSION_TORQUE):  # (in a torque session: where the arm is)
             return shared.snapshot()[Layout.COMMANDED]
         return shared.snapshot()[Layout.Q_D]
 
@@ -590,7 +599,9 @@ class FrankaBackend(Backend):
     def run(self, motion: Motion, *, wait: bool = True) -> MotionResult | MotionHandle:
         """Run ``motion`` in the control process at 1 kHz (it is pickled there, and its
         :class:`~robohal.control.executor.MotionExecutor` runs there); while another runs, it
-        takes over from it there at the next cycle."""
+        takes over from it there at the next cycle; a motion of the other interface (joint
+        positions, joint torques) takes over once the running one rests."""
+        self.check_motion(motion)
         run_id, run = self._new_run(background=not wait)
         try:
             self._request("run", (run_id, motion))
@@ -612,10 +623,11 @@ class FrankaBackend(Backend):
         return run.result
 
     def steer(self, target: ServoTarget, *, timeout: float = SERVO_TIMEOUT, dynamics: float = 1.0) -> None:
-        """A stream's newest target for the servo motion in the control process (see
-        :meth:`robohal.control.backend.Backend.steer`). While the servo motion this stream started
-        runs, a target is sent without waiting for an answer (a stream from a busy thread must not
-        wait on the pipe); the control process starts a new one if that ended meanwhile."""
+        """A stream's newest target for the motion in the control process that follows it: the
+        servo motion (see :meth:`robohal.control.backend.Backend.steer`), or a running impedance,
+        whose equilibrium it moves. While that motion runs, a target is sent without waiting for an
+        answer (a stream from a busy thread must not wait on the pipe); the control process starts
+        a servo motion if it ended meanwhile."""
         target.check(self.model.dof)
         self._life.check_command(moving=True)
         servo = self._servo_run
@@ -624,14 +636,16 @@ class FrankaBackend(Backend):
             return
         run_id, run = self._new_run(background=True)
         try:
-            started = self._request("steer", (run_id, target, timeout, dynamics))
+            taken = self._request("steer", (run_id, target, timeout, dynamics))
         except BaseException:
             self._forget_run(run_id)
             raise
-        if started:
+        if taken == run_id:
             self._last_run = self._servo_run = run
-        else:  # the running servo took it
+        else:  # the running motion took it (a servo motion, an impedance): the stream's next go to it
             self._forget_run(run_id)
+            with self._runs_lock:
+                self._servo_run = self._runs.get(taken)
 
     def cancel_motion(self, run: _Run) -> bool:
         """Brake ``run`` (a :class:`MotionHandle`'s) to rest if it is the newest motion; False when
@@ -714,7 +728,8 @@ class FrankaBackend(Backend):
 
     def step_timing(self) -> dict[str, float]:
         """What computing each motion setpoint cost the control process (the executor's step: the
-        motion, the guard): its CPU time in us, p50, p99 and max, and its wall time (other
+        motion, the guard; for a torque motion also the robot's model terms, from the state in hand
+        to the checked torque): its CPU time in us, p50, p99 and max, and its wall time (other
         processes' preemption included), over the steps since the last call."""
         return self._request("timing", None)
 

@@ -10,6 +10,14 @@ here, at 1 kHz), and passes every setpoint through its own
 stream misses cycles it brakes smoothly (jerk-limited) instead of holding
 still, and reports the starvation.
 
+A torque motion (:mod:`robohal.motion.torque`) runs in a torque session
+(``start_torque_control``): each cycle the
+:class:`~robohal.control.torque_executor.TorqueExecutor` is given the state and the
+arm's dynamics there from pylibfranka's ``Model`` (:mod:`.model_terms`), and every
+torque passes the :class:`~robohal.control.torque_guard.TorqueGuard` before writeOnce.
+A motion of the other interface taking over, or handed over to by a reaction, waits
+until the running one rests and its session has ended, then starts a session of its own.
+
 Every session (a stream or a motion) starts where the robot says it holds: its
 desired position ``q_d``, which a real arm holds still while its measured ``q``
 lags and jitters around it (libfranka's examples and franky start there too).
@@ -40,12 +48,16 @@ from typing import Any
 import numpy as np
 from robohal.control.executor import MotionExecutor
 from robohal.control.guard import SetpointGuard
+from robohal.control.torque_executor import TorqueExecutor
+from robohal.control.torque_guard import TorqueGuard
 from robohal.errors import ConnectFailed, ConnectionLost, HardwareFault, LimitViolation, ProtocolError, RobohalError
-from robohal.kinematics import Kinematics
+from robohal.kinematics import Kinematics, TorqueLimits
+from robohal.motion.motions import JOINT_POSITION, JOINT_TORQUE, interface_of
 from robohal.motion.servo import Servo, ServoTarget
 from robohal.state import RobotMode, RobotState
 
-from .shared import SESSION_MOTION, SESSION_NONE, SESSION_STREAM, Doorbell, Layout, SharedBlock
+from .model_terms import RobotModelTerms
+from .shared import SESSION_MOTION, SESSION_NONE, SESSION_STREAM, SESSION_TORQUE, Doorbell, Layout, SharedBlock
 from .wire import ERROR_NAMES, TCP_PORT
 
 PERIOD = 0.001
@@ -88,6 +100,7 @@ class ControlConfig:
     stub_seed: int | None = None  # its tracking noise's seed (sim_seed=N)
     stub_contact: tuple[float, float] | None = None  # a plane the flange meets (sim_contact=HEIGHT,STIFFNESS)
     stub_hold: str = "command"  # the q_d a finished motion leaves (sim_hold=command|measured)
+    torque_limits: TorqueLimits | None = None  # what the drives take in a torque session
 
 
 # Errors across the pipe: exceptions with keyword attributes do not survive plain pickling.
@@ -135,8 +148,14 @@ def to_robot_state(state: Any, faults: tuple[str, ...] = ()) -> RobotState:
     return RobotState(
         time=state.time.to_sec(), q=state.q, dq=state.dq, mode=mode, faults=faults,
         q_commanded=state.q_d, info={"success_rate": state.control_command_success_rate},
-        wrench=state.O_F_ext_hat_K,
+        wrench=flange_wrench(state),
     )
+
+
+def flange_wrench(state: Any) -> np.ndarray:
+    """The external wrench on the flange (robohal's RobotState.wrench): libfranka's O_F_ext_hat_K
+    counts what the robot applies to the world as positive (robot_state.h), so its negative."""
+    return -np.asarray(state.O_F_ext_hat_K, dtype=np.float64)
 
 
 class ControlLoop:
@@ -154,12 +173,19 @@ class ControlLoop:
         limits = config.model.limits
         self.limits = limits
         self.guard = SetpointGuard(limits, PERIOD, CHECKS)
+        self.torque_guard = None if config.torque_limits is None else TorqueGuard(config.torque_limits, PERIOD)
+        self.dynamics: Any = None  # the robot's dynamics Model, loaded for the first torque motion
+        self.interface = JOINT_POSITION  # what the open session commands
+        # A motion of the other interface that takes over: it starts once the running one rests
+        # and its session has ended.
+        self.after_session: MotionExecutor | TorqueExecutor | None = None
+        self.switching_from: MotionExecutor | TorqueExecutor | None = None  # the motion it took over from
         self.lib: Any = None
         self.robot: Any = None
         self.control: Any = None
         self.first_write = False
         # The running motion's executor; or one with no motion, braking a stream to rest to end it.
-        self.executor: MotionExecutor | None = None
+        self.executor: MotionExecutor | TorqueExecutor | None = None
         self.prepared: np.ndarray | None = None  # the executor's next setpoint, already checked
         self.stop_reply: int | None = None
         self.stream_refused = False
@@ -271,12 +297,14 @@ class ControlLoop:
         else:
             self.state, duration = self.control.readOnce()
             step = round(duration.to_sec() / PERIOD)
-            filled = max(step - 1, 0) + self.newest_dropped(step)
+            torque = self.interface == JOINT_TORQUE  # the robot holds a late torque command's cycle on the last one
+            filled = max(step - 1, 0) + (0 if torque else self.newest_dropped(step))
             if step > 1:
                 self.shared.add(Layout.LATE)
             if filled:
                 self.shared.add(Layout.LOST, filled)
-                self.robot_filled(filled, step)
+                if not torque:
+                    self.robot_filled(filled, step)
         self.publish(self.state)
         while self._requests.poll(0):
             self.handle(*self.conn.recv())
@@ -326,7 +354,7 @@ class ControlLoop:
         errors = state.current_errors
         bits = [1.0 if getattr(errors, name, False) else 0.0 for name in ERROR_NAMES] if errors else [0.0] * len(ERROR_NAMES)
         self.shared.publish(state.time.to_sec(), state.q, state.dq, state.q_d, int(state.robot_mode),
-                            state.control_command_success_rate, bits, state.O_F_ext_hat_K)
+                            state.control_command_success_rate, bits, flange_wrench(state))
         if self.state_bell is not None and self.shared.get(Layout.PARENT_WAITING):
             self.state_bell.ring()
 
@@ -355,8 +383,13 @@ class ControlLoop:
     def start_session(self, kind: int) -> None:
         gc.disable()  # a full collection can take longer than a cycle; collect between sessions
         self.session_start = self.held_position()  # before the Move: the start the parent is told
-        self.control = self.robot.start_joint_position_control(self.lib.ControllerMode.JointImpedance)
-        self.first_write = True
+        if kind == SESSION_TORQUE:
+            self.control = self.robot.start_torque_control()
+            self.interface, self.first_write = JOINT_TORQUE, False
+            self.torque_guard.reset()  # the robot starts from no torque of ours
+        else:
+            self.control = self.robot.start_joint_position_control(self.lib.ControllerMode.JointImpedance)
+            self.interface, self.first_write = JOINT_POSITION, True
         self.guard.reset(self.session_start)
         self.starved_at_start = self.shared.get(Layout.STARVED)
         self.lost_at_start = self.shared.get(Layout.LOST)
@@ -370,8 +403,12 @@ class ControlLoop:
             del control  # an unfinished control sends StopMove as it goes
         self.shared.set(Layout.SESSION, SESSION_NONE)
         self.prepared = None
+        self.interface = JOINT_POSITION
 
     def write(self) -> None:
+        if self.interface == JOINT_TORQUE:
+            self.write_torques()
+            return
         finish = False
         executor = self.executor
         if self.first_write:  # the robot wants the first command at the position it holds
@@ -408,6 +445,50 @@ class ControlLoop:
             self.step_times[slot] = time.perf_counter() - began
             self.step_cpu[slot] = time.thread_time() - cpu
             self.step_count += 1
+
+    def write_torques(self) -> None:
+        """One cycle of a torque session: the executor's torques for the newest state, computed
+        now (they depend on it), checked by the torque guard; once it is over and the arm rests,
+        the command that ends the session and leaves the arm to the robot's hold."""
+        state = self.robot_state()  # (every session converts each state; the step's cost is what follows)
+        began, cpu = time.perf_counter(), time.thread_time()
+        if self.torque_guard.follow_robot(self.state.tau_J_d):  # our last command came too late for the robot
+            self.shared.add(Layout.LOST)
+        tau = self.torque_step(state, RobotModelTerms(self.dynamics, self.state))
+        executor = self.executor
+        finish = tau is None
+        if finish:
+            tau = self.torque_guard.last
+        else:
+            slot = self.step_count % len(self.step_times)
+            self.step_times[slot] = time.perf_counter() - began
+            self.step_cpu[slot] = time.thread_time() - cpu
+            self.step_count += 1
+        command = self.lib.Torques(tau.tolist())
+        command.motion_finished = finish
+        self.control.writeOnce(command)
+        self.torque_guard.commit(tau)
+        if executor is not None and not finish and executor.sent(state, tau):
+            self.shared.add(Layout.MOTION_SETPOINTS)
+        self.shared.set(Layout.COMMANDED, state.q)  # no joint command in a torque session: where the arm is
+        self.shared.add(Layout.WRITES)
+        if finish:
+            self.finished()
+
+    def torque_step(self, state: RobotState, terms: RobotModelTerms) -> np.ndarray | None:
+        """The running torque executor's torques; when it is over and another takes over from it,
+        that one's (the first reports its end). None when the last one is over and at rest."""
+        while True:
+            executor = self.executor
+            if executor is None:  # (never: a torque session always runs an executor)
+                return None
+            tau = executor.next(state, terms)
+            if tau is not None or executor.successor is None:
+                return tau
+            self.executor = executor.successor
+            if executor.motion is not None:
+                self.motion_over(executor)
+            self.executor.start_after(executor, state, terms)
 
     def robot_state(self) -> RobotState:
         """The newest state as robohal's :class:`RobotState`, built once per state (a cycle may
@@ -500,12 +581,21 @@ class ControlLoop:
     def end_session_braking(self) -> None:
         """Brake the session to rest (the executor's brake), then finish it: a running motion is
         stopped; a stream gets an executor that only brakes."""
+        waiting, self.after_session = self.after_session, None
+        if waiting is not None:  # it never ran
+            waiting.stopped = True
+            self.motion_over(waiting)
+        self.switching_from = None
         if self.executor is not None:
             dropped, self.executor.successor = self.executor.successor, None
             if dropped is not None and dropped.motion is not None:  # it never ran
                 dropped.stopped = True
                 self.motion_over(dropped)
+            if self.executor.handover is not None:  # resting for a reaction's handover: the run ends here
+                self.executor.handover, self.executor.stopped = None, True
             self.executor.stop()
+        elif self.interface == JOINT_TORQUE:
+            self.executor = TorqueExecutor(None, self.torque_guard, self.model, name=self.config.host)
         else:
             self.executor = MotionExecutor(None, self.guard, self.model, finish_at_rest=True, name=self.config.host)
         self.prepared = None
@@ -520,15 +610,35 @@ class ControlLoop:
         self.state = self.robot.read_once()
         self.publish(self.state)
         self.shared.set(Layout.SESSION, SESSION_NONE)
+        if self.interface == JOINT_TORQUE:  # the robot holds the arm where it rests: the next session starts there
+            self.hold_here()
+        following, self.after_session = self.after_session, None
+        executor = self.executor
+        if executor is not None and executor is self.switching_from:  # it ended for the motion taking over
+            executor.stopped, executor.taken_over = False, True
+        self.switching_from = None
+        if following is None and executor is not None and executor.handover is not None and executor.error is None:
+            # a reaction handed over to a motion of the other interface: the same run goes on in it
+            following = self.executor_for(executor.handover, executor.tag)
+            following.reaction = executor.reaction
+            following.recorder.take(executor.recorder)  # one run: its result spans both sessions
+            self.executor = executor.successor
         self.drop_motions()
         if self.stop_reply is not None:
             self.reply(self.stop_reply, True, self.guard.last)
             self.stop_reply = None
+        elif following is not None:
+            try:
+                self.begin(following)
+            except Exception as exc:  # it could not start: nothing moved for it
+                self.motion_over(following, self.map_error(exc))
 
     def drop_motions(self, error: BaseException | None = None, *, stopped: bool = False) -> bool:
-        """End the running executor and the one waiting to take over from it, telling the parent
-        how each motion ended. Returns whether there was a motion to tell of."""
+        """End the running executor, the one waiting to take over from it and one waiting for the
+        next session, telling the parent how each motion ended. Returns whether there was a motion
+        to tell of."""
         executor, self.executor = self.executor, None
+        waiting, self.after_session = self.after_session, None
         self.prepared = None
         told = False
         while executor is not None:
@@ -537,9 +647,13 @@ class ControlLoop:
                 self.motion_over(executor, error)
                 told = True
             executor = executor.successor
+        if waiting is not None:  # it never ran
+            waiting.stopped = True
+            self.motion_over(waiting, error)
+            told = True
         return told
 
-    def motion_over(self, executor: MotionExecutor, error: BaseException | None = None) -> None:
+    def motion_over(self, executor: MotionExecutor | TorqueExecutor, error: BaseException | None = None) -> None:
         """Tell the parent how the motion ended: its result, the error it met, where it rests."""
         error = error or executor.error
         result = executor.result()
@@ -595,10 +709,11 @@ class ControlLoop:
             raise StreamStarved("franka: the stream was braked after starving; call recover() first")
         if self.stop_reply is not None:
             raise RobohalError("stop() is braking the arm to rest; start the motion once it has returned")
-        # libfranka wants a motion's last command at rest: the executor brakes it there
-        executor = MotionExecutor(motion, self.guard, self.model, finish_at_rest=True, name=self.config.host,
-                                  tag=run_id)
+        executor = self.executor_for(motion, run_id)
         running = self.executor
+        if self.after_session is not None or (self.control is not None and executor.command_interface != self.interface):
+            self.switch_after(executor)  # the other interface: once the running motion rests, in a session of its own
+            return
         if running is not None:  # a take-over: the loop hands over at the next cycle
             replaced = running.successor
             running.take_over(executor)
@@ -608,24 +723,70 @@ class ControlLoop:
             self.prepared = None
             return
         if self.control is None:
-            # Plan before the robot starts waiting for commands: start() may take milliseconds.
-            executor.start(self.robot_state(), self.held_position())
-            self.start_session(SESSION_MOTION)
+            self.begin(executor)
         else:  # from a stream's last setpoint
             executor.start_after(MotionExecutor(None, self.guard, self.model), self.robot_state())
             self.shared.set(Layout.SESSION, SESSION_MOTION)
+            self.executor = executor
+
+    def executor_for(self, motion: Any, run_id: int) -> MotionExecutor | TorqueExecutor:
+        """The executor that runs ``motion`` (as run ``run_id``) on its interface."""
+        if interface_of(motion) == JOINT_TORQUE:
+            if self.torque_guard is None:
+                raise ProtocolError("franka: this control process was started without torque limits")
+            return TorqueExecutor(motion, self.torque_guard, self.model, name=self.config.host, tag=run_id)
+        # libfranka wants a motion's last command at rest: the executor brakes it there
+        return MotionExecutor(motion, self.guard, self.model, finish_at_rest=True, name=self.config.host, tag=run_id)
+
+    def begin(self, executor: MotionExecutor | TorqueExecutor) -> None:
+        """Start ``executor``'s motion in a new session (none is open). It is planned before the
+        robot starts waiting for commands: a start may take milliseconds."""
+        if executor.command_interface == JOINT_TORQUE:
+            if self.dynamics is None:
+                self.dynamics = self.robot.load_model()  # once: libfranka builds it from what the robot serves
+            self.torque_guard.reset()
+            executor.start(self.robot_state(), RobotModelTerms(self.dynamics, self.state))
+            self.start_session(SESSION_TORQUE)
+            self.shared.set(Layout.COMMANDED, self.state.q)
+        else:
+            executor.start(self.robot_state(), self.held_position())
+            self.start_session(SESSION_MOTION)
         self.executor = executor
 
-    def steer(self, run_id: int, target: ServoTarget, timeout: float, dynamics: float) -> bool:
-        """A stream's newest target for the running servo motion; without one, start one (taking
-        over from any motion). Returns whether a new one was started (under ``run_id``)."""
+    def switch_after(self, executor: MotionExecutor | TorqueExecutor) -> None:
+        """``executor`` commands the other interface than the open session: the running motion (or
+        stream) brakes to rest and its session ends, then ``executor`` starts in one of its own.
+        A motion already waiting so is taken over before it ran."""
+        replaced, self.after_session = self.after_session, executor
+        if replaced is not None:
+            replaced.taken_over = True
+            self.motion_over(replaced)
+            return  # the running one already brakes for it
+        running = self.executor
+        if running is None:  # a stream: brake it to rest, then the session ends
+            self.end_session_braking()
+            self.after_session = executor
+            return
+        dropped, running.successor = running.successor, None
+        if dropped is not None and dropped.motion is not None:  # it never ran
+            dropped.taken_over = True
+            self.motion_over(dropped)
+        self.switching_from = running
+        running.stop()
+        self.prepared = None
+
+    def steer(self, run_id: int, target: ServoTarget, timeout: float, dynamics: float) -> int:
+        """A stream's newest target for the running motion that follows streams (a servo motion,
+        an impedance's equilibrium); without one, start a servo motion (taking over from any
+        motion). Returns the run that follows the stream: ``run_id`` when a new one started."""
         running = self.executor
         if running is not None:
-            newest = running.successor or running
-            if isinstance(newest.motion, Servo) and newest.motion.update(target):
-                return False
+            newest = self.after_session or running.successor or running
+            update = getattr(newest.motion, "update", None)
+            if callable(update) and not (newest is running and running.braking) and update(target):
+                return newest.tag
         self.start_motion(Servo(target, timeout=timeout, dynamics=dynamics), run_id)
-        return True
+        return run_id
 
     def next_target(self, target: ServoTarget, timeout: float, dynamics: float) -> None:
         """A stream's next target, sent without waiting for a reply. Where the servo motion has
@@ -633,7 +794,7 @@ class ControlLoop:
         is told (``started``) before anything else of it."""
         try:
             self.own_runs -= 1
-            if self.steer(self.own_runs, target, timeout, dynamics):
+            if self.steer(self.own_runs, target, timeout, dynamics) == self.own_runs:
                 self.event("started", self.own_runs)
         except Exception as exc:  # refused (a fault, a starved stream): the parent's next call meets it
             self.event("error", pack_error(self.map_error(exc)))

@@ -6,9 +6,9 @@ published FR3 description (franka_description's FR3 URDF, the same figures as
 the FCI documentation's ``control-parameters-joint-fr3.csv`` table), its rates
 and Cartesian limits from the FCI documentation ("Control Interface
 Specification and Robot Limits", Limits for Franka Research 3); Panda (FER)
-from the same documentation's FER tables. Link masses and inertias are round
-figures of the right order for a 7-DOF arm of this size: the simulator uses
-them only to fill torque-related state fields.
+from the same documentation's FER tables. Link inertials: franka_description
+(see :data:`FR3_LINKS`); the drives' reflected inertia and friction: published
+identifications (see :data:`FR3_DRIVES`, :data:`PANDA_DRIVES`).
 """
 
 from __future__ import annotations
@@ -36,9 +36,110 @@ FLANGE_D = 0.107  # joint 7 frame -> flange (link8), along z
 #: kg: the payload both arms are rated for (Franka's FR3 and Panda data sheets: "payload 3 kg")
 MAX_PAYLOAD = 3.0
 
-# Round link masses (kg) and principal inertias (kg m^2), joints 1..7 and the flange.
-LINK_MASSES = (4.0, 3.0, 3.0, 2.5, 2.5, 1.5, 0.7, 0.3)
-LINK_INERTIAS = (0.03, 0.02, 0.02, 0.015, 0.015, 0.006, 0.002, 0.0005)
+
+
+@dataclass(frozen=True)
+class Inertial:
+    """One link's rigid body in its own (modified-DH) frame: mass (kg), centre of mass (m) and
+    inertia about it (kg m^2: xx, xy, xz, yy, yz, zz)."""
+
+    mass: float
+    com: tuple[float, float, float]
+    inertia: tuple[float, float, float, float, float, float]
+
+
+# franka_description 1.0.1 (Franka Robotics, Apache-2.0), robots/fr3/inertials.yaml: link0..link7.
+# Its joints (robots/fr3/kinematics.yaml: joint1 z 0.333; joint2 roll -pi/2; joint3 y -0.316, roll
+# pi/2; joint4 x 0.0825, roll pi/2; joint5 x -0.0825, y 0.384, roll -pi/2; joint6 roll pi/2; joint7
+# x 0.088, roll pi/2; the flange z 0.107) are DH_ROWS' frames, so the figures apply as they stand.
+# The flange (link8) carries no mass there, nor here.
+FR3_LINKS: tuple[Inertial, ...] = (
+    Inertial(2.3966, (-0.0172, 0.0004, 0.0745), (0.0090, 0.0, 0.0020, 0.0115, 0.0, 0.0085)),
+    Inertial(2.9274653454, (0.0000004128, -0.0181251324, -0.0386035970),
+             (0.023927316485107913, 1.3317903455714081e-05, -0.00011404774918616684,
+              0.0224821613275756, -0.0019950320628240115, 0.006350098258530016)),
+    Inertial(2.9355370338, (0.0031828864, -0.0743221644, 0.0088146084),
+             (0.041938946257609425, 0.00020257331521090626, 0.004077784227179924,
+              0.02514514885014724, -0.0042252158006570156, 0.06170214472888839)),
+    Inertial(2.2449013699, (0.0407015686, -0.0048200565, -0.0289730823),
+             (0.02410142547240885, 0.002404694559042109, -0.002856269270114313,
+              0.01974053266708178, -0.002104212683891874, 0.019044494482244823)),
+    Inertial(2.6155955791, (-0.0459100965, 0.0630492960, -0.0085187868),
+             (0.03452998321913202, 0.01322552265982813, 0.01015142998484113,
+              0.028881621933049058, -0.0009762833870704552, 0.04125471171146641)),
+    Inertial(2.3271207594, (-0.0016039605, 0.0292536262, -0.0972965990),
+             (0.051610278463662895, -0.005715173387783472, -0.0035673167625872135,
+              0.04787729713371481, 0.010673985108535986, 0.016423625579357254)),
+    Inertial(1.8170376524, (0.0597131221, -0.0410294666, -0.0101692726),
+             (0.005412333594383447, 0.006193456360285834, 0.0014219289306117652,
+              0.014058329545509979, -0.0013140753741120031, 0.016080817924212554)),
+    Inertial(0.6271432862, (0.0045225817, 0.0086261921, -0.0161633251),
+             (0.00021092389150104718, -2.433299114461931e-05, 4.564480393778983e-05,
+              0.00017718568002411474, 8.744070223226438e-05, 5.993190599659971e-05)),
+)
+
+# franka_description 1.0.1, robots/fer/inertials.yaml (the Panda, "FER"): link0..link7, in the
+# same DH frames (robots/fer/kinematics.yaml has the FR3's joint origins).
+PANDA_LINKS: tuple[Inertial, ...] = (
+    Inertial(2.3966, (-0.0172, 0.0004, 0.0745), (0.0090, 0.0, 0.0020, 0.0115, 0.0, 0.0085)),
+    Inertial(2.7907, (0.00033, -0.02204, -0.04762),
+             (0.01564782655, 0.00000531236, -0.00003676721, 0.01439883526, -0.00248480843, 0.00500443991)),
+    Inertial(2.5420, (0.00038, -0.09211, 0.01908),
+             (0.01662427728, 0.00003086077, 0.00000835940, 0.00462501261, 0.00355899830, 0.01545124526)),
+    Inertial(2.2513, (0.05152, 0.01696, -0.02971),
+             (0.00631741992, 0.00097309955, 0.00292525834, 0.00866285493, 0.00093469224, 0.00657804051)),
+    Inertial(2.2037, (-0.05113, 0.05825, 0.01698),
+             (0.00784585566, -0.00339591957, 0.00158704074, 0.00649543136, -0.00181477884, 0.01003079917)),
+    Inertial(2.2855, (-0.00005, 0.03730, -0.09280),
+             (0.02297014781, -0.00000949345, -0.00002063156, 0.02095060919, 0.00382345782, 0.00430606551)),
+    Inertial(1.353, (0.06572, -0.00371, 0.00153),
+             (0.00087964522, -0.00021487814, -0.00011911662, 0.00277796968, 0.00001274322, 0.00286701969)),
+    Inertial(0.35973, (0.00089, -0.00044, 0.05491),
+             (0.00019541063, 0.00000165231, 0.00000148826, 0.00019210361, -0.00000131132, 0.00017936256)),
+)
+
+
+@dataclass(frozen=True)
+class Drives:
+    """What a joint's drive adds to the links' rigid bodies as a torque-controlled client feels it:
+    the reflected inertia (kg m^2, on the joint axis), viscous (Nm s/rad) and Coulomb (Nm) friction,
+    and the sigmoid friction of Gaz et al. 2019, tau_f(dq) = phi1 / (1 + exp(-phi2 (dq + phi3)))
+    - phi1 / (1 + exp(-phi2 phi3)) (Nm; None: not part of the model)."""
+
+    armature: tuple[float, ...]
+    viscous: tuple[float, ...]
+    coulomb: tuple[float, ...]
+    sigmoid: tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]] | None = None
+    source: str = ""
+
+
+# An FR3 identified in torque control: MuJoCo Menagerie's franka_fr3/fr3.xml (Google DeepMind,
+# Apache-2.0; its CHANGELOG, 2025-04-25: "Update armature, damping, friction parameters, identified
+# in torque control"): armature 0.195 on joints 1-4 and 0.074 on 5-7, damping 0.21 on every joint,
+# frictionloss (Coulomb) 1.137 on joints 1-4, then 0.763, 0.44, 0.248.
+FR3_DRIVES = Drives(
+    armature=(0.195, 0.195, 0.195, 0.195, 0.074, 0.074, 0.074),
+    viscous=(0.21,) * 7,
+    coulomb=(1.137, 1.137, 1.137, 1.137, 0.763, 0.44, 0.248),
+    source="MuJoCo Menagerie franka_fr3 (identified in torque control, 2025-04-25)",
+)
+
+# A Panda identified through its link-side torque sensors: C. Gaz, M. Cognetti, A. Oliva,
+# P. Robuffo Giordano, A. De Luca, "Dynamic Identification of the Franka Emika Panda Robot With
+# Retrieval of Feasible Parameters Using Penalty-Based Optimization", IEEE RA-L 4(4), 2019: the
+# friction parameters phi1, phi2, phi3 per joint (as the authors publish them with their model,
+# FrankaEmikaPandaDynModel). It gives no reflected inertia; the FR3's is used (our choice: the two
+# arms' drives are of one size, 87/12 Nm), without which a 1 kHz client's damping would make
+# the light wrist joints unstable, as on no real arm.
+PANDA_DRIVES = Drives(
+    armature=FR3_DRIVES.armature,
+    viscous=(0.0,) * 7,
+    coulomb=(0.0,) * 7,
+    sigmoid=((0.54615, 0.87224, 0.64068, 1.2794, 0.83904, 0.30301, 0.56489),
+             (5.1181, 9.0657, 10.136, 5.5903, 8.3469, 17.133, 10.336),
+             (0.039533, 0.025882, -0.04607, 0.036194, 0.026226, -0.021047, 0.0035526)),
+    source="Gaz et al., IEEE RA-L 2019 (friction); the FR3's reflected inertia",
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +163,8 @@ class ArmFacts:
     translation: tuple[float, float, float] = (1.7, 13.0, 6500.0)
     rotation: tuple[float, float, float] = (2.5, 25.0, 12500.0)
     elbow: tuple[float, float, float] = (2.175, 10.0, 5000.0)
+    links: tuple[Inertial, ...] = FR3_LINKS
+    drives: Drives = FR3_DRIVES
 
 
 FR3 = ArmFacts(
@@ -85,6 +188,8 @@ FR3 = ArmFacts(
     translation=(3.0, 9.0, 4500.0),
     rotation=(2.5, 17.0, 8500.0),
     elbow=(2.62, 10.0, 5000.0),
+    links=FR3_LINKS,
+    drives=FR3_DRIVES,
 )
 
 PANDA = ArmFacts(
@@ -99,6 +204,8 @@ PANDA = ArmFacts(
     translation=(1.7, 13.0, 6500.0),
     rotation=(2.5, 25.0, 12500.0),
     elbow=(2.175, 10.0, 5000.0),
+    links=PANDA_LINKS,
+    drives=PANDA_DRIVES,
 )
 
 ARMS = {"franka.fr3": FR3, "franka.panda": PANDA}

@@ -30,7 +30,7 @@ class Layout:
     SUCCESS_RATE = 24
     ERRORS = slice(25, 25 + len(ERROR_NAMES))  # current_errors bits
     STATE_COUNT = 66  # states published
-    SESSION = 67  # 0 none, 1 streaming, 2 motion
+    SESSION = 67  # 0 none, 1 streaming, 2 motion, 3 torque motion
     COMMANDED = slice(68, 75)  # the last setpoint written to the robot
     # counters
     WRITES = 75  # every command written
@@ -49,7 +49,7 @@ class Layout:
     SIZE = 98
 
 
-SESSION_NONE, SESSION_STREAM, SESSION_MOTION = 0, 1, 2
+SESSION_NONE, SESSION_STREAM, SESSION_MOTION, SESSION_TORQUE = 0, 1, 2, 3
 
 
 class SharedBlock:

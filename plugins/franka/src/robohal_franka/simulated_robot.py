@@ -24,7 +24,11 @@ Specification and Robot Limits", and the meaning of each error in libfranka's
   elbow (joint 3 and the side of joint 4); and, through the robot's own inverse
   kinematics, the joint limits, as the ``cartesian_motion_generator_joint_*``
   errors.
-* torque interface: torque range and rate.
+* torque interface: the rate of the commanded torque, and the measured torque's range (see
+  :meth:`SimulatedRobot._apply`); the arm moves under the commanded torque on its rigid-body
+  dynamics with friction (:mod:`.dynamics`), the robot compensating gravity itself.
+* collisions: the external torques and wrench the robot estimates against the thresholds a client
+  set (:mod:`.collision`): ``joint_reflex`` and ``cartesian_reflex``.
 * a motion starts where the robot stands and ends at rest (checked through the
   documented limits, see :meth:`SimulatedRobot._finish`).
 * communication: more than ``max_missed`` cycles in a row without a command. A
@@ -34,10 +38,16 @@ Specification and Robot Limits", and the meaning of each error in libfranka's
 A violation puts the robot in Reflex with every error the command violated (the
 robot reports a set of errors); only automatic error recovery returns it to Idle.
 
+What it measures of torques: ``tau_J`` is the link-side torque (in torque control what the drives
+pass to the links, :mod:`.dynamics`; under the robot's own joint controller the torque that moves
+the links along the tracked motion), ``tau_J_d`` the desired torque without gravity (the client's
+command in torque control), ``dtau_J`` the change of ``tau_J`` per second, and the external torques
+``tau_ext_hat_filtered`` and wrench ``O_F_ext_hat_K`` / ``K_F_ext_hat_K`` the flange meets (see
+:data:`ESTIMATE_SIGN`), with the contact and collision flags (:mod:`.collision`).
+
 Contact (``contact=(height, stiffness)``, the simulator's ``--contact``): a plane that pushes
-back on the flange below it, reported as the estimated external wrench ``O_F_ext_hat_K``,
-and a Cartesian reflex when that force passes the collision behaviour's upper threshold
-(see :class:`Contact`).
+back on the flange below it (see :class:`Contact`); :meth:`SimulatedRobot.push` puts a hand on
+the flange. In torque control both move the arm.
 """
 
 from __future__ import annotations
@@ -52,6 +62,8 @@ import numpy as np
 
 from . import wire
 from .async_motion import AsyncJointMotion
+from .collision import CollisionBehavior
+from .dynamics import ArmDynamics, Cycle
 from .facts import ELBOW_FLIP, READY_Q, ArmFacts, arm_facts, dh_forward, dh_pose_and_jacobian, joint_limits
 from .wire import MoveController, MoveGenerator, MoveStatus, RobotMode, StateController, StateGenerator
 
@@ -102,12 +114,16 @@ HOLD_COMMAND = "command"
 HOLD_MEASURED = "measured"
 HOLDS = (HOLD_COMMAND, HOLD_MEASURED)
 GRAVITY = (0.0, 0.0, -9.81)
-#: the upper nominal force thresholds among set_collision_behavior's 52 values (lower and upper
-#: torque for acceleration, then nominal; lower and upper force for acceleration, then nominal)
-UPPER_FORCE_NOMINAL = slice(46, 52)
-# Our choice: torque interface dynamics of a gravity-compensated arm, per-joint inertia and damping.
-INERTIA = np.array([0.8, 0.8, 0.5, 0.5, 0.1, 0.1, 0.05])
-DAMPING = np.array([2.0, 2.0, 1.5, 1.5, 0.3, 0.3, 0.1])
+# The sign of the reported external torques and wrench (tau_ext_hat_filtered, O_F_ext_hat_K,
+# K_F_ext_hat_K): libfranka's robot_state.h documents "Forces applied by the robot to the
+# environment are positive, while forces applied by the environment on the robot are negative"
+# (libfranka issue 26 shows it on a real arm), so the robot reports minus what the world applies
+# to the flange; robohal's backend turns it back (control.py: RobotState.wrench is the force on
+# the flange).
+ESTIMATE_SIGN = -1.0
+# Our choice: the power the client's torques put into the arm is not checked. errors.h has
+# power_limit_violation ("commanded values would result in exceeding the power limit") but Franka
+# publishes no figure; the torque range and rate and the joint velocity limits bound each joint's.
 
 # The joint controller (our model; Franka publishes no tracking figures). Per joint a damped
 # second-order loop on q_d with desired-velocity feed-forward:
@@ -395,6 +411,7 @@ class JointTracking:
         self.bias = np.zeros(7) if ideal else rng.uniform(low, high, 7) * rng.choice((-1.0, 1.0), 7)
         self.position = q_d + self.bias  # the arm has been standing: settled on its static error
         self.velocity = np.zeros(7)
+        self.acceleration = np.zeros(7)
         self.offset = np.zeros(7)  # see hold_in_place
 
     def hold_in_place(self, q_d: np.ndarray) -> None:
@@ -407,16 +424,20 @@ class JointTracking:
         """A motion starts: the joints move again, against friction, toward q_d plus the static error."""
         self.offset = np.zeros(7)
 
-    def step(self, q_d: np.ndarray, dq_d: np.ndarray) -> None:
+    def step(self, q_d: np.ndarray, dq_d: np.ndarray, ddq_d: np.ndarray) -> None:
         """One control cycle toward ``q_d`` (semi-implicit Euler: stable at w dt = 0.06)."""
         if self.ideal:
-            self.position, self.velocity = q_d.copy(), dq_d.copy()
+            self.position, self.velocity, self.acceleration = q_d.copy(), dq_d.copy(), ddq_d.copy()
             return
         w, zeta = TRACKING_BANDWIDTH, TRACKING_DAMPING
         rest = q_d + self.bias + self.offset
-        acceleration = w * w * (rest - self.position) + 2 * zeta * w * (dq_d - self.velocity)
-        self.velocity = self.velocity + acceleration * PERIOD
+        self.acceleration = w * w * (rest - self.position) + 2 * zeta * w * (dq_d - self.velocity)
+        self.velocity = self.velocity + self.acceleration * PERIOD
         self.position = self.position + self.velocity * PERIOD
+
+    def follow(self, position: np.ndarray, velocity: np.ndarray, acceleration: np.ndarray) -> None:
+        """Torque control moved the arm (:mod:`.dynamics`): the joint controller takes over from there."""
+        self.position, self.velocity, self.acceleration = position, velocity, acceleration
 
     def measured(self) -> tuple[np.ndarray, np.ndarray]:
         if self.ideal:
@@ -425,40 +446,61 @@ class JointTracking:
                 self.velocity + self.rng.normal(0.0, VELOCITY_NOISE, 7))
 
 
-def parse_contact(text: str) -> tuple[float, float]:
-    """``"HEIGHT,STIFFNESS"`` (m, N/m) as the simulator's ``--contact`` and ``sim_contact=`` take it."""
+def parse_contact(text: str) -> tuple[float, ...]:
+    """``"HEIGHT,STIFFNESS[,FRICTION]"`` (m, N/m, friction coefficient) as the simulator's
+    ``--contact`` and ``sim_contact=`` take it."""
     try:
-        height, stiffness = (float(part) for part in text.split(","))
+        values = tuple(float(part) for part in text.split(","))
     except ValueError:
-        raise ValueError(f"contact is HEIGHT,STIFFNESS in m and N/m (e.g. 0.3,3000), got {text!r}") from None
-    if not (math.isfinite(height) and math.isfinite(stiffness) and stiffness > 0):
-        raise ValueError(f"contact needs a finite height and a positive stiffness, got {text!r}")
-    return height, stiffness
+        values = ()
+    if len(values) not in (2, 3):
+        raise ValueError(f"contact is HEIGHT,STIFFNESS[,FRICTION] in m, N/m and a friction coefficient"
+                         f" (e.g. 0.3,3000 or 0.3,3000,1), got {text!r}")
+    if not (all(math.isfinite(v) for v in values) and values[1] > 0 and (len(values) == 2 or values[2] >= 0)):
+        raise ValueError(f"contact needs a finite height, a positive stiffness and a friction coefficient"
+                         f" not below 0, got {text!r}")
+    return values
+
+
+SLIDING = 1e-3  # m/s: see Contact.wrench
 
 
 @dataclass(frozen=True)
 class Contact:
-    """A rigid plane at ``height`` (m, base frame z) that pushes back on the flange below it with
-    ``stiffness`` (N/m): the force the robot estimates as ``O_F_ext_hat_K``. The plane does not
-    stop the arm (its joints keep tracking their command); a force above the collision behaviour's
-    upper threshold does, as a Cartesian reflex. libfranka's set_collision_behavior: "Forces or
-    torques above the upper threshold are registered as collision and cause the robot to stop
-    moving." The upper thresholds are the nominal ones (robohal sets both phases alike)."""
+    """A plane at ``height`` (m, base frame z) that pushes back on the flange below it with
+    ``stiffness`` (N/m) and holds it from sliding with ``friction`` times that force (Coulomb; 0:
+    frictionless): the force the robot estimates as its external wrench. Under the robot's own
+    joint controller the plane does not stop the arm (its joints keep tracking their command); in
+    torque control it does, the arm's dynamics meeting it. A force above the collision behaviour's
+    upper threshold stops the robot as a reflex (:mod:`.collision`)."""
 
     height: float
     stiffness: float
+    friction: float = 0.0
 
-    def wrench(self, pose: np.ndarray) -> np.ndarray:
+    def wrench(self, pose: np.ndarray, twist: np.ndarray | None = None) -> np.ndarray:
+        """What the plane pushes on a flange the joint controller holds at ``pose``: its spring, and
+        while the flange slides along it (``twist``), friction against the sliding. Our choice: below
+        :data:`SLIDING` the friction grows with the speed, so a flange at rest feels none."""
         depth = self.height - float(pose[2, 3])
         wrench = np.zeros(6)
         if depth > 0.0:
             wrench[2] = self.stiffness * depth  # pushing the flange up, along base z
+            if self.friction and twist is not None:
+                speed = math.hypot(twist[0], twist[1])
+                wrench[:2] = -self.friction * wrench[2] * twist[:2] / max(speed, SLIDING)
         return wrench
 
-    @staticmethod
-    def collides(wrench: np.ndarray, thresholds: np.ndarray) -> bool:
-        upper = thresholds[UPPER_FORCE_NOMINAL]
-        return bool(upper.any() and (np.abs(wrench) > upper).any())
+    def on_arm(self, pose: np.ndarray, twist: np.ndarray, mobility: np.ndarray) -> tuple[np.ndarray, float]:
+        """What the plane pushes on an arm that moves (torque control): its spring and a damper that
+        makes the arm come to rest on it without bouncing (our choice: critical damping for the arm's
+        effective mass along z at the flange, 1 / (J M^-1 J^T)_zz; the plane only pushes, never
+        pulls), and the friction force with which it holds the flange (:mod:`.dynamics` solves it)."""
+        wrench = self.wrench(pose)
+        if wrench[2] > 0.0:
+            damping = 2.0 * math.sqrt(self.stiffness / max(float(mobility[2, 2]), 1e-9))
+            wrench[2] = max(0.0, wrench[2] - damping * float(twist[2]))
+        return wrench, self.friction * wrench[2]
 
 
 class SimulatedRobot:
@@ -473,7 +515,7 @@ class SimulatedRobot:
         *,
         ideal: bool = False,
         seed: int | None = None,
-        contact: tuple[float, float] | None = None,
+        contact: tuple[float, ...] | None = None,
         hold: str = HOLD_COMMAND,
     ) -> None:
         if hold not in HOLDS:
@@ -481,8 +523,10 @@ class SimulatedRobot:
         self.hold = hold
         self.model_name = model_name
         self.contact = None if contact is None else Contact(*contact)
-        self.wrench = np.zeros(6)  # O_F_ext_hat_K: the external wrench on the flange, base frame
+        self.hand = np.zeros(6)  # what push() puts on the flange (force, torque; base frame)
         self.arm = arm_facts(model_name)
+        self.dynamics = ArmDynamics(model_name)
+        self.collision = CollisionBehavior()
         self.forward = forward or dh_forward
         self.max_missed = int(max_missed)
         self.ideal = bool(ideal)
@@ -494,7 +538,11 @@ class SimulatedRobot:
         self.q, self.dq = self.tracking.measured()
         if hold == HOLD_MEASURED:  # at rest after start too: the hold is where the arm is measured
             self._hold_measured()
-        self.tau_J_d = np.zeros(7)
+        # What the robot measures of torques (see the module docstring), updated every cycle.
+        self.tau_J_d = np.zeros(7)  # in torque control: the client's command in force
+        self.tau_ext = np.zeros(7)  # external torque on the joints (J^T wrench)
+        self.wrench = np.zeros(6)  # external wrench on the flange, base frame
+        self.tau_J = self.dynamics.gravity(self.tracking.position)  # at rest the links hold their weight
         self.dtau_J = np.zeros(7)
         self.pose_c: np.ndarray | None = None  # the Cartesian pose command in force (Cartesian motions)
         self.twist_c = np.zeros(6)
@@ -505,9 +553,6 @@ class SimulatedRobot:
         self.errors: tuple[str, ...] = ()
         self.last_motion_errors: tuple[str, ...] = ()
         self.message_id = 0
-        self.collision_thresholds = np.zeros(52)
-        #: what setLoad said the flange carries: m_load (kg), F_x_Cload (m), I_load (column-major)
-        self.load = (0.0, np.zeros(3), np.zeros(9))
         self.checker = CommandChecker(self.arm)
         self.ik_checker = CommandChecker(self.arm, names=IK_NAMES)
         self.cartesian = CartesianChecker(self.arm)
@@ -532,6 +577,38 @@ class SimulatedRobot:
     @property
     def moving(self) -> bool:
         return self.mode is RobotMode.MOVE
+
+    @property
+    def load(self) -> tuple[float, np.ndarray, np.ndarray]:
+        """What setLoad said the flange carries: m_load (kg), F_x_Cload (m), I_load (column-major)."""
+        return self.dynamics.load
+
+    @load.setter
+    def load(self, load) -> None:
+        """setLoad: the payload becomes part of the simulated arm, and of the gravity the robot
+        compensates (a simulated arm carries what it is told it carries)."""
+        mass, center, inertia = float(load[0]), np.asarray(load[1], dtype=np.float64), np.asarray(load[2], dtype=np.float64)
+        if not (math.isfinite(mass) and mass >= 0 and np.isfinite(center).all() and np.isfinite(inertia).all()):
+            raise ValueError("a load is a mass of at least 0 kg, a centre and an inertia, all finite")
+        self.dynamics.set_load(mass, center, inertia)
+
+    @property
+    def collision_thresholds(self) -> np.ndarray:
+        """setCollisionBehavior's 52 values (:mod:`.collision`)."""
+        return self.collision.thresholds
+
+    @collision_thresholds.setter
+    def collision_thresholds(self, values) -> None:
+        self.collision.set(values)
+
+    def push(self, wrench) -> None:
+        """A hand on the flange: the wrench (fx, fy, fz in N, tx, ty, tz in Nm; base frame) it
+        applies from the next cycle on, until pushed again (zeros: let go). In torque control it
+        moves the arm; under the robot's joint controller the arm holds and the robot feels it."""
+        wrench = np.asarray(wrench, dtype=np.float64).reshape(6)
+        if not np.isfinite(wrench).all():
+            raise ValueError("a push is six finite numbers: fx fy fz (N), tx ty tz (Nm)")
+        self.hand = wrench
 
     def start_motion(self, controller: int, generator: int, asynchronous: bool = False,
                      maximum_velocities=None) -> MoveStatus:
@@ -595,6 +672,7 @@ class SimulatedRobot:
         """Automatic error recovery: from Reflex back to Idle, holding (with its brakes shut, the arm
         stays held by them: our choice)."""
         self.errors = ()
+        self.collision.reset()
         if self.mode is not RobotMode.OTHER:
             self._to_idle()
 
@@ -664,14 +742,14 @@ class SimulatedRobot:
                 event = self._async_cycle() if self.async_motion is not None else self._cycle_command()
             torque = self.moving and self.generator is StateGenerator.NONE
         if torque:
-            self._integrate_torque()
-        else:
-            self.tracking.step(self.q_d, self.dq_d)
+            event = self._integrate_torque()
+        if not torque or event is not None:
+            self.tracking.step(self.q_d, self.dq_d, self.ddq_d)
+            self._sense_tracked()
         self.q, self.dq = self.tracking.measured()
-        if self.contact is not None:
-            self.wrench = self.contact.wrench(self.forward(self.q))
-            if event is None and self.moving and self.contact.collides(self.wrench, self.collision_thresholds):
-                event = self._reflex("cartesian_reflex")
+        reflexes = self.collision.observe(self.tau_ext, self.wrench)
+        if reflexes and event is None and self.moving:
+            event = self._reflex(*reflexes)
         return event
 
     def _cycle_command(self) -> str | None:
@@ -823,17 +901,24 @@ class SimulatedRobot:
         else:
             tau = np.array(command["tau_J_d"], dtype=np.float64)
             errors = []
-            # Our choice: a commanded torque beyond tau_max (a recommended condition in the FCI
-            # documentation) is refused as the measured torque would be (tau_j_range_violation).
-            if not np.isfinite(tau).all() or (np.abs(tau) > np.array(self.arm.torque)).any():
+            # tau_J_d + g(q) is the torque the drives must pass to the links (the robot adds gravity:
+            # libfranka's robot_state.h, tau_J_d is "without gravity"), what the link-side sensors
+            # then measure. errors.h: tau_j_range_violation, "the measured torque signal is out of
+            # the safe range" (mc_franka issue 5 meets it at joint 5's 12 Nm). The FCI
+            # documentation makes tau_max a recommended condition, which the robot enforces by
+            # adjusting the command; how, it does not say, so a command beyond it is refused here
+            # (our choice) rather than silently changed.
+            drive = tau + self.dynamics.gravity(self.tracking.position)
+            if not np.isfinite(tau).all() or (np.abs(drive) > np.array(self.arm.torque)).any():
                 errors.append("tau_j_range_violation")
             rate = (tau - self.tau_J_d) / PERIOD
-            # A necessary condition in the FCI documentation ("Controller requirements").
+            # A necessary condition in the FCI documentation ("Torque Control Requirements"), checked
+            # with the slack every rate check here has: libfranka's own limiter stays kLimitEps under
+            # 1000 Nm/s (rate_limiting.h kMaxTorqueRate).
             if not np.isfinite(rate).all() or (np.abs(rate) > self.arm.torque_rate * (1 + SLACK)).any():
                 errors.append("controller_torque_discontinuity")
             if errors:
                 return self._reflex(*errors)
-            self.dtau_J = rate
             self.tau_J_d = tau
             finished = bool(command["torque_command_finished"])
         if finished:
@@ -934,22 +1019,51 @@ class SimulatedRobot:
         self._ik_last = (q.tobytes(), pose, jacobian)
         return q, residual
 
-    def _integrate_torque(self) -> None:
-        """Torque control: the arm (gravity-compensated) moves under the commanded torques; the robot's
-        joint-limit and velocity supervision (errors.h) ends the motion."""
+    def _integrate_torque(self) -> str | None:
+        """Torque control: the arm moves on its dynamics (:mod:`.dynamics`) under the client's
+        torque plus the robot's own gravity compensation (libfranka: the robot compensates gravity;
+        its examples add only the Coriolis torque), the plane and the hand pushing on it. The
+        robot's joint-limit and velocity supervision (errors.h) ends the motion."""
         tracking = self.tracking
-        ddq = (self.tau_J_d - DAMPING * tracking.velocity) / INERTIA
-        dq = tracking.velocity + ddq * PERIOD
-        q = tracking.position + dq * PERIOD
-        if (q < self.checker.lower).any() or (q > self.checker.upper).any():
-            self._reflex("joint_position_limits_violation")
-            return
-        if (np.abs(dq) > np.array(self.arm.velocity)).any():
-            self._reflex("joint_velocity_violation")
-            return
-        tracking.position, tracking.velocity = q, dq
-        self.q_d = q - tracking.bias  # the controller is the client's: the robot desires where it is
-        self.dq_d = dq
+        q = tracking.position
+        drive = self.tau_J_d + self.dynamics.gravity(q)
+        cycle = self.dynamics.step(q, tracking.velocity, drive, PERIOD, self._external_on_arm)
+        if (cycle.q < self.checker.lower).any() or (cycle.q > self.checker.upper).any():
+            return self._reflex("joint_position_limits_violation")
+        if (np.abs(cycle.dq) > np.array(self.arm.velocity)).any():
+            return self._reflex("joint_velocity_violation")
+        tracking.follow(cycle.q, cycle.dq, cycle.ddq)
+        self.q_d = cycle.q - tracking.bias  # the controller is the client's: the robot desires where it is
+        self.dq_d = cycle.dq
+        self.ddq_d = cycle.ddq
+        self._measure(cycle)
+        return None
+
+    def _external_on_arm(self, pose: np.ndarray, twist: np.ndarray, mobility: np.ndarray) -> tuple[np.ndarray, float]:
+        """What the world pushes on the flange of a moving arm: the plane and the hand."""
+        if self.contact is None:
+            return self.hand, 0.0
+        wrench, holding = self.contact.on_arm(pose, twist, mobility)
+        return wrench + self.hand, holding
+
+    def _sense_tracked(self) -> None:
+        """The torques under the robot's own joint controller: the link-side torque that moves the
+        links along the tracked motion against what the plane and the hand push; the desired torque
+        is that without gravity."""
+        tracking = self.tracking
+        if self.contact is None and not self.hand.any():
+            wrench, tau_ext = _NO_WRENCH, _NO_TORQUE
+        else:
+            pose, jacobian = self.dynamics.flange(tracking.position)
+            wrench = self.hand if self.contact is None else self.contact.wrench(pose, jacobian @ tracking.velocity) + self.hand
+            tau_ext = jacobian.T @ wrench
+        tau_J = self.dynamics.link_torque(tracking.position, tracking.velocity, tracking.acceleration, tau_ext)
+        self.tau_J_d = tau_J - self.dynamics.gravity(tracking.position)
+        self._measure(Cycle(tracking.position, tracking.velocity, tracking.acceleration, tau_J, tau_ext, wrench))
+
+    def _measure(self, cycle: Cycle) -> None:
+        self.dtau_J = (cycle.tau_J - self.tau_J) / PERIOD
+        self.tau_J, self.tau_ext, self.wrench = cycle.tau_J, cycle.tau_ext, cycle.wrench
 
     def _finish(self) -> str | None:
         """motion_finished: the robot then holds the last command. Its limits apply to that hold as
@@ -1000,7 +1114,6 @@ class SimulatedRobot:
         self.dq_d = np.zeros(7)
         self.ddq_d = np.zeros(7)
         self.tau_J_d = np.zeros(7)
-        self.dtau_J = np.zeros(7)
         self.pose_c = None
         self.twist_c = np.zeros(6)
         self.elbow_c = None
@@ -1036,18 +1149,27 @@ class SimulatedRobot:
             for name in ("F_T_EE", "EE_T_K", "F_T_NE", "NE_T_EE"):
                 wire.set_floats(record, name, np.eye(4).ravel(order="F"))
             wire.set_floats(record, "O_ddP_O", GRAVITY)
-        pose = self.forward(self.q).ravel(order="F")  # measured: new every cycle
+        measured = self.forward(self.q)  # new every cycle
+        pose = measured.ravel(order="F")
         pose_d = self._pose(self.q_d)
         pose_c = pose_d if self.pose_c is None else self.pose_c.ravel(order="F")
         elbow_d = (self.q_d[2], elbow_sign(self.q_d))
+        wrench = ESTIMATE_SIGN * self.wrench
+        rotation = measured[:3, :3]  # K is the flange here: EE_T_K and F_T_EE are identities
+        load = self.load
         for name, value in (("O_T_EE", pose), ("O_T_EE_d", pose_d), ("O_T_EE_c", pose_c), ("q", self.q),
                             ("q_d", self.q_d), ("dq", self.dq), ("dq_d", self.dq_d), ("ddq_d", self.ddq_d),
-                            ("tau_J", self.tau_J_d), ("tau_J_d", self.tau_J_d), ("dtau_J", self.dtau_J),
+                            ("tau_J", self.tau_J), ("tau_J_d", self.tau_J_d), ("dtau_J", self.dtau_J),
                             ("theta", self.q), ("dtheta", self.dq), ("O_dP_EE_c", self.twist_c),
                             ("O_dP_EE_d", self.twist_c), ("elbow", (self.q[2], elbow_sign(self.q))),
                             ("elbow_d", elbow_d), ("elbow_c", elbow_d if self.elbow_c is None else self.elbow_c),
-                            ("O_F_ext_hat_K", self.wrench), ("m_load", self.load[0]), ("F_x_Cload", self.load[1]),
-                            ("I_load", self.load[2])):
+                            ("tau_ext_hat_filtered", ESTIMATE_SIGN * self.tau_ext), ("O_F_ext_hat_K", wrench),
+                            ("K_F_ext_hat_K", np.concatenate((wrench[:3] @ rotation, wrench[3:] @ rotation))),
+                            ("joint_contact", self.collision.joint_contact),
+                            ("cartesian_contact", self.collision.cartesian_contact),
+                            ("joint_collision", self.collision.joint_collision),
+                            ("cartesian_collision", self.collision.cartesian_collision),
+                            ("m_load", load[0]), ("F_x_Cload", load[1]), ("I_load", load[2])):
             values[_SLICES[name]] = value
         record["motion_generator_mode"] = int(self.generator)
         record["controller_mode"] = int(self.controller)
@@ -1060,6 +1182,8 @@ class SimulatedRobot:
         return record
 
 
+_NO_WRENCH = np.zeros(6)
+_NO_TORQUE = np.zeros(7)
 _ALL_JOINTS = np.arange(7)
 _BUT_JOINT_3 = np.array([0, 1, 3, 4, 5, 6])
 _IK_REGULARISER = IK_DAMPING**2 * np.eye(6)

@@ -14,7 +14,9 @@ ready line of every robohal simulator, ``READY franka://<address>?model=<model>`
 also ``desk=https://<address>[:PORT]`` and the ``desk_fingerprint`` of its certificate); without
 ``--address`` it binds a free loopback address of its own choosing, named there. Control
 lines on stdin (for tests): ``STALL`` (stop the state stream), ``RESUME``,
-``LOSS P``, ``REFLEX NAME`` (the next cycle raises that libfranka error),
+``LOSS P``, ``REFLEX NAME`` (the next cycle raises that libfranka error), ``PUSH FX FY FZ [TX TY TZ]``
+(a hand on the flange: that wrench in N and Nm, base frame, until the next PUSH; ``PUSH 0 0 0``
+lets go),
 ``HAND_SILENT`` (the hand stops answering and streaming, as a hung hand), ``HAND_RESUME``,
 ``STATS`` (prints one ``STATS {json}`` line), ``QUIT``; for the Desk: ``PILOT BUTTON``,
 ``SELFTEST_FAIL``, ``SAFETY_ERROR NAME``, ``DESK_HOLDER OWNER``, ``DESK_RELEASE``, ``DESK_STATE``
@@ -26,9 +28,10 @@ loopback address. One client at a time, as the robot.
 The arm tracks like a real one (see :mod:`.simulated_robot`): measured ``q``
 lags ``q_d``, sits off it by a small static error and carries noise, all drawn
 from ``--seed`` (random when not given; ``STATS`` reports it as ``robot_seed``).
-``--ideal 1`` makes it track perfectly (``q == q_d``), for tests that need it. ``--contact 0.3,3000``
-puts a plane at z = 0.3 m that pushes back on the flange below it at 3000 N/m (the estimated
-external wrench; a Cartesian reflex past the collision threshold). ``--object 0.03`` puts a part
+``--ideal 1`` makes it track perfectly (``q == q_d``), for tests that need it. In torque control the
+arm moves on its dynamics (:mod:`.dynamics`). ``--contact 0.3,3000[,1]``
+puts a plane at z = 0.3 m that pushes back on the flange below it at 3000 N/m, holding it by friction
+with coefficient 1 (the estimated external wrench; a Cartesian reflex past the collision threshold). ``--object 0.03`` puts a part
 0.03 m wide between the hand's fingers (by default none). ``--hold measured`` makes the robot hold a
 finished motion where it measures the arm and report that as ``q_d`` (by default it keeps the last
 command; Franka documents neither, see :data:`.simulated_robot.HOLD_MEASURED`).
@@ -106,6 +109,7 @@ def next_tick_after(scheduled: float, now: float) -> float:
 
 
 ADDRESS_ATTEMPTS = 5  # free loopback addresses tried where none is given (another process may take one first)
+SETTER_INVALID_ARGUMENT = 2  # a setter command's status kInvalidArgumentRejected (libfranka-common)
 SIMULATOR_PRIORITY = 70  # our choice, FIFO: the robot's clock must not wait for other processes (below the client's 99)
 
 
@@ -133,7 +137,7 @@ class FciSimulator:
     def __init__(self, address: str, model: str = "franka.fr3", *, loss: float = 0.0,
                  stall_after: float | None = None, max_missed: int = DEFAULT_MAX_MISSED,
                  port: int = wire.TCP_PORT, seed: int | None = None, ideal: bool = False,
-                 contact: tuple[float, float] | None = None, hand_object: float = 0.0,
+                 contact: tuple[float, ...] | None = None, hand_object: float = 0.0,
                  hand_port: int = hand_wire.TCP_PORT, hold: str = HOLD_COMMAND,
                  desk: DeskServer | None = None) -> None:
         if not ipaddress.ip_address(address).is_loopback:
@@ -390,7 +394,11 @@ class FciSimulator:
             self._reply(command, command_id, ok)
         elif command == Command.SET_LOAD:
             values = np.array(wire.LOAD_REQUEST.unpack_from(body))
-            robot.load = (float(values[0]), values[1:4], values[4:13])
+            try:
+                robot.load = (float(values[0]), values[1:4], values[4:13])
+            except ValueError:  # a setter's kInvalidArgumentRejected (libfranka-common's service types)
+                self._reply(command, command_id, wire.STATUS.pack(SETTER_INVALID_ARGUMENT))
+                return
             self._reply(command, command_id, ok)
         elif command in (Command.SET_JOINT_IMPEDANCE, Command.SET_CARTESIAN_IMPEDANCE, Command.SET_GUIDING_MODE,
                          Command.SET_EE_TO_K, Command.SET_NE_TO_EE):
@@ -439,6 +447,11 @@ class FciSimulator:
         elif verb == "REFLEX" and len(words) == 2:
             try:
                 self.robot.inject_reflex(words[1])
+            except ValueError as exc:
+                print(f"ERROR {exc}", flush=True)
+        elif verb == "PUSH" and len(words) in (4, 7):
+            try:
+                self.robot.push([float(word) for word in words[1:]] + [0.0] * (7 - len(words)))
             except ValueError as exc:
                 print(f"ERROR {exc}", flush=True)
         elif verb in ("HAND_SILENT", "HAND_RESUME"):
@@ -538,8 +551,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seed of the loss injection and of the arm's tracking error and noise")
     parser.add_argument("--ideal", type=boolean, nargs="?", const=True, default=False, metavar="0|1",
                         help="perfect tracking: measured q equals q_d (tests only)")
-    parser.add_argument("--contact", type=parse_contact, default=None, metavar="HEIGHT,STIFFNESS",
-                        help="a plane at HEIGHT m (base z) pushing back with STIFFNESS N/m on the flange below it")
+    parser.add_argument("--contact", type=parse_contact, default=None, metavar="HEIGHT,STIFFNESS[,FRICTION]",
+                        help="a plane at HEIGHT m (base z) pushing back with STIFFNESS N/m on the flange below it"
+                             " (and holding it with that friction coefficient, default 0)")
     parser.add_argument("--object", type=float, default=0.0, metavar="WIDTH",
                         help="a part WIDTH m wide between the hand's fingers (0: none)")
     parser.add_argument("--hand-port", type=int, default=hand_wire.TCP_PORT, help=argparse.SUPPRESS)

@@ -2,7 +2,7 @@
 
 Same names and behaviour as pylibfranka 0.21 (``Robot``, ``RobotState``,
 ``JointPositions``, ``JointVelocities``, ``CartesianPose``,
-``CartesianVelocities``, ``Torques``, the active control's
+``CartesianVelocities``, ``Torques``, the dynamics ``Model``, the active control's
 ``readOnce``/``writeOnce``, ``Errors`` with libfranka's error names, the
 exception classes and enums), running the same :class:`SimulatedRobot` and
 limit checker as the FCI simulator, in-process: commands and states go through
@@ -24,7 +24,7 @@ import weakref
 import numpy as np
 
 from . import wire
-from .simulated_robot import COMMAND_WAIT, DEFAULT_MAX_MISSED, HOLD_COMMAND, PERIOD, SimulatedRobot
+from .simulated_robot import COMMAND_WAIT, DEFAULT_MAX_MISSED, GRAVITY, HOLD_COMMAND, PERIOD, SimulatedRobot
 from .wire import ERROR_NAMES, MoveController, MoveGenerator, MoveStatus
 
 # Our choice: ticks due at once beyond which the process was descheduled rather than the client slow: the
@@ -178,6 +178,50 @@ class CartesianPose(_Command):
     field = "O_T_EE"
 
 
+class Model:
+    """pylibfranka's dynamics ``Model``: ``coriolis``, ``gravity``, ``mass`` and ``zero_jacobian``
+    (the flange: the simulated arm's end effector) of a ``RobotState``, as flat lists (matrices
+    column-major), computed with pinocchio from the description the simulated robot serves, as
+    libfranka builds its own from the one a robot serves. The state's load is not added (our
+    simplification: libfranka adds the end effector's and the load's inertia; the stubs' arm
+    carries none unless set_load is called)."""
+
+    def __init__(self, model_name: str) -> None:
+        import pinocchio  # here: the stubs import it only for a client that loads the model
+
+        from .urdf import urdf_text
+
+        self._pin = pinocchio
+        self._model = pinocchio.buildModelFromXML(urdf_text(model_name))
+        self._model.gravity.linear = np.array(GRAVITY)
+        self._data = self._model.createData()
+        self._flange = self._model.getFrameId("link8")
+
+    def _joints(self, state: RobotState) -> tuple[np.ndarray, np.ndarray]:
+        return np.array(state.q, dtype=np.float64), np.array(state.dq, dtype=np.float64)
+
+    def coriolis(self, state: RobotState) -> list[float]:
+        q, dq = self._joints(state)
+        pin, model, data = self._pin, self._model, self._data
+        return (pin.nonLinearEffects(model, data, q, dq) - pin.computeGeneralizedGravity(model, data, q)).tolist()
+
+    def gravity(self, state: RobotState) -> list[float]:
+        q, _ = self._joints(state)
+        return self._pin.computeGeneralizedGravity(self._model, self._data, q).tolist()
+
+    def mass(self, state: RobotState) -> list[float]:
+        q, _ = self._joints(state)
+        mass = self._pin.crba(self._model, self._data, q)
+        mass = np.triu(mass) + np.triu(mass, 1).T  # pinocchio fills the upper triangle
+        return mass.ravel(order="F").tolist()
+
+    def zero_jacobian(self, state: RobotState) -> list[float]:
+        q, _ = self._joints(state)
+        pin = self._pin
+        jacobian = pin.computeFrameJacobian(self._model, self._data, q, self._flange, pin.LOCAL_WORLD_ALIGNED)
+        return np.asarray(jacobian).ravel(order="F").tolist()
+
+
 class CartesianVelocities(_Command):
     """O_dP_EE: the flange's twist [vx, vy, vz, wx, wy, wz] in the base frame."""
 
@@ -202,7 +246,7 @@ class Robot:
 
     def __init__(self, robot_ip_address: str, realtime_config: RealtimeConfig = RealtimeConfig.kEnforce, *,
                  model: str = "franka.fr3", max_missed: int = DEFAULT_MAX_MISSED, ideal: bool = False,
-                 seed: int | None = None, contact: tuple[float, float] | None = None,
+                 seed: int | None = None, contact: tuple[float, ...] | None = None,
                  hold: str = HOLD_COMMAND) -> None:
         if not robot_ip_address:
             raise NetworkException("libfranka: Connection error: empty address")
@@ -284,6 +328,9 @@ class Robot:
     def start_torque_control(self) -> _ActiveControl:
         return self._start(MoveController.EXTERNAL, MoveGenerator.NONE)
 
+    def load_model(self) -> Model:
+        return Model(self.robot.model_name)
+
     def set_collision_behavior(self, lower_torque_thresholds, upper_torque_thresholds,
                                lower_force_thresholds, upper_force_thresholds) -> None:
         torque = [*lower_torque_thresholds, *upper_torque_thresholds]
@@ -301,7 +348,10 @@ class Robot:
         self._check_idle()
         if len(F_x_Cload) != 3 or len(load_inertia) != 9:
             raise TypeError("set_load needs a mass, 3 center-of-mass and 9 inertia values")
-        self.robot.load = (float(load_mass), np.array(F_x_Cload, dtype=float), np.array(load_inertia, dtype=float))
+        try:
+            self.robot.load = (float(load_mass), np.array(F_x_Cload, dtype=float), np.array(load_inertia, dtype=float))
+        except ValueError:
+            raise CommandException("libfranka: Set Load command rejected: invalid argument!") from None
 
     def automatic_error_recovery(self) -> None:
         self._check_idle()

@@ -98,6 +98,25 @@ def test_jump_is_refused_before_the_wire(robot, hil_target: HilTarget) -> None:
         assert after["robot_reflexes"] == before["robot_reflexes"]
 
 
+def test_a_joint_impedance_holds_the_arm_and_hands_it_back_at_rest(robot, hil_target: HilTarget) -> None:
+    """Half a second in torque control, holding where the arm is (libfranka's example gains,
+    critically damped): it stays put, every torque within Franka's limits, the robot refuses none
+    (a torque past its rate would be a reflex), and its own hold takes the arm back at rest."""
+    from robohal.motion.reactions import ELAPSED
+    from robohal.motion.torque import JointImpedance
+
+    before = simulator_stats(hil_target)
+    start = robot.state.q
+    result = robot.run(JointImpedance(), until=ELAPSED > 0.5)
+    assert result.reaction and result.torques is not None
+    assert np.abs(result.measured - start).max() < 5e-3  # springs against the joints' friction: a few mrad
+    assert (np.abs(result.torques) <= robot.backend.torque_limits.torque).all()
+    assert np.abs(robot.state.dq).max() < 0.02 and robot.state.mode is not RobotMode.FAULT
+    after = simulator_stats(hil_target)
+    if after is not None:
+        assert after["robot_reflexes"] == before["robot_reflexes"]
+
+
 BAD_STREAM = """
 import json, sys, importlib
 lib = importlib.import_module(sys.argv[2])
