@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import robohal
 from robohal import HardwareFault
-from robohal_feetech.arm import StallRule
+from robohal.plugins.arm_files import StallRule
+from robohal_feetech.arm import BUNDLED
 from robohal_feetech.protection import StallTimer
 
 from .conftest import servo_stats, wait_for
@@ -77,3 +78,22 @@ def test_a_hot_servo_warns_then_faults(simulator) -> None:
         simulator.control("TEMP 4 67")
         with pytest.raises(HardwareFault, match=r"servo 4 \(wrist_flex\) measures 67 degC, past the arm file's fault bound"):
             wait_for(lambda: False, timeout=5.0, step=robot.backend.cycle)
+
+
+def test_an_arm_file_that_says_release_turns_a_stalled_servo_s_torque_off(simulators, tmp_path, monkeypatch) -> None:
+    bundled = (BUNDLED / "so101.toml").read_text()
+    mine = bundled.replace('stall = "hold"                    # a stalled arm joint', 'stall = "release"  #')
+    assert mine != bundled
+    (tmp_path / "so101.toml").write_text(mine)  # the user's so101 stands in for the bundled one
+    monkeypatch.setenv("ROBOHAL_MODEL_PATH", str(tmp_path))
+    simulator = simulators()
+    with robohal.connect(str(simulator.uri)) as robot:
+        assert robot.backend.arm.stall.action == "release"
+        simulator.control("BLOCK 3 -0.1")  # something in elbow_flex's way
+        target = robot.commanded.copy()
+        target[2] = -0.4
+        with pytest.raises(HardwareFault, match=r"servo 3 \(elbow_flex\) stalled: .*; released \(torque off\)"):
+            robot.move_joints(target, speed=0.3)
+            wait_for(lambda: False, timeout=5.0, step=robot.backend.cycle)
+        assert wait_for(lambda: servo_stats(simulator, 3)["torque"] == 0)
+        assert all(servo_stats(simulator, i)["torque"] == 1 for i in (1, 2, 4, 5, 6))
