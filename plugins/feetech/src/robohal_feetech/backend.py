@@ -13,7 +13,7 @@ URI parameters (all optional):
 ``rate``          see below  control cycles per second: one sync write of goals and one sync
                              read of every servo each; default half what the wire carries, at
                              most 250 Hz; more than 90 % of the wire is refused
-``timeout``       0.02       s of slack past the wire time before a status packet counts missing
+``timeout``       0.05       s of slack past the wire time before a status packet counts missing
 ``retries``       3          times a missing or corrupt status packet is asked for again
 ``poll``          0.02       s: while no motion runs, the servos are still read this often, so the
                              watch (stalls, voltage, temperature) and the gripper go on
