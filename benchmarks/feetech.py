@@ -9,7 +9,10 @@ sync read of registers 56..70 of six servos, decoded) on the simulated bus at 1 
    delays set to 0 too; after a failed read it drops what is left in the input, else the late
    answers pass for the next cycle's. The SDK waits by spinning on the port (a core busy).
    Goal: the backend at least 1.0x it.
-3. The backend's paced control cycle at its default rate, through ``backend.cycle()``.
+3. The backend's bus transaction alone (the same write and sync read, undecoded): what the
+   backend's own work each cycle (telemetry in SI units, the stall, voltage and temperature
+   watch, the state) adds to the wire's time, which a plain loop does not do.
+4. The backend's paced control cycle at its default rate, through ``backend.cycle()``.
 
     python benchmarks/feetech.py [--cycles 2000]
 
@@ -30,6 +33,24 @@ def backend_cycles(robot, count: int) -> list[float]:
     for _ in range(count):
         began = time.perf_counter()
         backend.exchange_now()
+        times.append(time.perf_counter() - began)
+    return times
+
+
+def bus_cycles(robot, count: int) -> list[float]:
+    """The backend's transaction alone: the goals' sync write and the sync read, in one write."""
+    from robohal_feetech import wire
+    from robohal_feetech.backend import TELEMETRY_LENGTH, TELEMETRY_START
+    from robohal_feetech.registers import REGISTERS
+
+    backend = robot.backend
+    ids = list(backend.arm.ids)
+    goal = REGISTERS["Goal_Position"]
+    before = wire.sync_write(goal.address, goal.size, {i: goal.encode(backend.readings[i].position) for i in ids})
+    times = []
+    for _ in range(count):
+        began = time.perf_counter()
+        backend.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, ids, before=before)
         times.append(time.perf_counter() - began)
     return times
 
@@ -89,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         ours = statistics.median(backend_cycles(robot, args.cycles))
         print(f"backend, unpaced:   {ours * 1e3:.3f} ms a cycle = {1 / ours:.0f} Hz = {1 / ours / limit:.2f} of the"
               " wire's limit (goal >= 0.8)")
+        bare = statistics.median(bus_cycles(robot, args.cycles))
+        print(f"its transaction:    {bare * 1e3:.3f} ms = {1 / bare / limit:.2f} of the wire's limit; the backend's"
+              f" own work adds {(ours - bare) * 1e6:.0f} us a cycle")
     # the SDK on a bus of its own (same simulator program), its return delays at 0 as the backend sets them
     with robohal.connect("feetech://sim?arm=so101&poll=0") as robot:
         path = robot.backend.device
@@ -96,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         theirs = statistics.median(sdk_cycles(path, ids, args.cycles))
     print(f"vendor SDK loop:    {theirs * 1e3:.3f} ms a cycle = {1 / theirs:.0f} Hz = {1 / theirs / limit:.2f} of the"
           " wire's limit")
-    print(f"backend / SDK:      {theirs / ours:.2f}x the SDK loop's rate (goal >= 1.0)")
+    print(f"backend / SDK:      {theirs / ours:.2f}x the SDK loop's rate (goal >= 1.0);"
+          f" its transaction alone {theirs / bare:.2f}x")
     with robohal.connect("feetech://sim?arm=so101") as robot:
         backend = robot.backend
         steps, began = 500, time.perf_counter()

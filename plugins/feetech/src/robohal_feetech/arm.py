@@ -36,6 +36,7 @@ class FeetechArm:
     stall: StallRule
     voltage: Bounds
     temperature: Bounds
+    ids: tuple[int, ...]  # every servo on the bus: the arm's joints, then the gripper's (read each cycle)
 
     @property
     def name(self) -> str:
@@ -45,11 +46,6 @@ class FeetechArm:
     def model(self) -> str:
         """The registered model's name: ``arm.so101``."""
         return self.file.model_name
-
-    @property
-    def ids(self) -> tuple[int, ...]:
-        """Every servo on the bus: the arm's joints, then the gripper's."""
-        return self.file.ids
 
     def label(self, servo_id: int) -> str:
         """``servo 3 (elbow_flex)``: how messages name a servo."""
@@ -75,7 +71,7 @@ def feetech_arm(file: ArmFile) -> FeetechArm:
             raise InvalidArgument(f"{file.path}: servo id {servo_id}: Feetech ids are 0..{MAX_ID}")
     return FeetechArm(file, baud, MODEL_NUMBER_STS3215 if file.bus.model_number is None else file.bus.model_number,
                       file.bus.min_firmware or (0, 0), file.joints, file.gripper, file.torque_limit, file.stall,
-                      file.supply, file.temperature)
+                      file.supply, file.temperature, file.ids)
 
 
 def load_arm(name: str = DEFAULT_ARM) -> FeetechArm:

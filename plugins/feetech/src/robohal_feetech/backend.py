@@ -403,7 +403,6 @@ class FeetechBackend(Backend):
         if self.jaw_id is not None and self.jaw_goal is not None:
             goals[self.jaw_id] = self.jaw_goal
         for servo_id, found in self.readings.items():
-            label = self.arm.label(servo_id)
             error = (goals.get(servo_id, found.position) - found.position) * RAD_PER_TICK
             timer = self._stalls[servo_id]
             if timer.update(now, found.current, error, found.velocity, found.load, self._torque_limits[servo_id]):
@@ -412,7 +411,9 @@ class FeetechBackend(Backend):
                     ("voltage", self._voltage, found.voltage, "V", "VOLTAGE"),
                     ("temperature", self._temperature, found.temperature, "degC", "OVERHEAT")):
                 verdict = watch.judge(servo_id, value)
-                bounds = watch.bounds
+                if verdict is None:
+                    continue
+                bounds, label = watch.bounds, self.arm.label(servo_id)
                 if verdict == "warn":
                     self.counters[f"{quantity}_warnings"] += 1
                     log.warning("%s: %s measures %g %s, past the arm file's warning bound (%s)", self.uri, label,
@@ -423,6 +424,7 @@ class FeetechBackend(Backend):
                     self._fault(fault, f"{label} measures {value:g} {unit}, past the arm file's fault bound"
                                        f" ({bounds.fault_below}..{bounds.fault_above} {unit})")
             if found.errors:
+                label = self.arm.label(servo_id)
                 self._anomaly("servo_errors", f"{label} reports {', '.join(found.errors)}")
                 if "ANGLE" in found.errors:
                     self._fault("SENSOR", f"{label} reports a fault of its magnetic encoder (ANGLE)")

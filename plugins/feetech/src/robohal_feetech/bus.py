@@ -182,11 +182,11 @@ class ServoBus:
                 self._anomaly("retries", f"asking {', '.join(self.label(i) for i in missing)} again ({what})")
                 packets = again(missing)  # type: ignore[misc]
             self._parser.reset()
+            began = time.monotonic()  # the bytes go on the wire as the write begins (it may take a while)
             self._write(packets)
-            began = time.monotonic()
             needed = self.wire_time(len(packets), len(missing), answer_size)
             # nothing whole can come before the wire carried it: wake once, near then, not per packet
-            early = needed - EARLY_WAKE
+            early = began + needed - EARLY_WAKE - time.monotonic()
             if early > 0:
                 time.sleep(early)
             self._collect(found, set(missing), began + needed + self.timeout, began + needed + SPIN)

@@ -7,7 +7,7 @@ only the calibration knows the angle they mean (:mod:`.calibration`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import wire
 from .registers import (
@@ -20,8 +20,7 @@ from .registers import (
 RAD_PER_TICK = 2.0 * 3.141592653589793 / TICKS_PER_TURN
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):  # (a tuple: built for every servo every cycle, cheaply)
     """One servo's report: ``position`` (ticks), ``velocity`` (rad/s, the servo's sense), ``load``
     (-1..1 of its stall torque), ``voltage`` (V), ``temperature`` (degC), ``moving``,
     ``current`` (A, signed as the load) and the status packet's ``errors`` (bit names)."""
