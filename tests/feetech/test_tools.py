@@ -73,3 +73,9 @@ def test_robohal_feetech_scans_a_bus_renumbers_a_servo_and_sets_every_baud_rate(
     assert " 7 " in feetech("scan", port, "--baud", "1000000", "--max-id", "8").splitlines()[-1]
     feetech("baud", port, "500000", "--max-id", "8")
     assert len(feetech("scan", port, "--baud", "500000", "--max-id", "8").splitlines()) == 6
+
+
+def test_robohal_arm_calibrate_points_a_bus_servo_arm_to_its_own_calibration() -> None:
+    result = CliRunner().invoke(main, ["arm", "calibrate", "feetech://sim?arm=so101"], input="")
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1].endswith("its plugin calibrates them: robohal feetech calibrate URI")
