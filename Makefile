@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 KERNELS := $(wildcard core/src/robohal/kinematics/_kernels/*.py core/src/robohal/kinematics/_kernels/*.pxd)
 MEMBERS := requirements-dev.txt core/pyproject.toml core/setup.py $(KERNELS) \
 	plugins/abb/pyproject.toml \
-	plugins/franka/pyproject.toml plugins/arduino_planar/pyproject.toml
+	plugins/franka/pyproject.toml plugins/arduino_planar/pyproject.toml plugins/feetech/pyproject.toml
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AVR_PACKAGES := gcc-avr avr-libc binutils-avr simavr libsimavr-dev libsimavrparts1 arduino-core-avr
 
@@ -71,10 +71,10 @@ demo: $(STAMP)
 	$(VENV)/bin/robohal demo
 
 ## hil: HIL suites against TARGET (a robot URI), else the cells of CELLS (default: hil/cells.example.toml's
-## bundled simulators; CELL=name, JOBS at once, default 3: one per simulator) into REPORT (default hil-report/)
+## bundled simulators; CELL=name, JOBS at once, default 4: one per simulator) into REPORT (default hil-report/)
 hil: $(STAMP)
 	$(VENV)/bin/robohal hil $(if $(TARGET),--target '$(TARGET)' $(if $(REPORT),--report $(REPORT)),\
-		--cells $(or $(CELLS),hil/cells.example.toml) --cell $(or $(CELL),all) --jobs $(or $(JOBS),3) \
+		--cells $(or $(CELLS),hil/cells.example.toml) --cell $(or $(CELL),all) --jobs $(or $(JOBS),4) \
 		--report $(or $(REPORT),hil-report)) $(if $(YES),--yes)
 
 # The packages of core's bench extra, installed as they are (robohal itself is installed already).

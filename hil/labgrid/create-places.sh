@@ -5,7 +5,7 @@
 set -eu
 coordinator=${1:?usage: create-places.sh COORDINATOR EXPORTER_NAME}
 exporter=${2:?usage: create-places.sh COORDINATOR EXPORTER_NAME}
-for cell in franka-sim abb-sim planar-sim; do
+for cell in franka-sim abb-sim planar-sim so101-sim; do
     labgrid-client -x "$coordinator" -p "robohal-$cell" create
     labgrid-client -x "$coordinator" -p "robohal-$cell" add-match "$exporter/$cell/*"
 done

@@ -4,6 +4,9 @@ The arm first moves to a ready pose of its own (every joint 30 deg from where it
 the middle of its range: away from the stretched and wrist-straight poses the simulators start
 in), then draws a horizontal square through the model's IK, keeping the flange's orientation.
 The square lies on the base side of the ready point, so an arm near its reach stays inside it.
+An arm of five joints (the SO-101) keeps an orientation only while its base stays: its square
+stands upright in the plane its shoulder turns the arm in, rising from the ready point, towards
+the base.
 Each side goes to the report with its tracking figures; the commanded flange must stay on the
 square and the measured one must end on each corner.
 """
@@ -35,16 +38,24 @@ def ready_pose(robot: Robot) -> np.ndarray:
     return limits.clip(start + np.where(start <= limits.centre, 1.0, -1.0) * READY_OFFSET)
 
 
-def square_corners(point: np.ndarray) -> np.ndarray:
+def square_corners(point: np.ndarray, upright: np.ndarray | None = None) -> np.ndarray:
     """A closed square (5, 3) in the horizontal plane through ``point``: one side through it,
-    centred on it, across the line to the base axis; the rest towards the base."""
+    centred on it, across the line to the base axis; the rest towards the base. With a
+    horizontal axis ``upright``: in the vertical plane through ``point`` across that axis, one
+    side rising from ``point``, the rest towards the base."""
     radial = np.array([point[0], point[1], 0.0])
     distance = float(np.linalg.norm(radial))
     inward = -radial / distance if distance > 1e-6 else np.array([-1.0, 0.0, 0.0])
-    across = np.cross([0.0, 0.0, 1.0], inward)
     side = min(SIDE, SIDE_SHARE * distance)
-    a = point - across * side / 2
-    b = point + across * side / 2
+    if upright is not None:
+        along = np.cross(upright, [0.0, 0.0, 1.0])
+        along /= np.linalg.norm(along)
+        inward = along if along @ inward >= 0 else -along
+        a, b = point, point + np.array([0.0, 0.0, side])
+    else:
+        across = np.cross([0.0, 0.0, 1.0], inward)
+        a = point - across * side / 2
+        b = point + across * side / 2
     return np.array([a, b, b + inward * side, a + inward * side, a])
 
 
@@ -60,7 +71,10 @@ def test_a_square_in_the_workspace(robot: Robot, hil_target: HilTarget, hil_moti
     model = robot.model
     ready = ready_pose(robot)
     ready_flange = model.forward(ready)
-    corners = square_corners(ready_flange[:3, 3])
+    # fewer than six joints: no base turn keeps the orientation (a position-only arm keeps none);
+    # the shoulder's axis (joint 2's, the Jacobian's angular part) is across the arm's plane
+    five = model.dof < 6 and not model.position_only
+    corners = square_corners(ready_flange[:3, 3], model.jacobian(ready)[3:, 1] if five else None)
     box = hil_target.safety.workspace
     if box is not None:  # said plainly here; the guard's fence would refuse it anyway
         points = np.vstack([model.forward(robot.backend.commanded)[:3, 3], ready_flange[:3, 3], corners])
@@ -99,3 +113,13 @@ def test_the_square_lies_on_the_base_side_of_its_point(point) -> None:
     sides = np.linalg.norm(np.diff(corners, axis=0), axis=1)
     assert np.allclose(sides, sides[0])
     assert np.linalg.norm(corners[:, :2], axis=1).max() <= math.hypot(np.linalg.norm(point[:2]), sides[0] / 2) + 1e-12
+
+
+def test_an_upright_square_stands_across_the_axis_it_is_given() -> None:
+    point, axis = np.array([0.2, 0.1, 0.05]), np.array([-0.1, 1.0, 0.0])
+    corners = square_corners(point, axis)
+    sides = np.diff(corners, axis=0)
+    assert np.allclose(corners[0], point) and np.allclose(sides @ axis, 0.0)
+    assert np.allclose(sides[:, 2] != 0, [True, False, True, False])  # two sides upright
+    assert np.allclose(np.linalg.norm(sides, axis=1), np.linalg.norm(sides[0]))
+    assert sides[1] @ point < 0  # towards the base

@@ -61,7 +61,8 @@ RULES = (
     Rule(r"^robohal abb \S+ abb-egm://sim\b", "a simulated controller with RWS on loopback", run=True),
     Rule(r"^python -m robohal_arduino_planar\.firmware$", "builds the firmware", run=True,
          missing=lambda: firmware.toolchain_missing(simulation=False)),
-    Rule(r"^(mkdir|cd|cat) ", "files in the temporary HOME", run=True),
+    Rule(r"\bsudo\b", "changes this machine's users or devices: the user's to run, once"),
+    Rule(r"^(mkdir|cd|cat|cp) ", "files in the temporary HOME", run=True),
     Rule(r"^python -c ", "a one-line script that needs no robot", run=True),
 )
 

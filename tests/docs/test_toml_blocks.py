@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from robohal.plugins.arm_files import read_arm_file
 from robohal.testing.cells import load_cells
 from robohal_arduino_planar.calibration import Calibration
 from sybil import Example
@@ -26,8 +27,14 @@ def read_cells(path: Path) -> None:
     load_cells(path)
 
 
+def read_arm(path: Path) -> None:
+    """An arm file, built into its model (every key checked)."""
+    read_arm_file(path).build()
+
+
 # A table the file has, and the reader of such files.
 READERS = (
+    (r"^\[arm\]", read_arm),
     (r"^\[(servo[12]|tool)\]", read_calibration),
     (r"^\[cells\.", read_cells),
 )

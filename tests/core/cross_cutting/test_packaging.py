@@ -17,6 +17,7 @@ DISTRIBUTIONS = {
     "plugins/abb": "robohal_abb",
     "plugins/franka": "robohal_franka",
     "plugins/arduino_planar": "robohal_arduino_planar",
+    "plugins/feetech": "robohal_feetech",
 }
 
 

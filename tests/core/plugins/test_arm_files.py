@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import robohal
+import robohal_feetech.arm
 from robohal.errors import InvalidArgument, UnknownNameError
 from robohal.plugins.arm_files import (
     ServoPulses,
@@ -124,3 +125,47 @@ def test_calibration_is_written_back_keeping_the_comments(tmp_path):
     assert arm.joints[1].pulses == pulses
     assert arm.joints[0].pulses == find_arm("mearm", [BUNDLED]).joints[0].pulses  # the others untouched
     assert "# servo 102 deg" in text  # comments kept
+
+
+# A bus-servo arm: ids instead of pins, a registered model, the bus and its servos' protection
+
+SO101 = (Path(robohal_feetech.arm.BUNDLED) / "so101.toml").read_text()
+
+
+def test_a_bus_servo_arm_has_ids_a_registered_model_and_its_protection(tmp_path):
+    arm = read_arm_file(arm_file(tmp_path, SO101))
+    assert arm.ids == (1, 2, 3, 4, 5, 6) and arm.pins == ()
+    assert arm.bus is not None and (arm.bus.baud, arm.bus.model_number, arm.bus.min_firmware) == (1_000_000, 777, (3, 0))
+    assert arm.gripper.torque_limit == 0.5 and arm.gripper.stall.hold_torque == 0.3
+    assert arm.stall.time == 0.4 and arm.supply.judge(3.9) == "fault" and arm.temperature.judge(60) == "warn"
+    own = robohal.get_model("so_arm.so101")
+    model = arm.build()
+    assert np.allclose(model.limits.lower, own.limits.lower) and np.allclose(model.limits.velocity, own.limits.velocity)
+    q = np.array([0.1, 0.2, -0.3, 0.4, 0.5])
+    assert np.allclose(model.forward(q), own.forward(q))
+    narrowed = read_arm_file(arm_file(tmp_path, SO101.replace("id = 3\n", "id = 3\nupper = 1.0\n"), "narrow.toml"))
+    assert narrowed.build().limits.upper[2] == 1.0
+
+
+@pytest.mark.parametrize("edit, key, words", [
+    (lambda t: t.replace("id = 3\n", "id = 2\n"), "joints[2].id", "id 2 is already joints[1]"),
+    (lambda t: t.replace("id = 6\n", "id = 1\n"), "gripper.id", "already joints[0]"),
+    (lambda t: t.replace("id = 3\n", "id = 3\npin = 9\n"), "joints[2].pin", "takes an id, not a pin"),
+    (lambda t: t.replace("id = 3\n", "id = 3\noffset_us = 1500\n"), "joints[2].offset_us", "not a pin or pulse"),
+    (lambda t: t.replace("id = 3\n", "id = 3\nupper = 2.5\n"), "joints[2].upper", "outside the model's range"),
+    (lambda t: t.replace('name = "elbow_flex"', 'name = "elbow"'), "joints", "the model so_arm.so101 has"),
+    (lambda t: t.replace('name = "so_arm.so101"', 'name = "so_arm.so100"'), "model.name", "so_arm.so100"),
+    (lambda t: t.replace('min_firmware = "3.0"', "min_firmware = 3"), "bus.min_firmware", "MAJOR.MINOR"),
+    (lambda t: t.replace('stall = "hold"                    # a stalled jaw', 'stall = "drop"  #'), "gripper.stall",
+     "hold, release"),
+    (lambda t: t.replace("torque_limit = 1.0", "torque_limit = 1.5"), "protection.torque_limit", "0..1"),
+    (lambda t: t.replace("[temperature]", "[temperature]\nwarn_abov = 50"), "temperature.warn_abov", "unknown key"),
+])
+def test_bad_bus_servo_arm_files_are_refused_in_one_line(tmp_path, edit, key, words):
+    changed = edit(SO101)
+    assert changed != SO101
+    one_line_refusal(arm_file(tmp_path, changed), key, words)
+
+
+def test_a_bus_servo_table_in_a_hobby_servo_arm_is_refused(tmp_path):
+    one_line_refusal(arm_file(tmp_path, MEARM + "\n[bus]\nbaud = 1000000\n"), "bus", "only a bus-servo arm")

@@ -33,7 +33,7 @@ def write(tmp_path, text):
 
 def test_the_example_names_the_three_bundled_simulators():
     lab = load_cells(EXAMPLE)
-    assert list(lab.cells) == ["franka-sim", "abb-sim", "planar-sim"]
+    assert list(lab.cells) == ["franka-sim", "abb-sim", "planar-sim", "so101-sim"]
     assert all(cell.simulated and cell.safety.workspace is not None and cell.contact for cell in lab.cells.values())
     assert all("scenarios" in cell.suites for cell in lab.cells.values())
     assert [cell.name for cell in lab.select(["all"])] == list(lab.cells)

@@ -54,6 +54,9 @@ def calibrate(robot, keys: Iterator[str], say: Callable[[str], None]) -> Path | 
     """Walk through each servo of ``robot``'s arm file; return the file written (None: stopped)."""
     backend = robot.backend
     arm = getattr(backend, "arm", None)
+    if getattr(getattr(arm, "file", arm), "bus", None) is not None:  # a bus-servo arm file's arm
+        raise RobohalError(f"{robot.name}: bus servos keep their own calibration (homing offsets and limits);"
+                           f" its plugin calibrates them: robohal {backend.uri.scheme} calibrate URI")
     if arm is None or not hasattr(backend, "hold_pulses"):
         raise RobohalError(f"{robot.name}: calibrate needs a servo arm from an arm file (arduino-arm, arduino-firmata)")
     widths = list(backend.pulse_widths())

@@ -152,7 +152,8 @@ def grasp_figures(run: DemoRun) -> str:
 
 
 def lost_packets(info: dict[str, Any]) -> str:
-    for key in ("lost_messages", "lost_cycles", "missed_cycles", "timeouts", "lost"):
+    # a bus-servo arm counts its missing or corrupt status packets as retries
+    for key in ("lost_messages", "lost_cycles", "missed_cycles", "timeouts", "lost", "retries"):
         if key in info:
             return str(info[key])
     return "-"

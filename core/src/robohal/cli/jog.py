@@ -1,6 +1,11 @@
-"""``robohal jog URI``: move a planar arm's end point from the terminal.
+"""``robohal jog URI``: move an arm's end point from the terminal.
 
-Arrow keys (or w/a/s/d, or h/j/k/l) move the pen's target by one step in the xy plane;
+A planar two-link arm's pen moves in its plane (:class:`JogSession`); a spatial arm of five or
+more joints (the SO-101, an industrial arm) moves its tool about its base, keeping the tool's
+orientation (:class:`SpatialJogSession`): left and right turn the base, up and down move the
+tool out from the base and back in, ``r`` and ``f`` raise and lower it.
+
+On a planar arm, arrow keys (or w/a/s/d, or h/j/k/l) move the pen's target by one step in the xy plane;
 ``+``/``-`` double or halve the step; ``e`` switches the elbow branch for the next moves
 (through a joint move); ``0`` returns to the joints' centre; ``q`` (or Ctrl-C, or the end of
 input) quits. The arm follows its target as a stream (:meth:`~robohal.Robot.servo`): a held
@@ -35,9 +40,12 @@ from .drawing import joints_for, reach_within_limits
 DIRECTIONS = {"up": (0.0, 1.0), "down": (0.0, -1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
 LETTERS = {"w": "up", "s": "down", "a": "left", "d": "right",
            "k": "up", "j": "down", "h": "left", "l": "right",
-           "+": "bigger", "=": "bigger", "-": "smaller", "e": "elbow", "0": "centre", "q": "quit", "\x03": "quit"}
+           "+": "bigger", "=": "bigger", "-": "smaller", "e": "elbow", "0": "centre", "q": "quit", "\x03": "quit",
+           "r": "raise", "f": "lower"}
 ARROWS = {"A": "up", "B": "down", "C": "right", "D": "left"}
 MIN_STEP, MAX_STEP = 0.0005, 0.05  # m
+#: rad: a step that turns any joint further than this is a branch change, not a step (refused)
+MAX_JOINT_STEP = 0.5
 #: s between the target's repeats while the arm is on its way (well inside the servo timeout)
 KEEP_ALIVE = 0.05
 #: s the jog waits for the arm to reach a target before it stops streaming it
@@ -104,6 +112,8 @@ class JogSession:
             elif key == "centre":
                 self._jump(self.robot.model.limits.centre)
                 self.message = "at the joints' centre"
+            elif key in ("raise", "lower"):
+                self.message = "a planar arm moves in its plane: arrows only"
         except HardwareFault as fault:
             self.robot.recover()
             self.target = self.robot.backend.commanded.copy()
@@ -180,6 +190,103 @@ class JogSession:
                 f"  | {self.message}")
 
 
+def spatial_arm(model) -> bool:
+    """Whether :class:`SpatialJogSession` moves ``model``: five or more joints, the tool's
+    orientation part of its pose (not a position-only arm)."""
+    return model.dof >= 5 and not getattr(model, "position_only", False)
+
+
+class SpatialJogSession(JogSession):
+    """A spatial arm's jog (see the module docstring): the tool's orientation stays, each step
+    goes through the model's IK next to the present joints. Turning the base is a move of the
+    first joint alone, so that an arm of five joints, which reaches an orientation only in the
+    plane its shoulder turns it in, turns that plane with it; out and in are along that plane
+    (across the shoulder's axis, joint 2)."""
+
+    def __init__(self, robot: Robot, *, step: float = 0.005, speed: float = 0.3, elbow: str | None = None,
+                 wait: bool = True) -> None:
+        if not spatial_arm(robot.model):
+            raise RobohalError("this jog needs a spatial arm of five or more joints")
+        self.robot = robot
+        self.step = float(step)
+        self.speed = float(speed)
+        self.wait = wait
+        self.target = robot.backend.commanded.copy()
+        self.elbow = "-"
+        self.message = "ready"
+        self._streamer = None
+
+    @property
+    def xy(self) -> np.ndarray:
+        return self.robot.model.forward(self.target)[:2, 3]
+
+    def press(self, key: str) -> bool:
+        if key in ("elbow", "centre"):
+            self.message = "arrows turn the base and move out and in, r/f raise and lower, +/- the step"
+            return True
+        if key not in (*DIRECTIONS, "raise", "lower"):
+            return super().press(key)
+        try:
+            if key in ("left", "right"):
+                self._turn_base(1.0 if key == "left" else -1.0)
+            else:
+                self._shift(key)
+        except HardwareFault as fault:
+            self.robot.recover()
+            self.target = self.robot.backend.commanded.copy()
+            self.message = f"{fault}; recovered, holding"
+        except RobohalError as exc:
+            self.message = f"refused: {exc}"
+        return True
+
+    def _turn_base(self, sign: float) -> None:
+        """The base turns so that the tool moves one step along its arc (counter-clockwise: left)."""
+        radius = max(float(np.linalg.norm(self.xy)), 0.05)  # near the axis: as at 5 cm
+        q = self.target.copy()
+        q[0] += sign * self.step / radius
+        self._go(q)
+
+    def _shift(self, key: str) -> None:
+        model = self.robot.model
+        pose = model.forward(self.target)
+        if key in ("raise", "lower"):
+            direction = np.array([0.0, 0.0, 1.0 if key == "raise" else -1.0])
+        else:
+            axis = model.jacobian(self.target)[3:, 1]  # the shoulder's axis: the arm's plane is across it
+            out = np.cross(axis, [0.0, 0.0, 1.0])
+            if np.linalg.norm(out) < 1e-6:
+                raise UnreachableError("the shoulder's axis is upright: no plane to move out in")
+            out /= np.linalg.norm(out)
+            if out @ np.array([*self.xy, 0.0]) < 0:
+                out = -out
+            direction = out if key == "up" else -out
+        pose[:3, 3] += direction * self.step
+        found = model.inverse_continuing(pose, self.target)
+        if found.shape[0] == 0:
+            x, y, z = pose[:3, 3]
+            raise UnreachableError(f"({x:.4f}, {y:.4f}, {z:.4f}) m with the tool as it is is out of reach:"
+                                   f" {found.reason or 'no IK solution'}")
+        self._go(found[0])
+
+    def _go(self, q: np.ndarray) -> None:
+        self.robot.model.check_joints(q, "the jog's target")
+        jump = float(np.abs(q - self.target).max())
+        if jump > MAX_JOINT_STEP:
+            raise UnreachableError(f"that step turns a joint {math.degrees(jump):.0f} deg (a branch change):"
+                                   " try a smaller step")
+        self.robot.backend.check_setpoints(q)
+        self.target = q
+        self._stream()
+        self.message = "moved"
+
+    def status(self) -> str:
+        state = self.robot.state
+        x, y, z = self.robot.model.forward(self.target)[:3, 3]
+        q = " ".join(f"{v:7.2f}" for v in np.degrees(state.q))
+        return (f"x {x * 1000:7.1f} y {y * 1000:7.1f} z {z * 1000:7.1f} mm  r {math.hypot(x, y) * 1000:6.1f} mm"
+                f"  q {q} deg  step {self.step * 1000:.1f} mm  | {self.message}")
+
+
 def render_pad(model, xy, rows: int = 13) -> list[str]:
     """A top view of the arm's workspace as text: ``.`` where the pen can go (within the joint
     limits), ``+`` the base, ``@`` the pen at ``xy``; +y is up. Columns are half as wide as rows
@@ -202,10 +309,15 @@ def run_jog(robot: Robot, stdin: TextIO | None = None, out: Callable[[str], None
     """Run a jog session on ``robot``: a terminal UI when stdin is a TTY, else keys read as text."""
     stdin = stdin or sys.stdin
     interactive = stdin.isatty()
-    session = JogSession(robot, wait=not interactive, **options)
+    spatial = spatial_arm(robot.model)
+    if spatial:
+        options.pop("elbow", None)
+    session = (SpatialJogSession if spatial else JogSession)(robot, wait=not interactive, **options)
     if out is None:
         def out(text: str) -> None:
-            if interactive:  # redraw the pad and the status line in place
+            if interactive and spatial:
+                text = "\x1b[2K\rarrows turn the base and move out/in, r/f up/down, +/- step, q quit  " + text
+            elif interactive:  # redraw the pad and the status line in place
                 pad = render_pad(robot.model, session.xy)
                 text = "\x1b[H\x1b[J" + "\n".join([*pad, "arrows/wasd move, +/- step, e elbow, 0 centre, q quit", text])
             sys.stdout.write(text + "\n")

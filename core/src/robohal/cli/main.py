@@ -495,15 +495,16 @@ def _wait_for_interrupt() -> None:
               help="How fast the arm follows, a fraction of its joint limits.")
 @click.option("--elbow", type=click.Choice(["up", "down"]), help="Elbow branch (default: the arm's present one).")
 def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
-    """Move a planar arm's end point with the arrow keys (keys as text when stdin is not a terminal)."""
+    """Move an arm's end point with the arrow keys (keys as text when stdin is not a terminal)."""
     from ..connection import open_robot
     from .drawing import planar_two_link
-    from .jog import run_jog
+    from .jog import run_jog, spatial_arm
     from .offline import model_of
 
     named, _, model = model_of(uri)  # an arm jog cannot move is refused before anything starts
-    if not planar_two_link(model):
-        raise RobohalError(f"jog moves a planar two-link arm's end point (like arduino.planar2); {named.model} is not one")
+    if not planar_two_link(model) and not spatial_arm(model):
+        raise RobohalError(f"jog moves a planar two-link arm's end point (like arduino.planar2) or the tool of an arm"
+                           f" of five or more joints; {named.model} is not one")
     with open_robot(uri) as robot:
         run_jog(robot, step=step / 1000.0, speed=speed, elbow=elbow)
 

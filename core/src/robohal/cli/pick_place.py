@@ -93,7 +93,9 @@ def pick_and_place(run: Any, plan: PickPlace) -> None:
             raise RobohalError(f"{plan.uri} has no gripper: pick and place needs one")
         if plan.start is not None:
             robot.move_joints(plan.start, speed=0.5)
-        orientation = robot.pose[:3, :3]
+        # the orientation the setpoints hold, not the measured one: an arm of fewer than six joints
+        # reaches only its own orientations, and a servo measures its angle to a tick
+        orientation = robot.model.forward(robot.commanded)[:3, :3]
         approach = np.asarray(plan.approach, dtype=float)
 
         def at(position: np.ndarray) -> np.ndarray:

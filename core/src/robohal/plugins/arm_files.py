@@ -12,10 +12,16 @@ the names a user's file takes: :func:`arm_model_specs`); a URI's ``arm=NAME`` pi
 its model.
 
 The format belongs to no board: the Arduino plugin drives the arm's servos by pin over its own
-firmware or StandardFirmata, and a bus-servo plugin reads the same joints, limits and model.
+firmware or StandardFirmata. A bus-servo arm (robohal_feetech's SO-101) gives each servo an ``id``
+on its bus instead of a pin, and no pulse widths (the servo reports its own position; its
+calibration is the plugin's); its file may name a model a plugin registers (``kind = "model"``,
+whose limits and speeds the joints then take unless they narrow them), and says what the bus and
+its servos' protection are: ``[bus]`` (baud rate, model number, firmware), ``[protection]``
+(torque limit and stall rule), the gripper's limits, and the supply's and temperature's bounds
+(``[power]``, ``[temperature]``), which such servos report.
 :func:`read_arm_file` checks everything a file says before anything can move, and refuses a bad
-file in one line naming the file, the key and the problem: a joint without a pin, two joints on
-one pin, a pulse range past the servo's, limits outside the model's range or the servo's.
+file in one line naming the file, the key and the problem: a joint without a pin (or id), two
+joints on one pin, a pulse range past the servo's, limits outside the model's range or the servo's.
 
 Units are SI and radians, as everywhere in robohal; pulse widths are microseconds.
 """
@@ -58,10 +64,10 @@ ACCELERATION_TIME = 0.2
 JERK_TIME = 0.05
 #: the SG90 datasheet's 0.1 s/60 deg, the default top speed (rad/s) of a joint
 DEFAULT_SPEED = math.radians(60.0) / 0.1
-MODEL_KINDS = ("vertical-plane", "planar2", "dh", "urdf")
+MODEL_KINDS = ("vertical-plane", "planar2", "dh", "urdf", "model")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
 # The keys each table takes; anything else is refused (a misspelt key must not fall back unseen).
-TOP_KEYS = ("arm", "model", "joints", "gripper", "power", "servo")
+TOP_KEYS = ("arm", "model", "joints", "gripper", "power", "servo", "bus", "protection", "temperature")
 ARM_KEYS = ("name", "description")
 MODEL_KEYS = {
     "vertical-plane": ("kind", "links", "base_height", "reach_offset", "elbow_from_horizontal", "zero", "tool",
@@ -69,12 +75,21 @@ MODEL_KEYS = {
     "planar2": ("kind", "links"),
     "dh": ("kind", "a", "d", "alpha", "offsets", "modified", "parallelogram"),
     "urdf": ("kind", "urdf", "base_link", "tip_link", "parallelogram"),
+    "model": ("kind", "name"),  # a registered model (a plugin's), by name
 }
 SERVO_FIELDS = ("offset_us", "direction", "scale_us_per_rad", "min_us", "max_us")
-JOINT_KEYS = ("name", "pin", "lower", "upper", "speed", *SERVO_FIELDS)
+JOINT_KEYS = ("name", "pin", "id", "lower", "upper", "speed", *SERVO_FIELDS)
 GRIPPER_KEYS = ("pin", "min_us", "max_us", "open_us", "closed_us", "width", "speed")
-POWER_KEYS = ("pin", "soft_start")
+BOUND_KEYS = ("warn_below", "fault_below", "warn_above", "fault_above")
+POWER_KEYS = ("pin", "soft_start", *BOUND_KEYS)
 SERVO_KEYS = ("min_us", "max_us")
+# A bus servo's tables (an arm whose joints have ids)
+BUS_KEYS = ("baud", "model_number", "min_firmware")
+STALL_KEYS = ("stall_current", "stall_error", "stall_time", "stall", "hold_torque")
+PROTECTION_KEYS = ("torque_limit", *STALL_KEYS)
+BUS_GRIPPER_KEYS = ("id", "direction", "jaw_length", "torque_limit", "current_limit", *STALL_KEYS)
+BUS_ONLY = ("bus", "protection", "temperature")
+STALL_ACTIONS = ("hold", "release")
 
 
 @dataclass(frozen=True)
@@ -99,14 +114,18 @@ class ServoPulses:
 
 @dataclass(frozen=True)
 class ArmJoint:
-    """One joint: its servo's pin, its range (rad), top speed (rad/s) and its servo's pulses."""
+    """One joint: its servo's pin (a hobby servo) or id (a bus servo), its range (rad), top speed
+    (rad/s), and a hobby servo's pulses or a bus servo's direction (+1 or -1: which way the
+    servo's positions turn the joint)."""
 
     name: str
-    pin: int
+    pin: int | None
     lower: float
     upper: float
     speed: float
-    pulses: ServoPulses
+    pulses: ServoPulses | None
+    id: int | None = None
+    direction: int = 1
 
 
 @dataclass(frozen=True)
@@ -121,6 +140,69 @@ class ArmGripper:
     closed_us: int
     width: float
     speed: float
+
+
+@dataclass(frozen=True)
+class StallRule:
+    """When a bus servo has stalled (above ``current`` A, ``error`` rad from its goal, for
+    ``time`` s) and what is done then: ``hold`` where it is at ``hold_torque`` of the stall
+    torque, or ``release`` (torque off)."""
+
+    current: float
+    error: float
+    time: float
+    action: str
+    hold_torque: float
+
+
+#: a servo's stall rule when the file gives none (our choice: an STS3215 draws well under 1 A
+#: moving an SO-101's links, 0.08 rad is 50 ticks, and 0.4 s is longer than any move's transient)
+DEFAULT_STALL = StallRule(current=1.0, error=0.08, time=0.4, action="hold", hold_torque=0.5)
+#: the gripper's: it stalls on every part it grasps, so it is found sooner and held more gently
+DEFAULT_GRIPPER_STALL = StallRule(current=1.0, error=0.08, time=0.2, action="hold", hold_torque=0.3)
+
+
+@dataclass(frozen=True)
+class BusGripper:
+    """A bus servo working the gripper's jaw: its id and direction, the jaw's length (m, pivot to
+    tip), the torque (of the stall torque) and current (A) limits set at connect, its stall rule."""
+
+    id: int
+    direction: int
+    jaw_length: float
+    torque_limit: float
+    current_limit: float
+    stall: StallRule
+
+
+@dataclass(frozen=True)
+class ServoBus:
+    """A bus-servo arm's bus: its baud rate, the model number every servo must report and the
+    oldest firmware (major, minor) taken; None where the file leaves it to the plugin."""
+
+    baud: int | None = None
+    model_number: int | None = None
+    min_firmware: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Warning and fault bounds of a measured quantity (None: none on that side)."""
+
+    warn_below: float | None = None
+    fault_below: float | None = None
+    warn_above: float | None = None
+    fault_above: float | None = None
+
+    def judge(self, value: float) -> str | None:
+        """``"fault"``, ``"warn"`` or None for a measured ``value``."""
+        if (self.fault_below is not None and value < self.fault_below) or \
+                (self.fault_above is not None and value > self.fault_above):
+            return "fault"
+        if (self.warn_below is not None and value < self.warn_below) or \
+                (self.warn_above is not None and value > self.warn_above):
+            return "warn"
+        return None
 
 
 @dataclass(frozen=True)
@@ -141,9 +223,15 @@ class ArmFile:
     description: str
     model: Mapping[str, Any]
     joints: tuple[ArmJoint, ...]
-    gripper: ArmGripper | None
+    gripper: ArmGripper | BusGripper | None
     power: PowerPin | None
     servo_range_us: tuple[int, int]
+    #: a bus-servo arm's (None: a hobby-servo arm, driven by pins)
+    bus: ServoBus | None = None
+    torque_limit: float = 1.0  # the joints' servos' torque limit, of their stall torque (a bus servo's)
+    stall: StallRule = DEFAULT_STALL
+    supply: Bounds = Bounds()  # V: the servos' supply, as they report it
+    temperature: Bounds = Bounds()  # degC, as the servos report it
 
     @property
     def model_name(self) -> str:
@@ -151,8 +239,15 @@ class ArmFile:
 
     @property
     def pins(self) -> tuple[int, ...]:
-        """Every servo pin: the joints' in order, then the gripper's."""
-        return tuple(j.pin for j in self.joints) + ((self.gripper.pin,) if self.gripper else ())
+        """Every servo pin: the joints' in order, then the gripper's (a hobby-servo arm)."""
+        return tuple(j.pin for j in self.joints if j.pin is not None) + \
+            ((self.gripper.pin,) if isinstance(self.gripper, ArmGripper) else ())
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """Every servo id: the joints' in order, then the gripper's (a bus-servo arm)."""
+        return tuple(j.id for j in self.joints if j.id is not None) + \
+            ((self.gripper.id,) if isinstance(self.gripper, BusGripper) else ())
 
     def limits(self) -> JointLimits:
         speed = np.array([j.speed for j in self.joints])
@@ -218,6 +313,30 @@ class _Checker:
             raise self.fail(f"{where}.{key}", f"must be {wanted}, got {value!r:.60}")
         return [float(v) for v in value]
 
+    def optional(self, table: Mapping[str, Any], key: str, where: str, low: float, high: float, *,
+                 whole: bool = False) -> Any:
+        """``table[key]`` within ``low..high``, or None where the table leaves it out."""
+        if key not in table:
+            return None
+        value = self.number(table, key, where, whole=whole)
+        if not low <= value <= high:
+            raise self.fail(f"{where}.{key}", f"must be in {low:g}..{high:g}, got {value!r}")
+        return value
+
+    def servo_id(self, table: Mapping[str, Any], where: str) -> int:
+        if "id" not in table:
+            raise self.fail(f"{where}.id", "missing: which servo id drives it?")
+        servo_id = table["id"]
+        if isinstance(servo_id, bool) or not isinstance(servo_id, int) or not 0 <= servo_id <= 253:
+            raise self.fail(f"{where}.id", f"must be a servo id (0..253), got {servo_id!r:.40}")
+        return servo_id
+
+    def direction(self, table: Mapping[str, Any], where: str) -> int:
+        direction = self.number(table, "direction", where, 1, whole=True)
+        if direction not in (1, -1):
+            raise self.fail(f"{where}.direction", f"must be +1 or -1, got {direction}")
+        return direction
+
     def pin(self, table: Mapping[str, Any], where: str) -> int:
         if "pin" not in table:
             raise self.fail(f"{where}.pin", "missing: which pin drives it?")
@@ -259,11 +378,19 @@ def read_arm_file(path: str | os.PathLike) -> ArmFile:
     model = _model_table(check, data["model"])
     if not isinstance(data["joints"], list) or not data["joints"]:
         raise check.fail("joints", "must be one [[joints]] table per joint, base first")
+    # a bus-servo arm: its joints' servos have ids on a bus, not pins
+    on_bus = any(isinstance(raw, Mapping) and "id" in raw for raw in data["joints"])
+    if not on_bus:
+        for table in BUS_ONLY:
+            if table in data:
+                raise check.fail(table, "only a bus-servo arm (joints with an id) has this table")
+    own = _registered(check, model) if model["kind"] == "model" else None
     pins: dict[int, str] = {}
+    noun = "id" if on_bus else "pin"
 
     def claim(pin: int, key: str, who: str) -> None:
         if pin in pins:
-            raise check.fail(key, f"pin {pin} is already {pins[pin]}'s: one pin drives one servo")
+            raise check.fail(key, f"{noun} {pin} is already {pins[pin]}'s: one {noun} drives one servo")
         pins[pin] = who
 
     joints = []
@@ -273,42 +400,127 @@ def read_arm_file(path: str | os.PathLike) -> ArmFile:
         joint_name = table.get("name", f"joint {index + 1}")
         if not isinstance(joint_name, str) or not joint_name:
             raise check.fail(f"{where}.name", "must be a string")
-        pin = check.pin(table, where)
-        claim(pin, f"{where}.pin", f"{where} ({joint_name})")
-        pulses = _pulses(check, table, where, servo_range)
-        lower = check.number(table, "lower", where)
-        upper = check.number(table, "upper", where)
+        pin, servo_id, pulses, direction = None, None, None, 1
+        if on_bus:
+            for key in ("pin", *SERVO_FIELDS):
+                if key in table and key != "direction":
+                    raise check.fail(f"{where}.{key}", "a bus servo takes an id, not a pin or pulse widths"
+                                     " (it reports its own position)")
+            servo_id = check.servo_id(table, where)
+            claim(servo_id, f"{where}.id", f"{where} ({joint_name})")
+            direction = check.direction(table, where)
+        else:
+            pin = check.pin(table, where)
+            claim(pin, f"{where}.pin", f"{where} ({joint_name})")
+            pulses = _pulses(check, table, where, servo_range)
+            direction = pulses.direction
+        # a registered model's own limits and speeds, unless the file narrows them
+        lower = check.number(table, "lower", where, None if own is None else float(own.limits.lower[index]))
+        upper = check.number(table, "upper", where, None if own is None else float(own.limits.upper[index]))
         if not lower < upper:
             raise check.fail(f"{where}.lower", f"{lower:g} rad must be below upper, {upper:g} rad")
         for key, q in (("lower", lower), ("upper", upper)):
-            if model["kind"] != "urdf" and not -math.pi <= q <= math.pi:  # a URDF's own ranges: _check_model
+            # a URDF's and a registered model's own ranges: _check_model
+            if model["kind"] not in ("urdf", "model") and not -math.pi <= q <= math.pi:
                 raise check.fail(f"{where}.{key}", f"{q:g} rad is outside the model's range -pi..pi")
-        for key, q in (("lower", lower), ("upper", upper)):
+        for key, q in (("lower", lower), ("upper", upper)) if pulses else ():
             width = pulses.width(q)
             if not pulses.min_us - 0.5 <= width <= pulses.max_us + 0.5:
                 raise check.fail(f"{where}.{key}", f"{q:g} rad ({math.degrees(q):.1f} deg) needs {width:.0f} us,"
                                  f" outside the servo's pulse limits {pulses.min_us}..{pulses.max_us} us")
-        speed = check.number(table, "speed", where, DEFAULT_SPEED, positive=True)
-        joints.append(ArmJoint(joint_name, pin, lower, upper, speed, pulses))
-    gripper = None
-    if "gripper" in data:
+        default_speed = DEFAULT_SPEED if own is None or index >= own.dof else float(own.limits.velocity[index])
+        speed = check.number(table, "speed", where, default_speed, positive=True)
+        joints.append(ArmJoint(joint_name, pin, lower, upper, speed, pulses, servo_id, direction))
+    gripper: ArmGripper | BusGripper | None = None
+    if "gripper" in data and on_bus:
+        table = check.table(data["gripper"], "gripper", BUS_GRIPPER_KEYS)
+        servo_id = check.servo_id(table, "gripper")
+        claim(servo_id, "gripper.id", "the gripper")
+        gripper = BusGripper(servo_id, check.direction(table, "gripper"),
+                             jaw_length=check.number(table, "jaw_length", "gripper", 0.075, positive=True),
+                             torque_limit=_fraction(check, table, "torque_limit", "gripper", 0.5),
+                             current_limit=check.number(table, "current_limit", "gripper", 1.2, positive=True),
+                             stall=_stall(check, table, "gripper", DEFAULT_GRIPPER_STALL))
+    elif "gripper" in data:
         table = check.table(data["gripper"], "gripper", GRIPPER_KEYS)
         pin = check.pin(table, "gripper")
         claim(pin, "gripper.pin", "the gripper")
         gripper = _gripper(check, table, pin, servo_range)
-    power = None
+    power, supply = None, Bounds()
     if "power" in data:
-        table = check.table(data["power"], "power", POWER_KEYS)
-        pin = check.pin(table, "power")
-        claim(pin, "power.pin", "the power switch")
-        soft = table.get("soft_start", False)
-        if not isinstance(soft, bool):
-            raise check.fail("power.soft_start", "must be true or false")
-        power = PowerPin(pin, soft)
+        table = check.table(data["power"], "power", POWER_KEYS if on_bus else ("pin", "soft_start"))
+        if "pin" in table or not on_bus:  # a bus-servo arm's [power] may give only the supply's bounds
+            pin = check.pin(table, "power")
+            if not on_bus:  # (a bus-servo arm's ids are no pins)
+                claim(pin, "power.pin", "the power switch")
+            soft = table.get("soft_start", False)
+            if not isinstance(soft, bool):
+                raise check.fail("power.soft_start", "must be true or false")
+            power = PowerPin(pin, soft)
+        supply = _bounds(check, table, "power")
+    bus_servos = {}
+    if on_bus:
+        bus = check.table(data.get("bus", {}), "bus", BUS_KEYS)
+        protection = check.table(data.get("protection", {}), "protection", PROTECTION_KEYS)
+        bus_servos = dict(
+            bus=ServoBus(check.optional(bus, "baud", "bus", 1, 1e8, whole=True),
+                         check.optional(bus, "model_number", "bus", 0, 65535, whole=True),
+                         _firmware(check, bus)),
+            torque_limit=_fraction(check, protection, "torque_limit", "protection", 1.0),
+            stall=_stall(check, protection, "protection", DEFAULT_STALL),
+            temperature=_bounds(check, check.table(data.get("temperature", {}), "temperature", BOUND_KEYS),
+                                "temperature"))
     found = ArmFile(path=path, name=name, description=description, model=model, joints=tuple(joints),
-                    gripper=gripper, power=power, servo_range_us=servo_range)
+                    gripper=gripper, power=power, servo_range_us=servo_range, supply=supply, **bus_servos)
     _check_model(check, found)
     return found
+
+
+def _fraction(check: _Checker, table: Mapping[str, Any], key: str, where: str, default: float) -> float:
+    """A share of a servo's stall torque, 0..1."""
+    value = check.optional(table, key, where, 0.0, 1.0)
+    return default if value is None else value
+
+
+def _stall(check: _Checker, table: Mapping[str, Any], where: str, defaults: StallRule) -> StallRule:
+    action = table.get("stall", defaults.action)
+    if action not in STALL_ACTIONS:
+        raise check.fail(f"{where}.stall", f"must be one of {', '.join(STALL_ACTIONS)}, got {action!r:.40}")
+    given = {key: check.optional(table, key, where, 0.0, high)
+             for key, high in (("stall_current", 10.0), ("stall_error", math.pi), ("stall_time", 60.0))}
+    return StallRule(current=defaults.current if given["stall_current"] is None else given["stall_current"],
+                     error=defaults.error if given["stall_error"] is None else given["stall_error"],
+                     time=defaults.time if given["stall_time"] is None else given["stall_time"], action=action,
+                     hold_torque=_fraction(check, table, "hold_torque", where, defaults.hold_torque))
+
+
+def _bounds(check: _Checker, table: Mapping[str, Any], where: str) -> Bounds:
+    return Bounds(**{key: check.optional(table, key, where, -1e3, 1e3) for key in BOUND_KEYS})
+
+
+def _firmware(check: _Checker, bus: Mapping[str, Any]) -> tuple[int, int] | None:
+    if "min_firmware" not in bus:
+        return None
+    text = bus["min_firmware"]
+    match = re.fullmatch(r"(\d+)\.(\d+)", text) if isinstance(text, str) else None
+    if match is None:
+        raise check.fail("bus.min_firmware", f"must be \"MAJOR.MINOR\", got {text!r:.40}")
+    return int(match[1]), int(match[2])
+
+
+def _registered(check: _Checker, table: Mapping[str, Any]) -> Kinematics:
+    """The registered model ``kind = "model"`` names (a plugin's: see ``robohal models``)."""
+    from .. import get_model  # the registry reads arm files: imported when one names a model
+
+    name = table.get("name")
+    if not isinstance(name, str) or not name:
+        raise check.fail("model.name", "missing: which registered model (robohal models)?")
+    if name.startswith(MODEL_PREFIX):
+        raise check.fail("model.name", f"{name} is an arm file's model; name the model it is built on")
+    try:
+        return get_model(name)
+    except (UnknownNameError, PluginError) as exc:
+        raise check.fail("model.name", str(exc)) from None
 
 
 def _pulses(check: _Checker, table: Mapping[str, Any], where: str, servo_range: tuple[int, int]) -> ServoPulses:
@@ -376,10 +588,14 @@ def _check_model(check: _Checker, arm: ArmFile) -> None:
     """Build the model once: its joint count must be the file's, and the file's limits must lie
     inside the model's own range (a URDF's limits, else a full turn either way)."""
     kind = arm.model["kind"]
-    if kind == "urdf":
+    if kind in ("urdf", "model"):
         inner = _inner_model(arm.model, arm.path)
         if inner.dof != len(arm.joints):
             raise check.fail("joints", f"{len(arm.joints)} joints, but the model has {inner.dof}")
+        names = getattr(inner, "joint_names", None)
+        if kind == "model" and names and tuple(names) != tuple(j.name for j in arm.joints):
+            raise check.fail("joints", f"name {', '.join(j.name for j in arm.joints)}; the model"
+                             f" {arm.model['name']} has {', '.join(names)}, in that order")
         own = inner.limits
         lower, upper = own.lower, own.upper
     else:
@@ -398,6 +614,8 @@ def _check_model(check: _Checker, arm: ArmFile) -> None:
 
 
 def _inner_model(table: Mapping[str, Any], path: Path) -> Kinematics:
+    if table["kind"] == "model":
+        return _registered(_Checker(path), table)
     urdf = (path.parent / table["urdf"]).resolve()
     try:
         return UrdfChain.from_urdf(urdf, table["base_link"], table["tip_link"])

@@ -37,6 +37,9 @@ def arm_of(uri: RobotUri, model: Kinematics) -> ArmFile:
         raise UriError(f"{uri}: which arm? add ?arm=NAME (an arm file: robohal arm new NAME writes one;"
                        " bundled: mearm, braccio)")
     arm = find_arm(name, [ARMS])
+    if arm.bus is not None:
+        raise InvalidArgument(f"{uri}: the arm {name} is of bus servos (ids, not pins): an Arduino drives"
+                              " hobby servos by pin")
     if model.dof != len(arm.joints):
         raise InvalidArgument(f"{uri}: the arm {name} has {len(arm.joints)} joints; the model has {model.dof}")
     return arm

@@ -1,0 +1,137 @@
+"""SO-101 bus speed: the feetech backend's full control cycle (a sync write of six goals and a
+sync read of registers 56..70 of six servos, decoded) on the simulated bus at 1 Mbps.
+
+1. The cycle rate unpaced, against the wire's limit: the bytes of one cycle (both ways, 10 bits
+   each at 1 Mbps) and the servos' return delays (2 us each at Return_Delay_Time 0), nothing
+   else. Goal: at least 0.8 of it.
+2. The same cycle in a plain loop of the vendor's SDK (feetech-servo-sdk 1.0.0: GroupSyncWrite of
+   Goal_Position, then GroupSyncRead of the same 15 bytes) on the same simulated bus, its return
+   delays set to 0 too; after a failed read it drops what is left in the input, else the late
+   answers pass for the next cycle's. The SDK waits by spinning on the port (a core busy).
+   Goal: the backend at least 1.0x it.
+3. The backend's bus transaction alone (the same write and sync read, undecoded): what the
+   backend's own work each cycle (telemetry in SI units, the stall, voltage and temperature
+   watch, the state) adds to the wire's time, which a plain loop does not do.
+4. The backend's paced control cycle at its default rate, through ``backend.cycle()``.
+
+    python benchmarks/feetech.py [--cycles 2000]
+
+Each figure is the median over the cycles; nothing is asserted (the figures are printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+
+def backend_cycles(robot, count: int) -> list[float]:
+    """One exchange each: the goals written, every servo read and decoded (no pacing)."""
+    backend = robot.backend
+    times = []
+    for _ in range(count):
+        began = time.perf_counter()
+        backend.exchange_now()
+        times.append(time.perf_counter() - began)
+    return times
+
+
+def bus_cycles(robot, count: int) -> list[float]:
+    """The backend's transaction alone: the goals' sync write and the sync read, in one write."""
+    from robohal_feetech import wire
+    from robohal_feetech.backend import TELEMETRY_LENGTH, TELEMETRY_START
+    from robohal_feetech.registers import REGISTERS
+
+    backend = robot.backend
+    ids = list(backend.arm.ids)
+    goal = REGISTERS["Goal_Position"]
+    before = wire.sync_write(goal.address, goal.size, {i: goal.encode(backend.readings[i].position) for i in ids})
+    times = []
+    for _ in range(count):
+        began = time.perf_counter()
+        backend.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, ids, before=before)
+        times.append(time.perf_counter() - began)
+    return times
+
+
+def sdk_cycles(path: str, ids: list[int], count: int) -> list[float]:
+    """The vendor SDK's loop: sync write of Goal_Position, sync read of 56..70, values decoded."""
+    import scservo_sdk as scs
+
+    port = scs.PortHandler(path)
+    handler = scs.PacketHandler(0)
+    if not port.openPort() or not port.setBaudRate(1_000_000):
+        raise RuntimeError(f"the SDK could not open {path}")
+    try:
+        reader = scs.GroupSyncRead(port, handler, 56, 15)
+        writer = scs.GroupSyncWrite(port, handler, 42, 2)
+        for servo_id in ids:
+            reader.addParam(servo_id)
+        if reader.txRxPacket() != scs.COMM_SUCCESS:
+            raise RuntimeError("the SDK's first sync read failed")
+        goals = {i: reader.getData(i, 56, 2) for i in ids}
+        for servo_id in ids:
+            writer.addParam(servo_id, [scs.SCS_LOBYTE(goals[servo_id]), scs.SCS_HIBYTE(goals[servo_id])])
+        times, failures = [], 0
+        for _ in range(count):
+            began = time.perf_counter()
+            writer.txPacket()
+            if reader.txRxPacket() != scs.COMM_SUCCESS:
+                failures += 1
+                # a plain loop's one care: the late answers left in the input would be taken for the
+                # next cycle's (the SDK matches ids, not requests), and that cycle would seem faster
+                # than the wire
+                port.ser.reset_input_buffer()
+            values = {i: (reader.getData(i, 56, 2), reader.getData(i, 60, 2), reader.getData(i, 69, 2)) for i in ids}
+            times.append(time.perf_counter() - began)
+        assert len(values) == len(ids)
+        if failures:
+            print(f"  (the SDK loop failed {failures} sync reads)")
+        return times
+    finally:
+        port.closePort()
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    options.add_argument("--cycles", type=int, default=2000)
+    args = options.parse_args(argv)
+
+    import robohal
+    from robohal_feetech.backend import exchange_bytes, wire_limit
+
+    with robohal.connect("feetech://sim?arm=so101&poll=0") as robot:
+        backend = robot.backend
+        ids = list(backend.arm.ids)
+        limit = wire_limit(len(ids), backend.baud)
+        print(f"SO-101, {len(ids)} STS3215 on the simulated bus at {backend.baud} baud:"
+              f" {exchange_bytes(len(ids))} bytes a cycle, the wire's limit {limit:.0f} Hz")
+        ours = statistics.median(backend_cycles(robot, args.cycles))
+        print(f"backend, unpaced:   {ours * 1e3:.3f} ms a cycle = {1 / ours:.0f} Hz = {1 / ours / limit:.2f} of the"
+              " wire's limit (goal >= 0.8)")
+        bare = statistics.median(bus_cycles(robot, args.cycles))
+        print(f"its transaction:    {bare * 1e3:.3f} ms = {1 / bare / limit:.2f} of the wire's limit; the backend's"
+              f" own work adds {(ours - bare) * 1e6:.0f} us a cycle")
+    # the SDK on a bus of its own (same simulator program), its return delays at 0 as the backend sets them
+    with robohal.connect("feetech://sim?arm=so101&poll=0") as robot:
+        path = robot.backend.device
+        robot.backend.close()  # the line is the SDK's now; the servos keep the backend's settings
+        theirs = statistics.median(sdk_cycles(path, ids, args.cycles))
+    print(f"vendor SDK loop:    {theirs * 1e3:.3f} ms a cycle = {1 / theirs:.0f} Hz = {1 / theirs / limit:.2f} of the"
+          " wire's limit")
+    print(f"backend / SDK:      {theirs / ours:.2f}x the SDK loop's rate (goal >= 1.0);"
+          f" its transaction alone {theirs / bare:.2f}x")
+    with robohal.connect("feetech://sim?arm=so101") as robot:
+        backend = robot.backend
+        steps, began = 500, time.perf_counter()
+        for _ in range(steps):
+            backend.cycle()
+        held = steps / (time.perf_counter() - began)
+        print(f"paced cycle():      {held:.0f} Hz held of the default {1 / backend.period:.0f} Hz"
+              f" (retries {backend.counters['retries']}, missing {backend.counters['missing_status']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The Feetech family's HIL suite (``robohal_feetech.hil``)."""

@@ -1,0 +1,96 @@
+"""The feetech backend at connect and on its link: a bus at another baud rate, a wrong firmware,
+a servo that does not answer, a calibration the servos do not hold are each refused with the
+reason; lost and corrupted status packets are asked for again and counted; a servo that stops
+answering is named; the rate is bounded by what the wire carries."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import robohal
+from robohal import ConnectFailed, ConnectionLost, ProtocolError, UriError
+from robohal_feetech.backend import exchange_bytes, wire_limit
+from robohal_feetech.calibration import CalibrationError
+
+from .conftest import wait_for
+
+
+def connect(simulator, **params: str):
+    query = "".join(f"&{key}={value}" for key, value in params.items())
+    return robohal.connect(f"{simulator.uri}{query}")
+
+
+def test_a_bus_at_another_baud_rate_is_named(simulators) -> None:
+    simulator = simulators(baud="115200")
+    uri = str(simulator.uri).replace("&baud=115200", "")
+    with pytest.raises(ConnectFailed, match=r"answer at 115200 baud, not 1000000: add baud=115200 to the URI"):
+        robohal.connect(uri)
+    with robohal.connect(str(simulator.uri)) as robot:  # and at its own rate it connects
+        assert robot.backend.baud == 115_200
+
+
+def test_a_firmware_too_old_is_refused_naming_the_servo(simulators) -> None:
+    simulator = simulators(firmware="3:2.9")
+    with pytest.raises(ProtocolError, match=r"servo 3 \(elbow_flex\) runs firmware 2\.9; this arm needs 3\.0 or newer"):
+        connect(simulator)
+
+
+def test_a_servo_that_does_not_answer_at_connect_is_named(simulator) -> None:
+    simulator.control("SILENT 4")
+    with pytest.raises(ConnectFailed, match=r"servo 4 \(wrist_flex\) does not answer .* \(servos 1, 2, 3, 5, 6 do\)"):
+        connect(simulator, retries="1")
+
+
+def test_a_calibration_the_servos_do_not_hold_is_refused_with_the_fix(simulator, tmp_path) -> None:
+    data = json.loads(open(simulator.uri.params["calibration"], encoding="utf-8").read())
+    data["wrist_roll"]["homing_offset"] += 10
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(data), encoding="utf-8")
+    uri = str(simulator.uri).replace(simulator.uri.params["calibration"], str(other))
+    with pytest.raises(CalibrationError, match=r"servo 5 \(wrist_roll\) holds homing offset .*robohal feetech"
+                                               r" calibrate .* --apply"):
+        robohal.connect(uri)
+
+
+def test_no_calibration_names_the_command_that_makes_one(simulator, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    uri = str(simulator.uri).split("&calibration=")[0]
+    with pytest.raises(ConnectFailed, match=r"no calibration for arm so101 .*robohal feetech calibrate"):
+        robohal.connect(uri)
+
+
+def test_lost_and_corrupted_status_packets_are_asked_again_and_counted(simulator) -> None:
+    with connect(simulator) as robot:
+        counters = robot.backend.counters
+        simulator.control("DROP 1 2")
+        simulator.control("CORRUPT 1 5")
+        assert wait_for(lambda: counters["missing_status"] >= 1 and counters["corrupt_status"] >= 1,
+                        step=robot.backend.cycle)
+        assert counters["retries"] >= 1
+        state = robot.backend.cycle()
+        assert np.isfinite(state.q).all()
+
+
+def test_a_servo_that_stops_answering_is_named_after_the_retries(simulator) -> None:
+    with connect(simulator, retries="2") as robot:
+        simulator.control("SILENT 2")
+        with pytest.raises(ConnectionLost, match=r"servo 2 \(shoulder_lift\) stopped answering .* 3 attempts"):
+            wait_for(lambda: False, timeout=5.0, step=robot.backend.cycle)
+        assert robot.backend.counters["retries"] >= 2
+
+
+def test_the_rate_is_bounded_by_the_wire() -> None:
+    assert exchange_bytes(6) == 165
+    assert wire_limit(6, 1_000_000) == pytest.approx(1 / (165e-5 + 6 * 2e-6))
+    with pytest.raises(UriError, match="more than the bus carries"):
+        robohal.connect("feetech:///dev/null?arm=so101&rate=600")
+
+
+def test_a_hand_moved_joint_is_measured(simulator) -> None:
+    with connect(simulator) as robot:
+        simulator.control("TORQUE_PROBE")  # an unknown control line changes nothing
+        state = robot.backend.cycle()
+        assert state.info["voltage_V"][0] == pytest.approx(7.4, abs=0.2)
+        assert len(state.info["temperature_C"]) == 6
