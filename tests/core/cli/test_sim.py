@@ -182,6 +182,7 @@ def test_without_a_scheme_it_lists_the_simulators() -> None:
     assert [row[:2] for row in rows] == [["abb-egm", "python -m robohal_abb.simulator"],
                                          ["arduino-firmata", "python -m robohal_arduino_planar.simulator"],
                                          ["arduino-planar", "python -m robohal_arduino_planar.simulator"],
+                                         ["feetech", "python -m robohal_feetech.simulator"],
                                          ["franka", "python -m robohal_franka.simulator"]]
 
 
