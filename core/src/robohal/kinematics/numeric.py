@@ -40,8 +40,10 @@ from .solutions import (
 if TYPE_CHECKING:
     from .base import Kinematics
 
-#: s a numeric inverse may search one pose by default (TRAC-IK's default too)
-BUDGET = 0.005
+#: s a numeric inverse may search one pose by default: TRAC-IK's default where the kernels are
+#: compiled; interpreted (no C compiler at install) the search runs about 100 times slower
+#: (measured: a seeded FR3 pose about 9 ms against 0.1 ms), and its budget with it
+BUDGET = 0.005 if _numeric.COMPILED else 0.5
 #: the starts of an unseeded search for every solution of one pose (the centre of the limits, then random)
 STARTS = 32
 # The numpy solver's iterations and random starts.
