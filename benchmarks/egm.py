@@ -11,9 +11,11 @@ growing age. Each is run on the machine as it is, next to a busy second
 process, and with the controller and the sensor pinned to different cores (a
 real controller is a separate machine). Figures are printed as ratios
 (ours / peer); nothing is asserted. Ours runs with the default reply=ahead (each
-setpoint answers the next robot message, encoded before it arrives); a line below
-each table gives reply=fresh (each robot message answered by the command computed
-from its own state).
+setpoint answers the next robot message, encoded before it arrives), so its loop gets
+the state after the answer went out: its state age includes the answer's sendto (on
+loopback the controller's receive runs inside that call), which the peer's, taken
+before it sends, does not. A line below each table gives reply=fresh (each robot
+message answered by the command computed from its own state).
 
     python benchmarks/egm.py [--seconds 4] [--rounds 3]
 """

@@ -155,6 +155,8 @@ class Lifecycle:
 
     def raise_pending(self) -> None:
         """Raise the error a background motion met, if any (once)."""
+        if self._pending is None:  # the usual case, on every control cycle: no lock needed to see it
+            return
         with self._changed:
             pending, self._pending = self._pending, None
         if pending is not None:

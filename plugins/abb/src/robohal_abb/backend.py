@@ -123,7 +123,7 @@ class SessionRestarted(ConnectionLost):
     for the next command."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Received:
     message: wire.RobotMessage
     arrival: float  # wall-clock seconds (kernel timestamp where available)
@@ -172,7 +172,7 @@ class EgmBackend(Backend):
         self._locked: tuple[str, int] | None = None
         self._exposed = False  # bound where others than this computer can send (found at connect: no lookup before)
         self._sock: socket.socket | None = None
-        self._poller: Any = None
+        self._poll: Any = None  # the socket's poller's poll()
         self._thread: threading.Thread | None = None
         self._closing = threading.Event()
         self._lock = threading.RLock()  # the shared state below; held briefly, never while waiting
@@ -188,6 +188,7 @@ class EgmBackend(Backend):
         self._held_since_send = False  # the hold thread answered since the control loop last did
         self._sensor_seqno = 0
         self._encoder = wire.SensorEncoder()
+        self._decoder = wire.RobotDecoder(model.dof)  # used by whoever holds _reader
         self._started = time.monotonic()
         self._seqno_gaps = 0
         self._lost = 0
@@ -235,8 +236,9 @@ class EgmBackend(Backend):
                                 address=f"{self.host}:{self.port}") from None
         sock.setblocking(False)
         self._sock = sock
-        self._poller = select.poll()
-        self._poller.register(sock, select.POLLIN)
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        self._poll = poller.poll
         self._closing.clear()
         with self._lock:
             self._newest, self._consumed, self._count, self._target = None, 0, 0, None
@@ -293,22 +295,22 @@ class EgmBackend(Backend):
         if not self._reader.acquire(timeout=max(wait, 0.0)):
             return
         try:
-            newest = self._newest
-            if self._sock is None or (newest is not None and newest.index > index):
+            newest, sock, poll = self._newest, self._sock, self._poll
+            if sock is None or (newest is not None and newest.index > index):
                 return
-            if not self._poller.poll(max(wait, 0.0) * 1000.0):
+            if not poll(max(wait, 0.0) * 1000.0):
                 return
             arrivals = []
             while True:  # drain: a receiver that reads one datagram per cycle falls behind
                 try:
-                    datagram, ancillary, _, address = self._sock.recvmsg(65536, stamps.ANCILLARY_SIZE)
+                    datagram, ancillary, _, address = sock.recvmsg(65536, stamps.ANCILLARY_SIZE)
                 except (BlockingIOError, InterruptedError):
                     break
                 except OSError as exc:
                     self._anomaly("receive_errors", f"receiving failed: {exc}")
                     break
                 arrivals.append((datagram, stamps.arrival_time(ancillary), address))
-                if not self._poller.poll(0):  # cheaper than a read that fails: the robot is waiting
+                if not poll(0):  # cheaper than a read that fails: the robot is waiting
                     break
             if len(arrivals) > 1:
                 self.counters["datagrams_drained"] += len(arrivals) - 1
@@ -351,7 +353,7 @@ class EgmBackend(Backend):
                           f" {self._locked[0]}:{self._locked[1]}, the sender of the first robot message)")
             return
         try:
-            message = wire.decode_robot(datagram, self.model.dof)
+            message = self._decoder.decode(datagram)
         except wire.BadMessage as bad:
             self._anomaly(f"bad_{bad.reason}", f"bad datagram from {address[0]}: {bad}")
             self._bad += 1
@@ -582,12 +584,13 @@ class EgmBackend(Backend):
                     self._reply(newest, q, prepared)
                     self._target = q
                     self._last_send = time.monotonic()
+                    self._consumed = max(self._consumed, newest.index)
                     received, answered = newest, True
             if not answered:  # answered already or too old: the next message gets the answer
                 self._send(q)
                 received = self._newest
-            with self._lock:
-                self._consumed = max(self._consumed, received.index)
+                with self._lock:
+                    self._consumed = max(self._consumed, received.index)
         finally:
             self._sending = False
         self._refresh_timing()
@@ -695,8 +698,9 @@ class EgmBackend(Backend):
 
     def _state_of(self, received: _Received) -> RobotState:
         message = received.message
+        q = np.array(message.q)  # one array: checked here, copied by the state
         faults = () if message.active else message.faults()
-        if not self._admissible(np.array(message.q)):  # a model that does not fit this robot, or a bad datagram
+        if not self._admissible(q):  # a model that does not fit this robot, or a bad datagram
             faults = (*faults, "joints_outside_model_limits")
         dq = received.dq
         if faults:
@@ -720,7 +724,7 @@ class EgmBackend(Backend):
             "recoverable": True,
             **self._timing,
         }
-        return RobotState(time=message.time, q=message.q, dq=dq, mode=mode, faults=faults,
+        return RobotState(time=message.time, q=q, dq=dq, mode=mode, faults=faults,
                           q_commanded=self._target, info=info, wrench=message.force)
 
     def timing(self) -> dict[str, float | None]:

@@ -26,10 +26,14 @@ def enable(sock: socket.socket) -> None:
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
 
 
+_TIMESPEC = struct.Struct("qq")  # seconds, nanoseconds
+_SOL_SOCKET = socket.SOL_SOCKET
+
+
 def arrival_time(ancillary: list[tuple[int, int, bytes]]) -> float:
     """The kernel's receive timestamp from ``recvmsg``'s ancillary data, else now."""
     for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
-            seconds, nanoseconds = struct.unpack("qq", data[:16])
+        if kind == SO_TIMESTAMPNS and level == _SOL_SOCKET and len(data) >= 16:
+            seconds, nanoseconds = _TIMESPEC.unpack_from(data)
             return seconds + nanoseconds * 1e-9
     return time.time()

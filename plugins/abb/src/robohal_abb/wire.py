@@ -34,6 +34,7 @@ MAX_DATAGRAM = 4096
 #: to about 1e-15, a peer that rounds to a few decimals stays far inside, garbage does not
 QUATERNION_TOLERANCE = 1e-3
 DEGREE = math.pi / 180.0
+_DEGREES_PER_RADIAN = 180.0 / math.pi  # math.degrees' own factor: the same bits, without a call per joint
 #: deg: no axis turns this far (even ABB's endless axes count a few hundred turns): beyond it
 #: a joint value is a bad datagram, not a position to hold
 MAX_JOINT_DEG = 1e5
@@ -62,7 +63,7 @@ class BadMessage(ProtocolError):
 
 def joints_to_wire(q: ArrayLike) -> list[float]:
     """Joint angles, radians -> degrees."""
-    return [math.degrees(v) for v in np.asarray(q, dtype=np.float64).tolist()]
+    return [v * _DEGREES_PER_RADIAN for v in np.asarray(q, dtype=np.float64).tolist()]
 
 
 def joints_from_wire(values: Any) -> Array:
@@ -168,9 +169,7 @@ def _cartesian(part: Any, where: str) -> tuple[list[float], list[float]]:
 
 
 def _unit(quat: list[float], where: str) -> list[float]:
-    norm = math.sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3])
-    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
-        raise BadMessage("quaternion", f"{where} has norm {norm:.6g}")
+    norm = _unit_norm(*quat, where)
     return [v / norm for v in quat]
 
 
@@ -235,42 +234,83 @@ def _not_finite(message: Any) -> BadMessage:
     return BadMessage("not_finite", "utilizationRate")
 
 
-def decode_robot(datagram: bytes, dof: int) -> RobotMessage:
-    """Validate and convert one robot datagram; raise :class:`BadMessage`.
+_DATA = pb.EgmHeader.MSGTYPE_DATA
+_isfinite = math.isfinite
 
-    The robot waits for the answer to this one, so the common case is kept short:
-    presence is checked in one call, finiteness in one sum; only a bad message
-    pays for finding out what exactly is wrong with it."""
-    message = _parse(_StrictRobot, datagram)
-    header = message.header
-    if header.mtype != pb.EgmHeader.MSGTYPE_DATA:
-        raise BadMessage("mtype", f"{pb.EgmHeader.MessageType.Name(header.mtype)}, expected MSGTYPE_DATA")
-    feedback, planned = message.feedBack, message.planned
-    joints, planned_joints = feedback.joints.joints[:], planned.joints.joints[:]  # slices are plain lists
-    if len(joints) != dof or len(planned_joints) != dof:
-        where, count = ("feedBack", len(joints)) if len(joints) != dof else ("planned", len(planned_joints))
-        raise BadMessage("joint_count", f"{where}.joints has {count} values, expected {dof}")
-    pose, planned_pose = _pose_values(feedback.cartesian), _pose_values(planned.cartesian)
-    utilization = message.utilizationRate if message.HasField("utilizationRate") else None
-    if not math.isfinite(sum(joints) + sum(planned_joints) + sum(pose) + sum(planned_pose) + (utilization or 0.0)):
-        raise _not_finite(message)
-    if max(map(abs, joints)) > MAX_JOINT_DEG or max(map(abs, planned_joints)) > MAX_JOINT_DEG:
-        raise BadMessage("joint_range", f"joints beyond +-{MAX_JOINT_DEG:g} deg: {joints}, planned {planned_joints}")
-    _unit(planned_pose[3:], "planned.cartesian.orient")
-    clock = feedback.time
-    force = None
-    if message.HasField("measuredForce") and len(message.measuredForce.force) == 6:
-        force = message.measuredForce.force[:]
-        if not math.isfinite(sum(force)):
-            raise BadMessage("not_finite", f"measuredForce.force is not finite: {force}")
-    rapid = _rapid_data(message, "RAPIDfromRobot")
-    return RobotMessage(
-        seqno=header.seqno, tm=header.tm, time=clock.sec + clock.usec * 1e-6, q=[v * DEGREE for v in joints],
-        q_planned=[v * DEGREE for v in planned_joints], position=[v * 0.001 for v in pose[:3]],
-        quaternion=_unit(pose[3:], "feedBack.cartesian.orient"), motor_state=MOTOR_STATES[message.motorState.state],
-        mci_state=MCI_STATES[message.mciState.state], rapid_state=RAPID_STATES[message.rapidExecState.state],
-        converged=message.mciConvergenceMet, utilization=utilization, force=force, rapid=rapid,
-    )
+
+def _unit_norm(w: float, x: float, y: float, z: float, where: str) -> float:
+    """The norm of a quaternion that must be unit (to :data:`QUATERNION_TOLERANCE`)."""
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+        raise BadMessage("quaternion", f"{where} has norm {norm:.6g}")
+    return norm
+
+
+class RobotDecoder:
+    """Validates and converts robot datagrams (see :func:`decode_robot`) into one reused
+    message object: the robot waits for the answer to each, so the common case is kept
+    short (presence checked in one call, finiteness in one sum, each field read once);
+    only a bad message pays for finding out what exactly is wrong with it. One per
+    receiver (not thread-safe)."""
+
+    def __init__(self, dof: int) -> None:
+        self.dof = dof
+        self._message = _StrictRobot()
+
+    def decode(self, datagram: bytes) -> RobotMessage:
+        """One robot datagram as a :class:`RobotMessage`; raise :class:`BadMessage`."""
+        if not 0 < len(datagram) <= MAX_DATAGRAM:
+            raise BadMessage("oversized", f"{len(datagram)} bytes") if datagram else BadMessage("empty")
+        message = self._message
+        try:
+            message.ParseFromString(datagram)  # clears what the last datagram left
+        except Exception as exc:  # protobuf raises DecodeError and, for some inputs, others
+            raise BadMessage("undecodable", type(exc).__name__) from None
+        if not message.IsInitialized():
+            raise BadMessage("missing_field", "required fields: " + ", ".join(message.FindInitializationErrors()))
+        header = message.header
+        if header.mtype != _DATA:
+            raise BadMessage("mtype", f"{pb.EgmHeader.MessageType.Name(header.mtype)}, expected MSGTYPE_DATA")
+        feedback, planned = message.feedBack, message.planned
+        joints, planned_joints = feedback.joints.joints[:], planned.joints.joints[:]  # slices are plain lists
+        dof = self.dof
+        if len(joints) != dof or len(planned_joints) != dof:
+            where, count = ("feedBack", len(joints)) if len(joints) != dof else ("planned", len(planned_joints))
+            raise BadMessage("joint_count", f"{where}.joints has {count} values, expected {dof}")
+        pose = feedback.cartesian
+        pos, orient = pose.pos, pose.orient
+        x, y, z, w, i, j, k = pos.x, pos.y, pos.z, orient.u0, orient.u1, orient.u2, orient.u3
+        pose = planned.cartesian
+        pos, orient = pose.pos, pose.orient
+        pw, pi, pj, pk = orient.u0, orient.u1, orient.u2, orient.u3
+        utilization = message.utilizationRate if message.HasField("utilizationRate") else None
+        if not _isfinite(sum(joints) + sum(planned_joints) + x + y + z + w + i + j + k + pos.x + pos.y + pos.z
+                         + pw + pi + pj + pk + (utilization or 0.0)):
+            raise _not_finite(message)
+        if max(map(abs, joints + planned_joints)) > MAX_JOINT_DEG:
+            raise BadMessage("joint_range", f"joints beyond +-{MAX_JOINT_DEG:g} deg: {joints}, planned {planned_joints}")
+        _unit_norm(pw, pi, pj, pk, "planned.cartesian.orient")
+        norm = _unit_norm(w, i, j, k, "feedBack.cartesian.orient")
+        force = None
+        if message.HasField("measuredForce") and len(message.measuredForce.force) == 6:
+            force = message.measuredForce.force[:]
+            if not _isfinite(sum(force)):
+                raise BadMessage("not_finite", f"measuredForce.force is not finite: {force}")
+        rapid = _rapid_data(message, "RAPIDfromRobot")
+        clock = feedback.time
+        return RobotMessage(
+            header.seqno, header.tm, clock.sec + clock.usec * 1e-6, [v * DEGREE for v in joints],
+            [v * DEGREE for v in planned_joints], [x * 0.001, y * 0.001, z * 0.001],
+            [w / norm, i / norm, j / norm, k / norm], MOTOR_STATES[message.motorState.state],
+            MCI_STATES[message.mciState.state], RAPID_STATES[message.rapidExecState.state], message.mciConvergenceMet,
+            utilization, force, rapid,
+        )
+
+
+def decode_robot(datagram: bytes, dof: int) -> RobotMessage:
+    """Validate and convert one robot datagram; raise :class:`BadMessage` (a receiver
+    that decodes many keeps a :class:`RobotDecoder`)."""
+    return RobotDecoder(dof).decode(datagram)
 
 
 def _rapid_data(message: Any, field: str) -> list[float] | None:
