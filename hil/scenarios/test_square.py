@@ -3,7 +3,8 @@
 The arm first moves to a ready pose of its own (every joint 30 deg from where it starts, towards
 the middle of its range: away from the stretched and wrist-straight poses the simulators start
 in), then draws a horizontal square through the model's IK, keeping the flange's orientation.
-The square lies on the base side of the ready point, so an arm near its reach stays inside it.
+The square lies on the base side of the ready point, so an arm near its reach stays inside it;
+where the arm's joint ranges end before that side (a small arm's shoulder), on the other side.
 An arm of five joints (the SO-101) keeps an orientation only while its base stays: its square
 stands upright in the plane its shoulder turns the arm in, rising from the ready point, towards
 the base.
@@ -38,14 +39,16 @@ def ready_pose(robot: Robot) -> np.ndarray:
     return limits.clip(start + np.where(start <= limits.centre, 1.0, -1.0) * READY_OFFSET)
 
 
-def square_corners(point: np.ndarray, upright: np.ndarray | None = None) -> np.ndarray:
+def square_corners(point: np.ndarray, upright: np.ndarray | None = None, toward_base: bool = True) -> np.ndarray:
     """A closed square (5, 3) in the horizontal plane through ``point``: one side through it,
-    centred on it, across the line to the base axis; the rest towards the base. With a
-    horizontal axis ``upright``: in the vertical plane through ``point`` across that axis, one
-    side rising from ``point``, the rest towards the base."""
+    centred on it, across the line to the base axis; the rest towards the base (or away from
+    it). With a horizontal axis ``upright``: in the vertical plane through ``point`` across that
+    axis, one side rising from ``point``, the rest towards the base (or away from it)."""
     radial = np.array([point[0], point[1], 0.0])
     distance = float(np.linalg.norm(radial))
     inward = -radial / distance if distance > 1e-6 else np.array([-1.0, 0.0, 0.0])
+    if not toward_base:
+        inward = -inward
     side = min(SIDE, SIDE_SHARE * distance)
     if upright is not None:
         along = np.cross(upright, [0.0, 0.0, 1.0])
@@ -74,7 +77,18 @@ def test_a_square_in_the_workspace(robot: Robot, hil_target: HilTarget, hil_moti
     # fewer than six joints: no base turn keeps the orientation (a position-only arm keeps none);
     # the shoulder's axis (joint 2's, the Jacobian's angular part) is across the arm's plane
     five = model.dof < 6 and not model.position_only
-    corners = square_corners(ready_flange[:3, 3], model.jacobian(ready)[3:, 1] if five else None)
+    upright = model.jacobian(ready)[3:, 1] if five else None
+
+    def reachable(corners: np.ndarray) -> bool:
+        poses = np.repeat(ready_flange[None], len(corners), axis=0)
+        poses[:, :3, 3] = corners
+        return all(model.inverse(pose).found for pose in poses)
+
+    # towards the base where the arm reaches all four corners, else away from it (a small arm's
+    # shoulder, the MeArm's, may end its range before the square's inner side)
+    corners = square_corners(ready_flange[:3, 3], upright)
+    if not reachable(corners) and reachable(outward := square_corners(ready_flange[:3, 3], upright, False)):
+        corners = outward
     box = hil_target.safety.workspace
     if box is not None:  # said plainly here; the guard's fence would refuse it anyway
         points = np.vstack([model.forward(robot.backend.commanded)[:3, 3], ready_flange[:3, 3], corners])
