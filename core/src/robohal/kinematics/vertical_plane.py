@@ -37,6 +37,7 @@ from .. import spatial
 from ..errors import InvalidArgument
 from .base import Array, Kinematics, Solutions
 from .limits import JointLimits
+from .numeric import DEFAULT_SEARCH, Search
 
 # A wrist this close (m) to the base axis leaves the base angle to the tool's direction.
 ON_AXIS = 1e-9
@@ -187,7 +188,8 @@ class VerticalPlaneArm(Kinematics):
             q.append(roll - z[4])
         return [_wrap(x) for x in q]
 
-    def _candidates(self, pose: Array, previous: Array | None) -> tuple[list, str | None]:
+    def _candidates(self, pose: Array, previous: Array | None, search: Search = DEFAULT_SEARCH) -> tuple[list, str | None]:
+        # closed form: exact, so the numeric search's budget and tolerance do not apply
         p = pose[:3, 3]
         rows: list[list[float]] = []
         reason = None
