@@ -183,7 +183,7 @@ class ArduinoSimulator(SimulatorProcess):
 
 def simulator_kind(uri: RobotUri) -> str:
     kind = uri.params.get("firmware", "simavr")
-    if kind not in KINDS:
+    if kind not in KINDS or kind == "firmata":  # StandardFirmata has its own scheme, arduino-firmata
         raise UriError(f"{uri}: firmware={kind!r}; choose simavr (the real firmware in simavr) or emulator")
     return kind
 
@@ -202,7 +202,13 @@ def start_firmata_simulator(uri: RobotUri) -> ArduinoSimulator:
                   kind="firmata", servo_speed=servo_speed, ideal=ideal)
 
 
-def start_simulator(uri: RobotUri) -> ArduinoSimulator:
+def start_arm_simulator(uri: RobotUri) -> ArduinoSimulator:
+    """``SimulatorSpec.start`` for ``arduino-arm://sim?arm=...&firmware=simavr|emulator``: the robohal
+    firmware (or its emulator), whose channels the backend configures from the arm file."""
+    return start_simulator(uri, tool=None)
+
+
+def start_simulator(uri: RobotUri, tool: str | None = "gripper") -> ArduinoSimulator:
     """``SimulatorSpec.start`` for ``arduino-planar://sim?model=...&firmware=simavr|emulator``."""
     kind = simulator_kind(uri)
     uri.get_int("sim_boot_ms", DEFAULT_BOOT_MS, minimum=0)  # bad options are the URI's errors, before anything starts
@@ -220,7 +226,7 @@ def start_simulator(uri: RobotUri) -> ArduinoSimulator:
         # Built here, so that the program finds both up to date and its start timeout counts no build.
         firmware.build_firmware()
         firmware.build_harness()
-    # The bundled simulators come with their tool: the third servo is a gripper unless named.
-    uri = uri.with_params(tool=uri.params.get("tool", "gripper"))
+    if tool is not None:  # the planar arm's simulators come with their tool: the third servo is a gripper unless named
+        uri = uri.with_params(tool=uri.params.get("tool", tool))
     return launch(PROGRAM, uri, ["--firmware", kind, "--pulses", "1"], leave_out=("firmware",),
                   process=ArduinoSimulator, kind=kind, servo_speed=servo_speed, ideal=ideal)
