@@ -150,6 +150,24 @@ class ArduinoSimulator(SimulatorProcess):
             found = list(self.horns)[skip:]
         return [horn for horn in found if pin is None or horn.pin == pin]
 
+    def applied_at(self, pin: int, width_us: int, after: float, timeout: float = 5.0) -> float | None:
+        """When the Firmata board applied ``width_us`` on ``pin`` at or after ``after`` (its ``SERVO``
+        lines carry the host's monotonic clock, so a latency is that minus the write's time); None
+        if it did not within ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in reversed(self.writes):
+                    _, t, p, us = line.split()
+                    if float(t) < after:
+                        break
+                    if int(p) == pin and int(us) == width_us:
+                        return float(t)
+                left = deadline - time.monotonic()
+                if left <= 0 or not self.alive():
+                    return None
+                self._cond.wait(min(left, 0.05))
+
     def stats(self, timeout: float = 5.0) -> dict:
         """The simulator's answer to ``STATS``: ``horn_us`` and ``target_us`` per servo (D9, D10)
         now, ``moving``, ``servo_speed`` (rad/s, None when ideal), ``ideal`` and ``sim_us``."""
