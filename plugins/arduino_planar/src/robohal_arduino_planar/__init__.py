@@ -118,6 +118,7 @@ def robohal_backends():
                 params=("firmware",),
             ),
             hil_targets=arm_hil_targets(),
+            hil_suite="robohal_arduino_planar.hil",
             features=FEATURES,
             position_tolerance=POSITION_TOLERANCE,
             settle_time=SETTLE_TIME,

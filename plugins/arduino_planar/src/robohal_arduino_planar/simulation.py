@@ -23,6 +23,7 @@ acknowledged pulse widths. The horns are what the arm physically does, for tests
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -67,7 +68,7 @@ class ArduinoSimulator(SimulatorProcess):
     """
 
     def __init__(self, argv: list[str], *, kind: str, servo_speed: float | None = None, ideal: bool = False,
-                 **options) -> None:
+                 scheme: str | None = None, **options) -> None:
         self.kind = kind
         self.ideal = ideal
         self.servo_speed = None if ideal else (SG90_SPEED if servo_speed is None else servo_speed)
@@ -81,6 +82,8 @@ class ArduinoSimulator(SimulatorProcess):
         self._cond = threading.Condition()
         self._stopping = threading.Event()
         super().__init__(argv, **options)
+        if scheme is not None:  # the same board serves another backend: arduino-arm drives its channels
+            self.uri = dataclasses.replace(self.uri, scheme=scheme)
         self.pty_path = self.uri.path
         self._reader = threading.Thread(target=self._read, daemon=True, name=f"robohal-arduino-sim-{self.pid}")
         self._reader.start()
@@ -223,10 +226,10 @@ def start_firmata_simulator(uri: RobotUri) -> ArduinoSimulator:
 def start_arm_simulator(uri: RobotUri) -> ArduinoSimulator:
     """``SimulatorSpec.start`` for ``arduino-arm://sim?arm=...&firmware=simavr|emulator``: the robohal
     firmware (or its emulator), whose channels the backend configures from the arm file."""
-    return start_simulator(uri, tool=None)
+    return start_simulator(uri, tool=None, scheme="arduino-arm")
 
 
-def start_simulator(uri: RobotUri, tool: str | None = "gripper") -> ArduinoSimulator:
+def start_simulator(uri: RobotUri, tool: str | None = "gripper", scheme: str | None = None) -> ArduinoSimulator:
     """``SimulatorSpec.start`` for ``arduino-planar://sim?model=...&firmware=simavr|emulator``."""
     kind = simulator_kind(uri)
     uri.get_int("sim_boot_ms", DEFAULT_BOOT_MS, minimum=0)  # bad options are the URI's errors, before anything starts
@@ -247,4 +250,4 @@ def start_simulator(uri: RobotUri, tool: str | None = "gripper") -> ArduinoSimul
     if tool is not None:  # the planar arm's simulators come with their tool: the third servo is a gripper unless named
         uri = uri.with_params(tool=uri.params.get("tool", tool))
     return launch(PROGRAM, uri, ["--firmware", kind, "--pulses", "1"], leave_out=("firmware",),
-                  process=ArduinoSimulator, kind=kind, servo_speed=servo_speed, ideal=ideal)
+                  process=ArduinoSimulator, kind=kind, servo_speed=servo_speed, ideal=ideal, scheme=scheme)
