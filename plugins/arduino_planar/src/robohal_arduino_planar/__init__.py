@@ -126,6 +126,9 @@ def robohal_backends():
                     "poll", "q0", "firmware", "sim_*"),
             tools=(ToolSpec("gripper", factory="robohal_arduino_planar.tool:gripper_for",
                             description="the arm file's gripper servo, on the channel after the joints'"),),
+            demo=DemoSpec("Braccio on the robohal firmware", where="robohal_arduino_planar.demo:braccio_where",
+                          task="robohal_arduino_planar.demo:braccio_square",
+                          pick_place="robohal_arduino_planar.demo:braccio_pick_place"),
         ),
         BackendSpec(
             scheme="arduino-firmata",
