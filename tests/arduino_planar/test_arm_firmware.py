@@ -53,6 +53,19 @@ def test_the_mearm_moves_and_every_pin_pulses_its_calibrated_width(firmware, req
         assert widths and all(abs(w - held) <= TOLERANCE_US for w in widths), (held, widths)
 
 
+def test_the_braccio_s_shield_is_powered_at_connect():
+    board = SilentlyResettingBoard()
+    backend = ArduinoArmBackend(RobotUri("arduino-arm", path=board.path, params={"arm": "braccio", "keepalive": "0"}),
+                                default_registry().get_model("arm.braccio"))
+    try:
+        backend.connect()
+        assert board.firmware.power == (12, True)  # the shield's soft-start pin: the servos' supply
+        assert board.firmware.channel_pins[:6] == [11, 10, 9, 6, 5, 3]
+    finally:
+        backend.close()
+        board.close()
+
+
 def test_the_braccio_drives_six_servos(firmware_build):
     with robohal.connect("arduino-arm://sim?arm=braccio") as robot:
         target = np.radians([30.0, 20.0, -40.0, 25.0, -60.0])

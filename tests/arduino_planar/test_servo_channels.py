@@ -138,13 +138,23 @@ def test_a_reset_forgets_the_channels_and_brings_back_the_planar_arm(sim, host):
     assert host.set(1500, 1500) == p.Ack(host.seq, (1500, 1500))  # the planar arm's commands work again
 
 
+def test_power_switches_a_pin_that_no_servo_uses(host):
+    assert request(host, "POWER", 9, 1) == p.ErrorReply(host.seq, 3, "BAD_ARGS")  # the planar arm's servo pin
+    assert request(host, "POWER", 12, 1) == p.PowerReply(host.seq, 12, True)
+    assert request(host, "POWER", 13, 1) == p.ErrorReply(host.seq, 3, "BAD_ARGS")  # one power pin
+    assert request(host, "SERVO", 1, 12, 1000, 2000) == p.ErrorReply(host.seq, 3, "BAD_ARGS")
+    configure(host, (9,))  # servo mode: D9 is a channel's now
+    assert request(host, "POWER", 9, 1) == p.ErrorReply(host.seq, 3, "BAD_ARGS")
+    assert request(host, "POWER", 12, 0) == p.PowerReply(host.seq, 12, False)
+
+
 def channel_script(seed: int, count: int) -> list[bytes]:
     """Channel commands, valid and not, for the emulator to answer as the firmware does."""
     rng = random.Random(seed)
     lines = [p.Watchdog(1, 0, "detach").encode()]
     for _ in range(count):
         seq = rng.randrange(65536)
-        kind = rng.randrange(5)
+        kind = rng.randrange(6)
         if kind == 0:
             low = rng.randrange(300, 2400)
             line = p.encode_frame("SERVO", seq, rng.randrange(0, 14), rng.randrange(0, 21), low,
@@ -157,6 +167,8 @@ def channel_script(seed: int, count: int) -> list[bytes]:
         elif kind == 3:
             line = p.encode_frame(rng.choice(["MOVE", "SERVO", "SERVOS"]),
                                   *rng.sample(["1", "x", "70000", "12", "3"], rng.randrange(0, 5)))
+        elif kind == 4:
+            line = p.encode_frame("POWER", seq, rng.choice([1, 6, 9, 12, 13, 20]), rng.choice([0, 1, 2]))
         else:
             line = p.encode_frame("MOVE", seq, 1, *(rng.randrange(500, 2501) for _ in range(rng.randrange(1, 6))))
         lines.append(line)
@@ -181,7 +193,8 @@ def test_the_emulator_answers_channel_commands_as_the_firmware(sim_factory, conn
     assert replace(final, uptime_ms=0) == replace(p.decode_reply(model.receive(p.Get(final.seq).encode())), uptime_ms=0)
 
 
-@pytest.mark.parametrize("command", [p.Servo(1, 12, 19, (500, 2500)), p.Move(2, 8, (2500,) * 5), p.Servos(3)])
+@pytest.mark.parametrize("command", [p.Servo(1, 12, 19, (500, 2500)), p.Move(2, 8, (2500,) * 5), p.Servos(3),
+                                     p.Power(4, 12, True)])
 def test_channel_commands_fit_the_line(command):
     wire = command.encode()
     assert len(wire) <= p.MAX_COMMAND_LINE + 1 and len(wire.split()) <= p.MAX_TOKENS + 1  # the trailer is a token

@@ -19,8 +19,9 @@ A board that resets (its ``BOOT`` banner, counters that went back, or a ``MOVE``
 
 What it refuses before anything opens: more than 12 servos (the firmware's channels, as Arduino's
 Servo library on an Uno), a pin outside D2..D13 and A0..A5 (2..19; D0 and D1 are the serial
-port's), pulse limits outside the firmware's 500..2500 us envelope. The arm file's power pin is
-not driven by this firmware: switch the servos' supply yourself (the README says how).
+port's), pulse limits outside the firmware's 500..2500 us envelope. The arm file's power pin (the
+Braccio shield's D12) is switched on at connect (``POWER``), at once: the firmware does not ramp
+it as the Braccio library's soft start does.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ class ArduinoArmBackend(FirmwareLink, ServoArmBackend):
             raise InvalidArgument(f"{uri}: the robohal firmware drives at most {p.MAX_CHANNELS} servos (as Arduino's Servo"
                                   f" library on an Uno); the arm {self.arm.name} has {len(servos)}")
         low, high = p.ENVELOPE_US
+        if self.arm.power is not None and self.arm.power.pin not in p.CHANNEL_PINS:
+            raise InvalidArgument(f"{uri}: the power pin {self.arm.power.pin} in {where}: the robohal firmware"
+                                  " switches one of pins 2..19")
         for name, pin, min_us, max_us in servos:
             if pin not in p.CHANNEL_PINS:
                 raise InvalidArgument(f"{uri}: pin {pin} ({name} in {where}): the robohal firmware drives servos on"
@@ -96,6 +100,14 @@ class ArduinoArmBackend(FirmwareLink, ServoArmBackend):
         reply = self._transact(lambda seq: p.Watchdog(seq, self.watchdog_ms, self.watchdog_action))
         if not isinstance(reply, p.WatchdogReply):
             raise ProtocolError(f"arduino-arm: WDOG answered with {reply!r}")
+        power = self.arm.power
+        if power is not None:
+            if power.soft_start:
+                log.info("%s: the firmware switches the servos' power (pin %d) on at once: it does not ramp it as"
+                         " the Braccio library's soft start does", self.uri, power.pin)
+            reply = self._transact(lambda seq: p.Power(seq, power.pin, True))
+            if not isinstance(reply, p.PowerReply) or (reply.pin, reply.on) != (power.pin, True):
+                raise ProtocolError(f"arduino-arm: POWER {power.pin} 1 was answered with {reply!r}")
 
     def _forgot_setpoints(self, state: p.State) -> bool:
         if not any(self._pulses):

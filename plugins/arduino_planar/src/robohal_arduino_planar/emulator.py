@@ -91,6 +91,7 @@ class FirmwareModel:
         self.channel_limits = [(0, 0)] * p.MAX_CHANNELS
         self.channel_setpoints = [0] * p.MAX_CHANNELS
         self.channel_attached = [False] * p.MAX_CHANNELS
+        self.power: tuple[int, bool] | None = None  # (pin, on) of POWER, None: never
         self.watchdog_ms = watchdog_ms
         self.watchdog_action = watchdog_action
         self._watchdog_tripped = False
@@ -208,7 +209,7 @@ class FirmwareModel:
                                 p.MAX_CHANNELS).encode()
         if self.servo_mode and isinstance(cmd, (p.Set, p.Attach, p.Limits, p.Tool, p.ToolLimits)):
             return self._reject(seq, p.ErrorCode.WRONG_MODE)
-        if isinstance(cmd, (p.Servo, p.Move, p.Servos)):
+        if isinstance(cmd, (p.Servo, p.Move, p.Servos, p.Power)):
             return self._channels(cmd)
         if isinstance(cmd, p.Ping):
             return p.Pong(seq).encode()
@@ -264,13 +265,21 @@ class FirmwareModel:
             return p.ToolLimitsReply(seq, cmd.limits).encode()
         raise AssertionError(f"unhandled command {cmd!r}")
 
-    def _channels(self, cmd: p.Servo | p.Move | p.Servos) -> bytes:
-        """cmdServo(), cmdMove(), cmdServos()."""
+    def _channels(self, cmd: p.Servo | p.Move | p.Servos | p.Power) -> bytes:
+        """cmdServo(), cmdMove(), cmdServos(), cmdPower()."""
         seq = cmd.seq
+        if isinstance(cmd, p.Power):
+            servo_pins = self.channel_pins if self.servo_mode else (*p.SERVO_PINS, p.TOOL_PIN)
+            if cmd.pin in servo_pins or (self.power is not None and self.power[0] != cmd.pin):
+                return self._reject(seq, p.ErrorCode.BAD_ARGS)
+            self.power = (cmd.pin, cmd.on)
+            return p.PowerReply(seq, cmd.pin, cmd.on).encode()
         if isinstance(cmd, p.Servo):
             i, (lo, hi) = cmd.channel - 1, cmd.limits
             if any(pin == cmd.pin for j, pin in enumerate(self.channel_pins) if j != i):
                 return self._reject(seq, p.ErrorCode.BAD_ARGS)       # one pin, one servo
+            if self.power is not None and self.power[0] == cmd.pin:
+                return self._reject(seq, p.ErrorCode.BAD_ARGS)
             same_pin, sp = self.channel_pins[i] == cmd.pin, self.channel_setpoints[i]
             if lo < p.ENVELOPE_US[0] or hi > p.ENVELOPE_US[1] or (same_pin and sp and not lo <= sp <= hi):
                 return self._reject(seq, p.ErrorCode.OUT_OF_LIMITS)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 # Each value is the firmware's (avr/robohal_planar/robohal_planar.ino, named in brackets) and
 # PROTOCOL.md's; the emulator must match the firmware, so change them there first.
-PROTOCOL_VERSION = 3           # [PROTOCOL_VERSION]: 2 added the tool servo, 3 the channels (SERVO, MOVE, SERVOS)
+PROTOCOL_VERSION = 3           # [PROTOCOL_VERSION]: 2 added the tool servo, 3 the channels (SERVO, MOVE, SERVOS, POWER)
 PLANAR_PROTOCOLS = (2, 3)      # the versions that drive the planar arm the same way
 FIRMWARE_NAME = "robohal_planar"  # [FW_NAME]
 FIRMWARE_VERSION = "3.0.0"     # [FW_VERSION]
@@ -287,7 +287,22 @@ class Servos:
         return encode_frame("SERVOS", self.seq)
 
 
-Command = Hello | Ping | Set | Get | Watchdog | Limits | Attach | Detach | Tool | ToolLimits | Servo | Move | Servos
+@dataclass(frozen=True)
+class Power:
+    """Drive the servos' power switch on Arduino pin ``pin`` (2..19, no servo's) high (True) or low.
+    Answered with PowerReply."""
+
+    seq: int
+    pin: int
+    on: bool
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("POWER", self.seq, int(self.pin), int(bool(self.on)))
+
+
+Command = (Hello | Ping | Set | Get | Watchdog | Limits | Attach | Detach | Tool | ToolLimits | Servo | Move | Servos
+           | Power)
 
 
 def encode_command(command: Command) -> bytes:
@@ -383,6 +398,12 @@ def decode_command(line: bytes) -> Command:
     if word == "SERVOS":
         need(0)
         return Servos(seq)
+    if word == "POWER":
+        need(2)
+        pin, on = number(args[0]), number(args[1])
+        if pin not in CHANNEL_PINS or on > 1:
+            raise FrameError(ErrorCode.BAD_ARGS, "pin 2..19, state 0 or 1", seq)
+        return Power(seq, pin, bool(on))
     raise FrameError(ErrorCode.UNKNOWN_CMD, f"unknown command {word!r}", seq)
 
 
@@ -534,6 +555,16 @@ class ServosReply:
 
 
 @dataclass(frozen=True)
+class PowerReply:
+    seq: int
+    pin: int
+    on: bool
+
+    def encode(self) -> bytes:
+        return encode_frame("POWER", self.seq, self.pin, int(self.on))
+
+
+@dataclass(frozen=True)
 class ErrorReply:
     """``seq`` is None when the firmware could not trust the frame's seq (``-`` on the wire)."""
 
@@ -573,7 +604,7 @@ class Event:
 
 
 Reply = (HelloReply | Pong | Ack | State | ToolReply | ToolLimitsReply | WatchdogReply | LimitsReply | ServoReply
-         | MoveReply | ServosReply | ErrorReply | Boot | Event)
+         | MoveReply | ServosReply | PowerReply | ErrorReply | Boot | Event)
 
 
 def _u32(token: str) -> int:
@@ -661,6 +692,9 @@ def decode_reply(line: bytes) -> Reply:
             if len(f) < 2 or len(f) != 2 + parse_u16(f[0]):
                 raise ValueError("SERVOS has a count, a mask and count setpoints")
             return ServosReply(numbered(), parse_u16(f[1]), tuple(parse_u16(x) for x in f[2:]))
+        if word == "POWER":
+            fields(2)
+            return PowerReply(numbered(), parse_u16(f[0]), _flag(f[1]))
         if word == "ERR":
             fields(2)
             return ErrorReply(seq, parse_u16(f[0]), f[1])

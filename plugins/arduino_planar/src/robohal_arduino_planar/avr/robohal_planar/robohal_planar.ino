@@ -71,6 +71,7 @@ static bool servoMode = false;                 // set by the first SERVO, until 
 static uint8_t chPin[CHANNELS_MAX];
 static uint16_t chMinUs[CHANNELS_MAX], chMaxUs[CHANNELS_MAX], chSetpointUs[CHANNELS_MAX];
 static bool chAttached[CHANNELS_MAX];
+static uint8_t powerPin = 0;                   // the servos' power switch (POWER), 0 = none
 
 static uint16_t watchdogMs = DEFAULT_WATCHDOG_MS;  // 0 = off
 static bool watchdogDetach = true;
@@ -388,6 +389,7 @@ static void cmdServo(long seq, uint8_t argc, char **argv) {
   for (uint8_t j = 0; j < CHANNELS_MAX; j++) {
     if (j != i && chPin[j] == pin) { reject(seq, E_BAD_ARGS); return; }   // one pin, one servo
   }
+  if (pin == powerPin) { reject(seq, E_BAD_ARGS); return; }
   if (lo < ENVELOPE_MIN_US || hi > ENVELOPE_MAX_US) { reject(seq, E_OUT_OF_LIMITS); return; }
   bool samePin = chPin[i] == pin;
   if (samePin && chSetpointUs[i] != 0 && (chSetpointUs[i] < lo || chSetpointUs[i] > hi)) {
@@ -441,6 +443,29 @@ static void cmdMove(long seq, uint8_t argc, char **argv) {
     channelOutput(i, chAttached[i] ? chSetpointUs[i] : 0);
     outNumber(chAttached[i] ? chSetpointUs[i] : 0);
   }
+  replySend();
+}
+
+// POWER <pin> <0|1>: drive a pin that switches the servos' supply (the Braccio shield's D12) high
+// or low. Not a servo's pin: in servo mode no channel's, else none of D6, D9, D10. Until reset,
+// when every pin is an input again (a shield's switch then turns the supply off).
+static void cmdPower(long seq, uint8_t argc, char **argv) {
+  uint16_t pin, on;
+  if (argc != 4 || !parseU16(argv[2], &pin) || !parseU16(argv[3], &on) || pin < CHANNEL_PIN_MIN
+      || pin > CHANNEL_PIN_MAX || on > 1) { reject(seq, E_BAD_ARGS); return; }
+  bool servoPin = false;
+  if (servoMode) {
+    for (uint8_t j = 0; j < CHANNELS_MAX; j++) servoPin = servoPin || chPin[j] == pin;
+  } else {
+    servoPin = pin == 6 || pin == 9 || pin == 10;
+  }
+  if (servoPin || (powerPin != 0 && pin != powerPin)) { reject(seq, E_BAD_ARGS); return; }
+  powerPin = (uint8_t)pin;
+  digitalWrite(pin, on ? HIGH : LOW);
+  pinMode(pin, OUTPUT);
+  replyBegin("POWER", seq);
+  outNumber(pin);
+  outNumber(on);
   replySend();
 }
 
@@ -507,6 +532,7 @@ static void handleLine() {
   else if (strcmp(cmd, "SERVO") == 0) cmdServo(seq, argc, argv);
   else if (strcmp(cmd, "MOVE") == 0) cmdMove(seq, argc, argv);
   else if (strcmp(cmd, "SERVOS") == 0) cmdServos(seq, argc);
+  else if (strcmp(cmd, "POWER") == 0) cmdPower(seq, argc, argv);
   else reject(seq, E_UNKNOWN_CMD);
 }
 
