@@ -14,7 +14,7 @@ EMULATOR = "arduino-planar://sim?model=arduino.planar2&firmware=emulator&sim_boo
 def test_draw_circle_on_the_servo_arm() -> None:
     result = CliRunner().invoke(main, ["draw", EMULATOR, "circle", "--radius", "0.015", "--speed", "0.08"])
     assert result.exit_code == 0, result.output
-    assert re.search(r"connected: robohal_planar \d+\.\d+\.\d+ \(protocol 2, 3 servos\) on /dev/\S+ \(simulated\)",
+    assert re.search(r"connected: robohal_planar \d+\.\d+\.\d+ \(protocol [23], 3 servos\) on /dev/\S+ \(simulated\)",
                      result.output), result.output
     deviation = re.search(r"measured pen within ([0-9.]+) mm", result.output)
     assert deviation is not None, result.output

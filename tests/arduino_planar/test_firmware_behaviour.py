@@ -33,7 +33,7 @@ def test_hello_reports_version_and_settings(host):
     reply = host.request(p.Hello(host.next_seq()))
     assert isinstance(reply, p.HelloReply)
     assert reply.protocol == p.PROTOCOL_VERSION
-    assert (reply.firmware, reply.version, reply.servos) == ("robohal_planar", "2.0.0", 3)
+    assert (reply.firmware, reply.version, reply.servos) == ("robohal_planar", p.FIRMWARE_VERSION, 3)
     assert reply.limits == (p.DEFAULT_LIMITS_US, p.DEFAULT_LIMITS_US)
     assert (reply.watchdog_ms, reply.watchdog_action) == (p.DEFAULT_WATCHDOG_MS, p.DEFAULT_WATCHDOG_ACTION)
 
@@ -161,7 +161,7 @@ def test_reset_mid_stream_reboots_with_defaults(sim, host):
         reply = host.read_reply(1.0)
         if isinstance(reply, p.Boot):
             boot = reply
-    assert boot == p.Boot(p.PROTOCOL_VERSION, "robohal_planar", "2.0.0")
+    assert boot == p.Boot(p.PROTOCOL_VERSION, "robohal_planar", p.FIRMWARE_VERSION)
     assert sim.wait_for(lambda: len(sim.resets()) == resets + 1)
     assert sim.resets()[-1].endswith(" stdin")
     after = host.get()

@@ -56,6 +56,8 @@ RULES = (
     Rule(r"^robohal sim \S+ --help$", "prints the simulator's options", run=True),
     Rule(r"^robohal (draw|jog) arduino-planar://sim\?firmware=simavr", "the real firmware in simavr, on a pty",
          run=True, missing=firmware.toolchain_missing),
+    Rule(r"^robohal (draw|jog) arduino-arm://sim\?(?!.*firmware=emulator)", "the real firmware in simavr, on a pty",
+         run=True, missing=firmware.toolchain_missing),
     Rule(r"^robohal (draw|jog) [a-z-]+://sim\b", "a bundled simulator on loopback", run=True),
     Rule(r"^robohal abb \S+( \S+)? URI\b", "a synopsis: URI stands for the cell's robot URI or RWS address"),
     Rule(r"^robohal abb \S+ abb-egm://sim\b", "a simulated controller with RWS on loopback", run=True),

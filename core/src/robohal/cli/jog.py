@@ -1,15 +1,19 @@
-"""``robohal jog URI``: move an arm's end point from the terminal.
+"""``robohal jog URI``: move an arm's end point or tool from the terminal.
 
-A planar two-link arm's pen moves in its plane (:class:`JogSession`); a spatial arm of five or
-more joints (the SO-101, an industrial arm) moves its tool about its base, keeping the tool's
-orientation (:class:`SpatialJogSession`): left and right turn the base, up and down move the
-tool out from the base and back in, ``r`` and ``f`` raise and lower it.
+A planar two-link arm's pen moves in its plane, a servo arm from an arm file its tool's tip
+(:class:`JogSession`); any other spatial arm of five or more joints (the SO-101, an industrial
+arm) moves its tool about its base, keeping the tool's orientation (:class:`SpatialJogSession`):
+left and right turn the base, up and down move the tool out from the base and back in, ``r``
+and ``f`` raise and lower it.
 
 On a planar arm, arrow keys (or w/a/s/d, or h/j/k/l) move the pen's target by one step in the xy plane;
 ``+``/``-`` double or halve the step; ``e`` switches the elbow branch for the next moves
 (through a joint move); ``0`` returns to the joints' centre; ``q`` (or Ctrl-C, or the end of
-input) quits. The arm follows its target as a stream (:meth:`~robohal.Robot.servo`): a held
-key moves it on smoothly, time-optimally within the joint limits, and it brakes to rest when
+input) quits. On a servo arm from an arm file (a base that turns and links in one vertical
+plane: the MeArm, the Braccio; :class:`~robohal.kinematics.vertical_plane.VerticalPlaneArm`) the
+arrows move its tool's tip in the horizontal plane and ``r``/``f`` raise and lower it; the tool
+keeps its pitch (turned with the base), the elbow its branch. The arm follows its target as a
+stream (:meth:`~robohal.Robot.servo`): a held key moves it on smoothly, time-optimally within the joint limits, and it brakes to rest when
 the keys stop. Each target is checked before it is streamed: a step out of reach, or beyond a
 servo's pulse range, is refused with the reason, and the target stays. The status line shows
 the pen's target, its distance from the base against the reach, the joints and (where the
@@ -34,14 +38,15 @@ from typing import TextIO
 import numpy as np
 
 from ..errors import HardwareFault, RobohalError, UnreachableError
+from ..kinematics.vertical_plane import VerticalPlaneArm
 from ..robot import Robot
-from .drawing import joints_for, reach_within_limits
+from .drawing import joints_for, planar_two_link, reach_within_limits
 
 DIRECTIONS = {"up": (0.0, 1.0), "down": (0.0, -1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
 LETTERS = {"w": "up", "s": "down", "a": "left", "d": "right",
            "k": "up", "j": "down", "h": "left", "l": "right",
-           "+": "bigger", "=": "bigger", "-": "smaller", "e": "elbow", "0": "centre", "q": "quit", "\x03": "quit",
-           "r": "raise", "f": "lower"}
+           "r": "raise", "f": "lower",
+           "+": "bigger", "=": "bigger", "-": "smaller", "e": "elbow", "0": "centre", "q": "quit", "\x03": "quit"}
 ARROWS = {"A": "up", "B": "down", "C": "right", "D": "left"}
 MIN_STEP, MAX_STEP = 0.0005, 0.05  # m
 #: rad: a step that turns any joint further than this is a branch change, not a step (refused)
@@ -78,14 +83,16 @@ class JogSession:
 
     def __init__(self, robot: Robot, *, step: float = 0.005, speed: float = 0.3, elbow: str | None = None,
                  wait: bool = True) -> None:
-        if not getattr(robot.model, "position_only", False) or robot.model.dof != 2:
-            raise RobohalError("jog needs a position-only planar two-link model (like arduino.planar2)")
+        self.planar = planar_two_link(robot.model)
+        if not (self.planar or isinstance(robot.model, VerticalPlaneArm)):
+            raise RobohalError("jog needs a position-only planar two-link model (like arduino.planar2) or a servo"
+                               " arm from an arm file (like arm.mearm)")
         self.robot = robot
         self.step = float(step)
         self.speed = float(speed)
         self.wait = wait
         self.target = robot.backend.commanded.copy()
-        self.elbow = elbow or ("up" if self.target[1] < 0 else "down")
+        self.elbow = (elbow or ("up" if self.target[1] < 0 else "down")) if self.planar else "as is"
         self.message = "ready"
         self._streamer: threading.Thread | None = None
 
@@ -94,6 +101,11 @@ class JogSession:
         """Where the pen is asked to be (m)."""
         return self.robot.model.forward(self.target)[:2, 3]
 
+    @property
+    def position(self) -> np.ndarray:
+        """Where the tool's tip is asked to be (m, x y z)."""
+        return self.robot.model.forward(self.target)[:3, 3]
+
     def press(self, key: str) -> bool:
         """Handle one key; False when the session should end."""
         try:
@@ -101,6 +113,8 @@ class JogSession:
                 return False
             if key in DIRECTIONS:
                 self._move(np.array(DIRECTIONS[key]) * self.step)
+            elif key in ("raise", "lower"):
+                self._move_spatial(np.array([0.0, 0.0, self.step if key == "raise" else -self.step]))
             elif key == "bigger":
                 self.step = min(self.step * 2, MAX_STEP)
                 self.message = f"step {self.step * 1000:.1f} mm"
@@ -123,6 +137,9 @@ class JogSession:
         return True
 
     def _move(self, delta: np.ndarray) -> None:
+        if not self.planar:
+            self._move_spatial(np.array([delta[0], delta[1], 0.0]))
+            return
         end = self.xy + delta
         why = getattr(self.robot.model, "unreachable_reason", lambda *_: None)(*end)
         if why:  # name the point asked for
@@ -134,7 +151,32 @@ class JogSession:
         self._stream()
         self.message = "moved"
 
+    def _move_spatial(self, delta: np.ndarray) -> None:
+        """The tool's tip by ``delta`` (m): the pose turned with the base about z, so a tool that
+        pitches in the arm's plane keeps its pitch; the IK branch nearest the joints now."""
+        if self.planar:
+            raise RobohalError("a planar arm moves in its own plane (r/f raise and lower a servo arm's tool)")
+        model = self.robot.model
+        pose = model.forward(self.target)
+        start, end = pose[:3, 3], pose[:3, 3] + delta
+        if np.hypot(*start[:2]) > 1e-6 and np.hypot(*end[:2]) > 1e-6:
+            turn = math.atan2(end[1], end[0]) - math.atan2(start[1], start[0])
+            c, s = math.cos(turn), math.sin(turn)
+            pose[:3, :3] = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ pose[:3, :3]
+        pose[:3, 3] = end
+        found = model.inverse_continuing(pose, self.target)
+        if len(found) == 0:
+            raise UnreachableError(f"({end[0]:.4f}, {end[1]:.4f}, {end[2]:.4f}) m is out of reach: {found.reason}")
+        q = np.asarray(found[0], dtype=float)
+        self.robot.backend.check_setpoints(q)  # the servos' own pulse limits, before it streams
+        self.target = q
+        self._stream()
+        self.message = "moved"
+
     def _switch_elbow(self) -> None:
+        if not self.planar:
+            self.message = "refused: the elbow keeps its branch on this arm (e switches it on a planar arm)"
+            return
         other = "up" if self.elbow == "down" else "down"
         solutions = self.robot.model.inverse_xy(self.xy)
         wanted = [q for q in solutions if (q[1] < 0) == (other == "up") and abs(math.sin(q[1])) > 1e-9]
@@ -179,6 +221,12 @@ class JogSession:
 
     def status(self) -> str:
         state = self.robot.state
+        if not self.planar:
+            x, y, z = self.position
+            pulses = state.info.get("pulses_us")
+            pulse_text = f"  pulses {' '.join(f'{p:>4}' for p in pulses)} us" if pulses is not None else ""
+            return (f"x {x * 1000:7.1f} y {y * 1000:7.1f} z {z * 1000:7.1f} mm  q {' '.join(f'{a:7.2f}' for a in np.degrees(state.q))}"
+                    f" deg{pulse_text}  step {self.step * 1000:.1f} mm  | {self.message}")
         x, y = self.xy
         inner, outer = reach_within_limits(self.robot.model)
         r = math.hypot(x, y)
@@ -207,6 +255,7 @@ class SpatialJogSession(JogSession):
                  wait: bool = True) -> None:
         if not spatial_arm(robot.model):
             raise RobohalError("this jog needs a spatial arm of five or more joints")
+        self.planar = False
         self.robot = robot
         self.step = float(step)
         self.speed = float(speed)
@@ -309,7 +358,8 @@ def run_jog(robot: Robot, stdin: TextIO | None = None, out: Callable[[str], None
     """Run a jog session on ``robot``: a terminal UI when stdin is a TTY, else keys read as text."""
     stdin = stdin or sys.stdin
     interactive = stdin.isatty()
-    spatial = spatial_arm(robot.model)
+    # a servo arm from an arm file (VerticalPlaneArm) moves its tip as JogSession moves it
+    spatial = spatial_arm(robot.model) and not isinstance(robot.model, VerticalPlaneArm)
     if spatial:
         options.pop("elbow", None)
     session = (SpatialJogSession if spatial else JogSession)(robot, wait=not interactive, **options)
@@ -317,9 +367,11 @@ def run_jog(robot: Robot, stdin: TextIO | None = None, out: Callable[[str], None
         def out(text: str) -> None:
             if interactive and spatial:
                 text = "\x1b[2K\rarrows turn the base and move out/in, r/f up/down, +/- step, q quit  " + text
-            elif interactive:  # redraw the pad and the status line in place
+            elif interactive and session.planar:  # redraw the pad and the status line in place
                 pad = render_pad(robot.model, session.xy)
                 text = "\x1b[H\x1b[J" + "\n".join([*pad, "arrows/wasd move, +/- step, e elbow, 0 centre, q quit", text])
+            elif interactive:
+                text = "\x1b[H\x1b[J" + "\n".join(["arrows/wasd move, r/f up and down, +/- step, 0 centre, q quit", text])
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
     out(session.status())

@@ -495,16 +495,19 @@ def _wait_for_interrupt() -> None:
               help="How fast the arm follows, a fraction of its joint limits.")
 @click.option("--elbow", type=click.Choice(["up", "down"]), help="Elbow branch (default: the arm's present one).")
 def jog(uri: str, step: float, speed: float, elbow: str | None) -> None:
-    """Move an arm's end point with the arrow keys (keys as text when stdin is not a terminal)."""
+    """Move a planar arm's end point, a servo arm's tool or a spatial arm's tool (r/f: up and down)
+    with the arrow keys (keys as text when stdin is not a terminal)."""
     from ..connection import open_robot
+    from ..kinematics.vertical_plane import VerticalPlaneArm
     from .drawing import planar_two_link
     from .jog import run_jog, spatial_arm
     from .offline import model_of
 
     named, _, model = model_of(uri)  # an arm jog cannot move is refused before anything starts
-    if not planar_two_link(model) and not spatial_arm(model):
-        raise RobohalError(f"jog moves a planar two-link arm's end point (like arduino.planar2) or the tool of an arm"
-                           f" of five or more joints; {named.model} is not one")
+    if not (planar_two_link(model) or isinstance(model, VerticalPlaneArm) or spatial_arm(model)):
+        raise RobohalError(f"jog moves a planar two-link arm's end point (like arduino.planar2), a servo arm's tool"
+                           f" from its arm file (like arm.mearm) or the tool of an arm of five or more joints;"
+                           f" {named.model} is not one")
     with open_robot(uri) as robot:
         run_jog(robot, step=step / 1000.0, speed=speed, elbow=elbow)
 
@@ -591,12 +594,18 @@ def draw(uri: str, shape: str | None, center: tuple[float, float] | None, radius
     has a pen lift (robot.io['pen_down'], e.g. tool=pen on an Arduino arm), the pen is up between
     strokes."""
     from ..connection import open_robot
+    from ..kinematics.vertical_plane import VerticalPlaneArm
     from . import drawing, offline, plane_drawing
 
     if shape is None:  # (click lists the choices over several lines)
         raise click.UsageError(f"Missing argument SHAPE: one of {', '.join(SHAPES)}.")
     named, _, model = offline.model_of(uri)  # before anything is connected or started
     on_plane = plane_drawing.spatial_arm(model)
+    if isinstance(model, VerticalPlaneArm) and not on_plane:
+        raise RobohalError(f"robohal draw: {named.model} cannot hold a pen to the paper: its tool"
+                           f" {'is held level by its linkage' if model.position_only else 'has no wrist roll'}, so it"
+                           " cannot point down wherever the base turns (an arm with a wrist pitch and roll, like"
+                           " arm.braccio, can)")
     if not on_plane and not drawing.planar_two_link(model):
         raise RobohalError(f"robohal draw needs a planar two-link arm or an arm that points its tool (6 or more"
                            f" joints); {named.model} has {model.dof} joint{'s' * (model.dof > 1)}")

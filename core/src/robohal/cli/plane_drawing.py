@@ -36,6 +36,7 @@ from .. import spatial
 from ..errors import InvalidArgument, LimitViolation, UnreachableError
 from ..kinematics import Kinematics
 from ..kinematics.numeric import starts_for
+from ..kinematics.vertical_plane import VerticalPlaneArm
 from ..motion.motions import end_of_travel_ratio
 from ..state import Array
 from .drawing import (
@@ -74,7 +75,12 @@ REACH_SAMPLES = 2000
 
 
 def spatial_arm(model: Kinematics) -> bool:
-    """Whether ``model`` orients its tool (6 or more joints, not position-only): one that draws on a plane."""
+    """Whether ``model`` orients its tool (6 or more joints, not position-only): one that draws on a
+    plane. So does a servo arm whose base turns its links' plane and whose wrist pitches and rolls
+    (five joints, the Braccio's): its roll keeps a pen pointing down in one orientation wherever
+    the base turns."""
+    if isinstance(model, VerticalPlaneArm):
+        return model.dof == 5
     return not getattr(model, "position_only", False) and model.dof >= 6
 
 

@@ -218,7 +218,7 @@ class VerticalPlaneArm(Kinematics):
         return [_wrap(x) for x in q]
 
     def _candidates(self, pose: Array, previous: Array | None, search: Search = DEFAULT_SEARCH) -> tuple[list, str | None]:
-        # closed form: no search, so its budget and tolerance do not apply
+        # closed form: exact, so the numeric search's budget and tolerance do not apply
         p = pose[:3, 3]
         rows: list[list[float]] = []
         reason = None

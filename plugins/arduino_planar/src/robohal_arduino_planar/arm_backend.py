@@ -52,6 +52,7 @@ class ServoArmBackend(Backend):
 
     def __init__(self, uri: RobotUri, model: Kinematics) -> None:
         self.arm = arm_of(uri, model)
+        self._pins = tuple(j.pin for j in self.arm.joints)
         rate = uri.get_float("rate", DEFAULT_RATE_HZ, minimum=1.0)
         if rate > 100:
             raise UriError(f"{uri}: rate={rate:g} Hz is more than a servo's 50 Hz frame can use (at most 100)")
@@ -84,7 +85,8 @@ class ServoArmBackend(Backend):
 
     @property
     def pins(self) -> tuple[int, ...]:
-        return tuple(j.pin for j in self.arm.joints)
+        """The joints' pins, in the joints' order."""
+        return self._pins
 
     def check_setpoints(self, q: Array) -> None:
         """LimitViolation for any setpoint (N, dof) that needs a pulse outside a servo's limits."""

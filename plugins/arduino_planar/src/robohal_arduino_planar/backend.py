@@ -41,15 +41,12 @@ Lines that are not valid frames are counted (``counters["garbage_lines"]``), nev
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import warnings
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import serial
 from robohal.control.backend import Backend, start_link_thread
 from robohal.errors import ConnectFailed, ConnectionLost, InvalidArgument, ProtocolError, UriError
 from robohal.kinematics import Kinematics
@@ -58,23 +55,16 @@ from robohal.uri import RobotUri
 
 from . import wire as p
 from .calibration import Calibration
+from .link import FIRMWARE_NAME, FirmwareLink, _Silent
 
 log = logging.getLogger("robohal.arduino_planar")
 
 DEFAULT_RATE_HZ = 50.0  # one SET per 20 ms servo frame
-HELLO_INTERVAL_S = 0.2  # between handshake attempts while the board boots
-READ_SLICE_S = 0.01  # pyserial read timeout: how often a waiting read looks at its deadline
-GARBAGE_GRACE_S = 0.1  # after a garbled line or an ERR with no seq, how long our own reply may still come
-FIRMWARE_NAME = p.FIRMWARE_NAME
 TOOL_KINDS = ("none", "gripper", "pen")
 RESET_FAULT = "MCU_RESET"
 
 
-class _Silent(Exception):
-    """No reply to a command after every retry."""
-
-
-class ArduinoPlanarBackend(Backend):
+class ArduinoPlanarBackend(FirmwareLink, Backend):
     """A two-servo arm driven by the robohal_planar firmware (see the module docstring)."""
 
     checks = ("position", "velocity")
@@ -102,19 +92,7 @@ class ArduinoPlanarBackend(Backend):
             raise UriError(f"{uri}: give the serial device as the path: arduino-planar:///dev/ttyACM0")
         else:
             self.device = uri.path
-        self.baud = uri.get_int("baud", p.BAUDRATE, minimum=300)
-        self.boot = uri.get_float("boot", 2.0, minimum=0.0)
-        self.timeout = uri.get_float("timeout", 0.5, minimum=0.01)
-        self.retries = uri.get_int("retries", 2, minimum=0)
-        self.watchdog_ms = uri.get_int("watchdog_ms", p.DEFAULT_WATCHDOG_MS, minimum=0)
-        low, high = p.WATCHDOG_RANGE_MS
-        if self.watchdog_ms and not low <= self.watchdog_ms <= high:
-            raise UriError(f"{uri}: watchdog_ms must be 0 (off) or {low}..{high}")
-        self.watchdog_action = uri.params.get("watchdog_action", p.DEFAULT_WATCHDOG_ACTION)
-        if self.watchdog_action not in p.WATCHDOG_ACTIONS:
-            raise UriError(f"{uri}: watchdog_action must be one of {', '.join(p.WATCHDOG_ACTIONS)}")
-        self.keepalive = uri.get_bool("keepalive", True)
-        self.poll_every = uri.get_int("poll", 25, minimum=0)
+        self._init_link(uri)
         self.calibration = Calibration.from_uri(uri)
         self.tool = uri.params.get("tool", "none")
         if self.tool not in TOOL_KINDS:
@@ -124,16 +102,6 @@ class ArduinoPlanarBackend(Backend):
             warnings.warn(f"{uri}: the servos' pulse limits do not cover the model's joint range; "
                           + "; ".join(gaps), RuntimeWarning, stacklevel=2)
         self.home = self._home(uri, model)
-        self.firmware: p.HelloReply | None = None
-        self.firmware_counters: dict[str, int] = {}
-        self._port: serial.Serial | None = None
-        self._splitter = p.LineSplitter()
-        self._lines: deque[bytes] = deque()
-        self._seq = 0
-        self._wire = threading.Lock()  # held from a command's write to its reply: one in flight
-        self._keepalive_stop = threading.Event()
-        self._keepalive_thread: threading.Thread | None = None
-        self._last_io = 0.0
         self._next_tick = 0.0
         self._t0 = 0.0
         self._pending_widths: tuple[int, int] | None = None
@@ -142,11 +110,7 @@ class ArduinoPlanarBackend(Backend):
         self.tool_setpoint = 0  # the firmware's last tool width (0 = none since its reset)
         self._measured = self.home.copy()  # joints of the last acknowledged widths
         self._previous: tuple[float, Array] | None = None
-        self._boot_seen = False
         self._reset_fault = False
-        self._uptime_ms = -1
-        self._frames_ok = -1
-        self._cycles_since_poll = 0
 
     @staticmethod
     def _home(uri: RobotUri, model: Kinematics) -> Array:
@@ -199,55 +163,20 @@ class ArduinoPlanarBackend(Backend):
         return self._snapshot()
 
     def _close(self) -> None:
-        self._keepalive_stop.set()
-        if self._keepalive_thread is not None:
-            self._keepalive_thread.join(timeout=2.0)
-            self._keepalive_thread = None
+        self._stop_keepalive()
         self._close_port()
 
-    def _open_port(self) -> None:
-        try:
-            # Opening asserts DTR, which resets a real Uno: the handshake waits out its bootloader.
-            self._port = serial.Serial(self.device, self.baud, timeout=READ_SLICE_S,
-                                       write_timeout=max(self.timeout, 0.1), exclusive=True)
-            self._port.reset_input_buffer()  # whatever arrived before we opened is stale
-        except (serial.SerialException, OSError) as exc:
-            self._port = None
-            raise ConnectionLost(f"arduino-planar: cannot open {self.device}: {exc} (is the board plugged in, is this its"
-                                 " port (ls /dev/ttyACM* /dev/ttyUSB*), may you use it (the dialout group), and is no"
-                                 " other program holding it?)") from None
-        self._splitter = p.LineSplitter()
-        self._lines.clear()
-
-    def _close_port(self) -> None:
-        port, self._port = self._port, None
-        if port is not None:
-            try:
-                port.close()
-            except (serial.SerialException, OSError):
-                pass
-
-    def _handshake(self, budget: float) -> p.HelloReply:
-        """HELLO every 200 ms until the firmware answers (it may be booting), then check who it is."""
-        deadline = time.monotonic() + budget
-        self._write(b"\n")  # ends any half line the firmware holds
-        while True:
-            seq = self._next_seq()
-            self._write(p.Hello(seq).encode())
-            wait = min(HELLO_INTERVAL_S, max(deadline - time.monotonic(), 0.0))
-            reply = self._await(seq, wait)
-            if isinstance(reply, p.HelloReply):
-                break
-            if time.monotonic() >= deadline:
-                raise ConnectionLost(
-                    f"arduino-planar: no reply from the firmware on {self.device} within {budget:.1f} s"
-                    f" (is {FIRMWARE_NAME} flashed, the baud rate {self.baud} right, boot={self.boot:g} s long enough?)")
-        if reply.protocol != p.PROTOCOL_VERSION or reply.firmware != FIRMWARE_NAME or reply.servos != p.SERVO_COUNT:
+    def _check_firmware(self, reply: p.HelloReply) -> None:
+        if reply.protocol not in p.PLANAR_PROTOCOLS or reply.firmware != FIRMWARE_NAME or reply.servos != p.SERVO_COUNT:
             raise ProtocolError(f"arduino-planar: {self.device} runs {reply.firmware} {reply.version} (protocol"
                                 f" {reply.protocol}, {reply.servos} servos); this backend needs {FIRMWARE_NAME}"
-                                f" protocol {p.PROTOCOL_VERSION} with {p.SERVO_COUNT} servos")
-        self.firmware = reply
-        return reply
+                                f" protocol {p.PLANAR_PROTOCOLS[0]} with {p.SERVO_COUNT} servos or later")
+
+    def _forgot_setpoints(self, state: p.State) -> bool:
+        return any(self._pulses) and not any(state.setpoints_us)
+
+
+
 
     def _configure(self) -> None:
         """Pulse limits from the calibration (the arm's and the tool's) and the watchdog: the
@@ -279,117 +208,15 @@ class ArduinoPlanarBackend(Backend):
 
     # The wire: lines ---------------------------------------------------------------------------
 
-    def _next_seq(self) -> int:
-        self._seq = (self._seq + 1) % p.SEQ_MODULO
-        return self._seq
 
-    def _write(self, data: bytes) -> None:
-        if self._port is None:
-            raise ConnectionLost(f"arduino-planar: {self.device} is not open")
-        try:
-            self._port.write(data)
-        except (serial.SerialException, OSError) as exc:  # unplugged, or the write timed out
-            raise ConnectionLost(f"arduino-planar: writing to {self.device} failed: {exc}") from None
-        self._last_io = time.monotonic()
-        self.counters["bytes_sent"] += len(data)
 
-    def _next_line(self, deadline: float) -> bytes | None:
-        while not self._lines:
-            if time.monotonic() >= deadline:
-                return None
-            if self._port is None:
-                raise ConnectionLost(f"arduino-planar: {self.device} is not open")
-            try:
-                data = self._port.read(max(1, self._port.in_waiting))
-            except (serial.SerialException, OSError) as exc:
-                raise ConnectionLost(f"arduino-planar: reading {self.device} failed: {exc}") from None
-            if data:
-                self.counters["bytes_received"] += len(data)
-                self._lines.extend(self._splitter.feed(data))
-        return self._lines.popleft()
 
-    def _await(self, seq: int, timeout: float) -> p.Reply | None:
-        """The reply carrying ``seq`` (None after ``timeout``); other lines are sorted and counted."""
-        deadline = time.monotonic() + timeout
-        while True:
-            line = self._next_line(deadline)
-            if line is None:
-                return None
-            try:
-                reply = p.decode_reply(line)
-            except p.FrameError:
-                # line noise, a half line from before a reset
-                self._anomaly("garbage_lines", f"ignored a line that is not a frame: {line[:40]!r}")
-                # maybe our reply, garbled: wait a little for it, not the full timeout (the servo
-                # holds its last width meanwhile), then resend
-                deadline = min(deadline, time.monotonic() + GARBAGE_GRACE_S)
-                continue
-            if isinstance(reply, p.Boot):
-                # The board reset: whatever was in flight is lost, stop waiting for it.
-                self._boot_seen = True
-                self.counters["boot_banners"] += 1
-                return None
-            elif isinstance(reply, p.Event):
-                self._anomaly("watchdog_events", f"the firmware reports {reply!r}")
-            elif reply.seq == seq:
-                return reply
-            elif isinstance(reply, p.ErrorReply) and reply.seq is None:
-                # The firmware refused a corrupted frame: maybe ours, maybe noise. Ours may
-                # still be answered; if not, the caller resends.
-                self._anomaly("firmware_rejects", f"the firmware refused a corrupted frame ({reply!r})")
-                deadline = min(deadline, time.monotonic() + GARBAGE_GRACE_S)
-            else:
-                self._anomaly("stale_replies", f"ignored a late reply to an earlier command ({reply!r})")
 
-    def _transact(self, build: Callable[[int], p.Command]) -> p.Reply | None:
-        """Send a command and return its reply, resending (new seq) when none comes; None when
-        the board's boot banner shows it reset meanwhile."""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                self._anomaly("resends", "no valid reply to a command: resending it")
-                self._write(b"\n")
-            seq = self._next_seq()
-            self._write(build(seq).encode())
-            reply = self._await(seq, self.timeout)
-            if reply is not None:
-                return reply
-            if self._boot_seen:
-                return None  # the board reset: the caller re-holds rather than resending
-        raise _Silent
 
-    def _query_state(self) -> p.State:
-        reply = self._transact(p.Get)
-        if not isinstance(reply, p.State):
-            raise ProtocolError(f"arduino-planar: GET answered with {reply!r}")
-        return reply
 
-    def _note_counters(self, state: p.State) -> None:
-        """Keep the firmware's counters; a drop in uptime or frame count means it reset."""
-        if 0 <= state.uptime_ms < self._uptime_ms or 0 <= state.frames_ok < self._frames_ok:
-            self._boot_seen = True
-        self._uptime_ms, self._frames_ok = state.uptime_ms, state.frames_ok
-        self.firmware_counters = {
-            "frames_ok": state.frames_ok, "bad_checksum": state.bad_checksum, "overflow": state.overflow,
-            "garbage": state.garbage, "rejected": state.rejected, "watchdog_trips": state.watchdog_trips,
-            "uptime_ms": state.uptime_ms,
-        }
 
     # Resets and silence ------------------------------------------------------------------------
 
-    def _after_silence(self) -> None:
-        """No reply after the retries: the board may be rebooting. Wait out a boot; if it
-        answers, find out whether it reset; else the link is lost."""
-        try:
-            self._handshake(self.boot + self.timeout)
-            state = self._query_state()
-        except _Silent:
-            raise ConnectionLost(f"arduino-planar: {self.device} stopped answering") from None
-        except ConnectionLost as exc:
-            raise ConnectionLost(f"arduino-planar: {self.device} stopped answering: {exc}") from None
-        attached_before = any(self._pulses)
-        self._note_counters(state)
-        if attached_before and not any(state.setpoints_us):
-            self._boot_seen = True  # it forgot our setpoints: it reset
 
     def _handle_reset(self) -> None:
         """The board reset: configure it again and re-hold the last acknowledged widths."""
@@ -412,21 +239,6 @@ class ArduinoPlanarBackend(Backend):
             self.tool_pulse = self._tool_transact(self.tool_pulse)
         self._reset_fault = True
 
-    def _keep_alive_step(self) -> float:
-        """PING while the host is idle (not cycling), at a quarter of the watchdog timeout
-        (one step of the keep-alive thread; returns the pause before the next)."""
-        interval = self.watchdog_ms / 4000.0
-        if time.monotonic() - self._last_io < interval or not self._wire.acquire(timeout=0):
-            return interval / 2
-        try:
-            if self._port is not None:
-                self._transact(p.Ping)
-                self.counters["keepalive_pings"] += 1
-        except (_Silent, ConnectionLost, ProtocolError):
-            self.counters["keepalive_failures"] += 1  # the next cycle meets the problem itself
-        finally:
-            self._wire.release()
-        return interval / 2
 
     # The tool servo ------------------------------------------------------------------------
 

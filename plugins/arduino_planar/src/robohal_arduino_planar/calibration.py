@@ -39,6 +39,7 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -172,20 +173,29 @@ class Calibration:
         if not self.servos:
             raise InvalidArgument("a calibration has at least one arm servo")
 
+    @cached_property
+    def _pulse_map(self) -> tuple[tuple[float, float, int, int], ...]:
+        """(offset, signed scale, min, max) per servo, for :meth:`to_pulses`."""
+        return tuple((s.offset_us, s.direction * s.scale_us_per_rad, s.min_us, s.max_us) for s in self.servos)
+
     def to_pulses(self, q: ArrayLike) -> tuple[int, ...]:
         """Pulse widths (us) for joints ``q`` (rad); raises :class:`LimitViolation` for a width
         outside a servo's pulse limits, so such a command never reaches the wire."""
         q = np.asarray(q, dtype=np.float64)
-        if q.shape != (len(self.servos),) or not np.isfinite(q).all():
+        angles = q.tolist()
+        if q.shape != (len(self.servos),) or not all(map(math.isfinite, angles)):
             raise InvalidArgument(f"joints must be {len(self.servos)} finite values, got {q!r}")
+        # Plain floats, not numpy calls: this runs every control cycle for a handful of servos,
+        # where numpy's per-call cost is most of the time (benchmarks/firmata.py).
         widths = []
-        for joint, (servo, angle) in enumerate(zip(self.servos, q, strict=True)):
-            width = servo.to_us(angle)
-            if not servo.min_us <= width <= servo.max_us:
+        for joint, ((offset, scale, low, high), angle) in enumerate(zip(self._pulse_map, angles, strict=True)):
+            width = round(offset + scale * angle)  # as ServoCalibration.to_us
+            if not low <= width <= high:
+                servo = self.servos[joint]
                 raise LimitViolation(
                     f"setpoint refused: joint {joint + 1} at {math.degrees(angle):.2f} deg needs {width} us,"
                     f" outside the servo's pulse limits {servo.min_us}..{servo.max_us} us",
-                    joint=joint, quantity="position", value=float(angle),
+                    joint=joint, quantity="position", value=angle,
                     limit=servo.angle_range[0] if angle < 0 else servo.angle_range[1])
             widths.append(width)
         return tuple(widths)

@@ -78,3 +78,46 @@ def mearm_pick_place() -> PickPlace:
     return PickPlace(uri=uri, pick=tuple(pick), place=tuple(place), width=MEARM_PART, approach=(0.0, 0.0, 0.03),
                      epsilon=0.003, start=tuple(np.radians([0.0, 10.0, -20.0])), speed=0.05,
                      description=f"pick and place with the MeArm's claw: {firmware}")
+
+
+# The Braccio, from its arm file, on the robohal firmware's channels ------------------------------
+
+BRACCIO_PART = 0.02  # m: a light part, well inside the Braccio claw's 55 mm opening (arms/braccio.toml)
+# Joints (deg) the Braccio works from: base ahead, the claw pitched level-forward by the shoulder,
+# elbow and wrist (their sum is the claw's pitch, kept by every move: the flange keeps its
+# orientation, and a 5-joint arm can keep one only in the plane its base points into).
+BRACCIO_START = (0.0, 0.0, 75.0, 15.0, 0.0)
+# Where the square is drawn around: the claw raised in front (a 6 cm square fits the joint limits
+# there, found by sampling the model).
+BRACCIO_SQUARE_AT = (0.0, 30.0, -60.0, 0.0, 0.0)
+
+
+def braccio_where() -> tuple[str, str]:
+    if toolchain_missing() is None:
+        return "arduino-arm://sim?arm=braccio&firmware=simavr", "a Braccio from its arm file, the real firmware in simavr"
+    return "arduino-arm://sim?arm=braccio&firmware=emulator", "a Braccio from its arm file, the firmware emulator"
+
+
+def braccio_square(run) -> None:
+    """The claw's tip along a square in the Braccio's vertical plane, straight lines through its IK,
+    six servos streamed on the firmware's channels."""
+    with connect(run.uri) as robot:
+        run.attach(robot)
+        robot.move_joints(np.radians(BRACCIO_SQUARE_AT), speed=0.5)
+        centre = robot.model.forward(robot.backend.commanded)[:3, 3]
+        offsets = 0.03 * np.array([[1, 0, 1], [-1, 0, 1], [-1, 0, -1], [1, 0, -1], [1, 0, 1]], dtype=float)
+        polygon_through_ik(robot, centre + offsets, speed=0.03, run=run)
+        run.info.update(robot.state.info)
+
+
+def braccio_pick_place() -> PickPlace:
+    """The Braccio's claw takes a light part out in front and sets it down nearer and higher, in
+    and out from 3 cm above each: both in the plane its base points into, where its five joints
+    keep the claw's pitch."""
+    uri, firmware = braccio_where()
+    model = get_model("arm.braccio")
+    pick, place = (model.forward(np.radians(q))[:3, 3] for q in ([0.0, 10.0, 70.0, 10.0, 0.0],
+                                                                 [0.0, -10.0, 80.0, 20.0, 0.0]))
+    return PickPlace(uri=uri, pick=tuple(pick), place=tuple(place), width=BRACCIO_PART, approach=(0.0, 0.0, 0.03),
+                     epsilon=0.004, start=tuple(np.radians(BRACCIO_START)), speed=0.05,
+                     description=f"pick and place with the Braccio's claw: {firmware}")

@@ -4,11 +4,11 @@
 
 Behaves like the simavr harness running the real firmware, for machines without the AVR toolchain:
 the pty is announced in the ready line; the port resets when the host opens it (held for
-``boot_ms``, then a BOOT banner); it speaks protocol version 2 with the firmware's replies, error
+``boot_ms``, then a BOOT banner); it speaks protocol version 3 with the firmware's replies, error
 codes, limits, counters and watchdog, and with the board's serial timing (:class:`SerialTiming`),
 so a host that bursts commands loses bytes here too; stdout carries ``RESET <sim_us> <open|stdin>`` and,
-with ``pulses``, one ``PULSE <sim_us> <pin> <width_us>`` line per attached servo (D9, D10, the tool's D6)
-per 20 ms frame, each followed by ``HORN <sim_us> <pin> <position_us>``: where the servo's horn is as that pulse ends, by
+with ``pulses``, one ``PULSE <sim_us> <pin> <width_us>`` line per attached servo (D9, D10, the tool's D6,
+or each attached channel's pin, one after the other as servo_channels.h times them) per 20 ms frame, each followed by ``HORN <sim_us> <pin> <position_us>``: where the servo's horn is as that pulse ends, by
 the slew model of :mod:`.servo` (``servo_speed`` rad/s, default the SG90's rated 10.47; ``ideal``: the
 horn jumps to each pulse at once); stdin takes the harness's control lines ``RESET``,
 ``INJECT_RX <hex>``, ``INJECT_TX <hex>``, ``DROP_RX <n>``, ``STATS`` (answered with
@@ -39,8 +39,14 @@ from .servo import SG90_SPEED, ServoHorn
 
 # Every servo pin, the arm's and the tool's, in the harness's order.
 PINS = (*p.SERVO_PINS, p.TOOL_PIN)
+# And every other pin a channel may take, as the harness watches them.
+ALL_PINS = (*PINS, *(pin for pin in p.CHANNEL_PINS if pin not in PINS))
 # servo_timer1.h: ICR1 = 39999 at 0.5 us per tick (prescaler 8, 16 MHz): a 20 ms pulse frame.
 FRAME_US = 20000
+# servo_channels.h: the channels' first pulse starts at 0.5 ms into a frame; after the last, at
+# least CHANNEL_GAP_TICKS (0.5 ms) pass before the next frame.
+CHANNEL_START_US = 500
+CHANNEL_GAP_US = 500
 # servo_timer1.h: SERVO_SAFE_FROM_TICK / SERVO_SAFE_UNTIL_TICK; outputs change only between them.
 SAFE_FROM_S = 5200 * 0.5e-6
 SAFE_UNTIL_S = 39600 * 0.5e-6
@@ -79,6 +85,13 @@ class FirmwareModel:
         self.tool_setpoint = 0                   # 0 = never commanded since reset
         self.tool_attached = False
         self.tool_limits = list(p.DEFAULT_LIMITS_US)
+        # The channels (servo mode, servo_channels.h): pin 0 = not configured.
+        self.servo_mode = False
+        self.channel_pins = [0] * p.MAX_CHANNELS
+        self.channel_limits = [(0, 0)] * p.MAX_CHANNELS
+        self.channel_setpoints = [0] * p.MAX_CHANNELS
+        self.channel_attached = [False] * p.MAX_CHANNELS
+        self.power: tuple[int, bool] | None = None  # (pin, on) of POWER, None: never
         self.watchdog_ms = watchdog_ms
         self.watchdog_action = watchdog_action
         self._watchdog_tripped = False
@@ -99,6 +112,11 @@ class FirmwareModel:
     def tool_width(self) -> int:
         """The tool's pulse width on D6 now; 0 = no pulses."""
         return self.tool_setpoint if self.tool_attached else 0
+
+    def channel_widths(self) -> list[tuple[int, int]]:
+        """(pin, width) of every channel with pulses, in channel order."""
+        return [(pin, w) for pin, w, on in zip(self.channel_pins, self.channel_setpoints, self.channel_attached,
+                                               strict=True) if on]
 
     # ---- input
     def receive(self, data: bytes) -> bytes:
@@ -131,16 +149,15 @@ class FirmwareModel:
     def poll(self) -> bytes:
         """The watchdog check of loop() (checkWatchdog(): trips at >= the timeout with a servo
         attached, latched until the next valid frame); returns an EVT line when it trips."""
-        if self.watchdog_ms == 0 or self._watchdog_tripped or not (any(self.attached) or self.tool_attached):
+        if self.watchdog_ms == 0 or self._watchdog_tripped or not (any(self.attached) or self.tool_attached
+                                                                    or any(self.channel_attached)):
             return b""
         if (self._clock_ms() - self._last_valid_ms) % 2**32 < self.watchdog_ms:
             return b""
         self._watchdog_tripped = True
         self._count("watchdog_trips")
         if self.watchdog_action == "detach":
-            self.attached = [False, False]
-            self.tool_attached = False
-            self._apply_outputs()
+            self._detach_all()
         return p.Event("WDT", self.watchdog_action).encode()
 
     # ---- internals
@@ -154,6 +171,14 @@ class FirmwareModel:
     def _reject(self, seq: int | None, code: p.ErrorCode) -> bytes:
         self._count("rejected")
         return p.error_reply(seq, code).encode()
+
+    def _detach_all(self) -> None:
+        """detachAll(): every output stops, the channels' too; setpoints are kept."""
+        self.attached = [False, False]
+        self.tool_attached = False
+        self.channel_attached = [False] * p.MAX_CHANNELS
+        if not self.servo_mode:
+            self._apply_outputs()
 
     def _ack(self, seq: int) -> bytes:
         return p.Ack(seq, self.pin_widths()).encode()
@@ -180,7 +205,12 @@ class FirmwareModel:
         if isinstance(cmd, p.Hello):
             return p.HelloReply(seq, p.PROTOCOL_VERSION, p.FIRMWARE_NAME, p.FIRMWARE_VERSION, p.SERVO_COUNT,
                                 (tuple(self.limits[0]), tuple(self.limits[1])),  # type: ignore[arg-type]
-                                tuple(self.tool_limits), self.watchdog_ms, self.watchdog_action).encode()
+                                tuple(self.tool_limits), self.watchdog_ms, self.watchdog_action,
+                                p.MAX_CHANNELS).encode()
+        if self.servo_mode and isinstance(cmd, (p.Set, p.Attach, p.Limits, p.Tool, p.ToolLimits)):
+            return self._reject(seq, p.ErrorCode.WRONG_MODE)
+        if isinstance(cmd, (p.Servo, p.Move, p.Servos, p.Power)):
+            return self._channels(cmd)
         if isinstance(cmd, p.Ping):
             return p.Pong(seq).encode()
         if isinstance(cmd, p.Set):
@@ -216,9 +246,7 @@ class FirmwareModel:
             self._apply_outputs()
             return self._ack(seq)
         if isinstance(cmd, p.Detach):
-            self.attached = [False, False]   # every servo, the tool too
-            self.tool_attached = False
-            self._apply_outputs()
+            self._detach_all()               # every servo, the tool and the channels too
             return self._ack(seq)
         if isinstance(cmd, p.Tool):          # cmdTool(): 0 = no pulses, else within the tool's limits
             lo, hi = self.tool_limits
@@ -236,6 +264,55 @@ class FirmwareModel:
             self.tool_limits = [lo, hi]
             return p.ToolLimitsReply(seq, cmd.limits).encode()
         raise AssertionError(f"unhandled command {cmd!r}")
+
+    def _channels(self, cmd: p.Servo | p.Move | p.Servos | p.Power) -> bytes:
+        """cmdServo(), cmdMove(), cmdServos(), cmdPower()."""
+        seq = cmd.seq
+        if isinstance(cmd, p.Power):
+            servo_pins = self.channel_pins if self.servo_mode else (*p.SERVO_PINS, p.TOOL_PIN)
+            if cmd.pin in servo_pins or (self.power is not None and self.power[0] != cmd.pin):
+                return self._reject(seq, p.ErrorCode.BAD_ARGS)
+            self.power = (cmd.pin, cmd.on)
+            return p.PowerReply(seq, cmd.pin, cmd.on).encode()
+        if isinstance(cmd, p.Servo):
+            i, (lo, hi) = cmd.channel - 1, cmd.limits
+            if any(pin == cmd.pin for j, pin in enumerate(self.channel_pins) if j != i):
+                return self._reject(seq, p.ErrorCode.BAD_ARGS)       # one pin, one servo
+            if self.power is not None and self.power[0] == cmd.pin:
+                return self._reject(seq, p.ErrorCode.BAD_ARGS)
+            same_pin, sp = self.channel_pins[i] == cmd.pin, self.channel_setpoints[i]
+            if lo < p.ENVELOPE_US[0] or hi > p.ENVELOPE_US[1] or (same_pin and sp and not lo <= sp <= hi):
+                return self._reject(seq, p.ErrorCode.OUT_OF_LIMITS)
+            if not self.servo_mode:          # enterServoMode(): the planar outputs stop until reset
+                self.attached = [False, False]
+                self.tool_attached = False
+                self.setpoints = [0, 0]
+                self.tool_setpoint = 0
+                self._apply_outputs()
+                self.servo_mode = True
+            if not same_pin:
+                self.channel_pins[i] = cmd.pin
+                self.channel_setpoints[i] = 0
+                self.channel_attached[i] = False
+            self.channel_limits[i] = (lo, hi)
+            return p.ServoReply(seq, cmd.channel, cmd.pin, cmd.limits).encode()
+        if isinstance(cmd, p.Move):
+            span = range(cmd.first - 1, cmd.first - 1 + len(cmd.widths_us))
+            if not all(self.channel_pins[i] for i in span):
+                return self._reject(seq, p.ErrorCode.NO_SERVO)
+            for i, w in zip(span, cmd.widths_us, strict=True):
+                lo, hi = self.channel_limits[i]
+                if w and not lo <= w <= hi:
+                    return self._reject(seq, p.ErrorCode.OUT_OF_LIMITS)
+            for i, w in zip(span, cmd.widths_us, strict=True):
+                if w:
+                    self.channel_setpoints[i] = w
+                self.channel_attached[i] = bool(w)
+            return p.MoveReply(seq, cmd.first, tuple(self.channel_setpoints[i] if self.channel_attached[i] else 0
+                                                     for i in span)).encode()
+        count = max((i + 1 for i, pin in enumerate(self.channel_pins) if pin), default=0)
+        mask = sum(1 << i for i, on in enumerate(self.channel_attached) if on)
+        return p.ServosReply(seq, mask, tuple(self.channel_setpoints[:count])).encode()
 
 
 # ---------------------------------------------------------------- the process around the model
@@ -348,7 +425,7 @@ class Emulator:
         self.boot_ms = boot_ms
         self.pulses = pulses  # print the PULSE and HORN lines
         # The servos are physical: they keep their horns through MCU resets.
-        self.horns = [ServoHorn(servo_speed, ideal) for _ in PINS]
+        self.horns = {pin: ServoHorn(servo_speed, ideal) for pin in ALL_PINS}
         self.servo_speed = servo_speed
         self.ideal = ideal
         self.watchdog_ms = watchdog_ms
@@ -385,7 +462,7 @@ class Emulator:
         """The MCU in reset: a real Uno resets when the host opens the port (DTR) and its
         bootloader hears nothing meanwhile (research notes; PROTOCOL.md, Link)."""
         self._frames(time.monotonic())      # the pulses the MCU put out until now
-        for horn in self.horns:             # a held MCU sends no pulses: the servos go limp
+        for horn in self.horns.values():    # a held MCU sends no pulses: the servos go limp
             horn.unpowered(time.monotonic() - self.t0)
         self.model = None
         self.serial = SerialTiming()
@@ -432,9 +509,11 @@ class Emulator:
         """``STATS {json}``: the horns now, as the harness reports them."""
         self._frames(time.monotonic())      # the pulses until now have reached the servos
         now = time.monotonic() - self.t0
-        horns = [horn.advance(now) for horn in self.horns]
-        stats = {"sim_us": self.sim_us(), "horn_us": [round(h, 4) for h in horns],
-                 "target_us": [h.target_us for h in self.horns], "moving": [h.moving for h in self.horns],
+        horns = {pin: round(horn.advance(now), 4) for pin, horn in self.horns.items()}
+        stats = {"sim_us": self.sim_us(), "horn_us": [horns[pin] for pin in PINS],
+                 "target_us": [self.horns[pin].target_us for pin in PINS],
+                 "moving": [self.horns[pin].moving for pin in PINS],
+                 "horn_by_pin": {str(pin): horns[pin] for pin in ALL_PINS if self.horns[pin].target_us is not None},
                  "servo_speed": None if self.ideal else self.servo_speed, "ideal": self.ideal}
         print("STATS " + json.dumps(stats), flush=True)
 
@@ -517,19 +596,29 @@ class Emulator:
         frames it missed (at the widths now on the pins), up to MAX_CATCH_UP_FRAMES."""
         if now < self.next_frame:
             return
-        widths = (*self.model.pin_widths(), self.model.tool_width()) if self.model else (0, 0, 0)
+        model = self.model
+        if model is None:
+            pulses, frame_us = [], FRAME_US
+        elif model.servo_mode:  # servo_channels.h: one after the other, the frame stretched to fit
+            pulses, start = [], CHANNEL_START_US
+            for pin, w in model.channel_widths():
+                pulses.append((pin, start, w))
+                start += w
+            frame_us = max(FRAME_US, start - CHANNEL_START_US + CHANNEL_GAP_US)
+        else:
+            widths = (*model.pin_widths(), model.tool_width())
+            pulses, frame_us = [(pin, 0, w) for pin, w in zip(PINS, widths, strict=True) if w], FRAME_US
         for _ in range(MAX_CATCH_UP_FRAMES):
             if now < self.next_frame:
                 break
-            t = self.sim_us(self.next_frame)
-            for pin, w, horn in zip(PINS, widths, self.horns, strict=True):
-                if w:
-                    end = self.next_frame - self.t0 + w / 1e6
-                    position = horn.pulse(end, w)  # the servo moves whether or not anyone is told
-                    if self.pulses:
-                        print(f"PULSE {t} {pin} {w:.4f}")
-                        print(f"HORN {self.sim_us(self.t0 + end)} {pin} {position:.4f}")
-            self.next_frame += FRAME_US / 1e6
+            for pin, offset_us, w in pulses:
+                start = self.next_frame + offset_us / 1e6
+                end = start - self.t0 + w / 1e6
+                position = self.horns[pin].pulse(end, w)  # the servo moves whether or not anyone is told
+                if self.pulses:
+                    print(f"PULSE {self.sim_us(start)} {pin} {w:.4f}")
+                    print(f"HORN {self.sim_us(self.t0 + end)} {pin} {position:.4f}")
+            self.next_frame += frame_us / 1e6
         sys.stdout.flush()
         if self.next_frame < now:          # stopped for longer (a suspended process): start afresh
             self.next_frame = now + FRAME_US / 1e6

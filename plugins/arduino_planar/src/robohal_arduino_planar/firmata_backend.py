@@ -36,6 +36,7 @@ firmware's watchdog leaves them.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from typing import Any
@@ -116,6 +117,14 @@ class ArduinoFirmataBackend(ServoArmBackend):
         if self._port is None:
             raise ConnectionLost(f"arduino-firmata: {self.device} is not open")
         try:
+            with self._wire:
+                # pyserial's write waits in select() after every write, even when all went out; its
+                # descriptor is non-blocking, so write there first and leave pyserial (and its
+                # write_timeout) only a remainder: a few bytes per cycle, against pyfirmata2's cost
+                sent = os.write(self._port.fd, data)
+                if sent < len(data):
+                    self._port.write(data[sent:])
+        except BlockingIOError:
             with self._wire:
                 self._port.write(data)
         except (serial.SerialException, OSError) as exc:

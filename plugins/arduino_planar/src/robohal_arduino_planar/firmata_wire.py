@@ -90,6 +90,8 @@ def servo_config(pin: int, min_us: int, max_us: int) -> bytes:
 
 def servo_write(pin: int, value: int) -> bytes:
     """The write of a servo's value: an analog message for pins 0..15, else extended analog."""
+    if pin <= 15 and 0 <= value <= MAX_14_BITS:  # the common case in one bytes() (it runs every cycle)
+        return bytes((ANALOG_MESSAGE | pin, value & 0x7F, value >> 7))
     if pin <= 15:
         return bytes((ANALOG_MESSAGE | pin,)) + two_bytes(value)
     return sysex(EXTENDED_ANALOG, bytes((pin,)) + two_bytes(value))

@@ -23,6 +23,7 @@ acknowledged pulse widths. The horns are what the arm physically does, for tests
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -67,7 +68,7 @@ class ArduinoSimulator(SimulatorProcess):
     """
 
     def __init__(self, argv: list[str], *, kind: str, servo_speed: float | None = None, ideal: bool = False,
-                 **options) -> None:
+                 scheme: str | None = None, **options) -> None:
         self.kind = kind
         self.ideal = ideal
         self.servo_speed = None if ideal else (SG90_SPEED if servo_speed is None else servo_speed)
@@ -81,6 +82,8 @@ class ArduinoSimulator(SimulatorProcess):
         self._cond = threading.Condition()
         self._stopping = threading.Event()
         super().__init__(argv, **options)
+        if scheme is not None:  # the same board serves another backend: arduino-arm drives its channels
+            self.uri = dataclasses.replace(self.uri, scheme=scheme)
         self.pty_path = self.uri.path
         self._reader = threading.Thread(target=self._read, daemon=True, name=f"robohal-arduino-sim-{self.pid}")
         self._reader.start()
@@ -150,6 +153,24 @@ class ArduinoSimulator(SimulatorProcess):
             found = list(self.horns)[skip:]
         return [horn for horn in found if pin is None or horn.pin == pin]
 
+    def applied_at(self, pin: int, width_us: int, after: float, timeout: float = 5.0) -> float | None:
+        """When the Firmata board applied ``width_us`` on ``pin`` at or after ``after`` (its ``SERVO``
+        lines carry the host's monotonic clock, so a latency is that minus the write's time); None
+        if it did not within ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for line in reversed(self.writes):
+                    _, t, p, us = line.split()
+                    if float(t) < after:
+                        break
+                    if int(p) == pin and int(us) == width_us:
+                        return float(t)
+                left = deadline - time.monotonic()
+                if left <= 0 or not self.alive():
+                    return None
+                self._cond.wait(min(left, 0.05))
+
     def stats(self, timeout: float = 5.0) -> dict:
         """The simulator's answer to ``STATS``: ``horn_us`` and ``target_us`` per servo (D9, D10)
         now, ``moving``, ``servo_speed`` (rad/s, None when ideal), ``ideal`` and ``sim_us``."""
@@ -183,7 +204,7 @@ class ArduinoSimulator(SimulatorProcess):
 
 def simulator_kind(uri: RobotUri) -> str:
     kind = uri.params.get("firmware", "simavr")
-    if kind not in KINDS:
+    if kind not in KINDS or kind == "firmata":  # StandardFirmata has its own scheme, arduino-firmata
         raise UriError(f"{uri}: firmware={kind!r}; choose simavr (the real firmware in simavr) or emulator")
     return kind
 
@@ -202,7 +223,13 @@ def start_firmata_simulator(uri: RobotUri) -> ArduinoSimulator:
                   kind="firmata", servo_speed=servo_speed, ideal=ideal)
 
 
-def start_simulator(uri: RobotUri) -> ArduinoSimulator:
+def start_arm_simulator(uri: RobotUri) -> ArduinoSimulator:
+    """``SimulatorSpec.start`` for ``arduino-arm://sim?arm=...&firmware=simavr|emulator``: the robohal
+    firmware (or its emulator), whose channels the backend configures from the arm file."""
+    return start_simulator(uri, tool=None, scheme="arduino-arm")
+
+
+def start_simulator(uri: RobotUri, tool: str | None = "gripper", scheme: str | None = None) -> ArduinoSimulator:
     """``SimulatorSpec.start`` for ``arduino-planar://sim?model=...&firmware=simavr|emulator``."""
     kind = simulator_kind(uri)
     uri.get_int("sim_boot_ms", DEFAULT_BOOT_MS, minimum=0)  # bad options are the URI's errors, before anything starts
@@ -220,7 +247,7 @@ def start_simulator(uri: RobotUri) -> ArduinoSimulator:
         # Built here, so that the program finds both up to date and its start timeout counts no build.
         firmware.build_firmware()
         firmware.build_harness()
-    # The bundled simulators come with their tool: the third servo is a gripper unless named.
-    uri = uri.with_params(tool=uri.params.get("tool", "gripper"))
+    if tool is not None:  # the planar arm's simulators come with their tool: the third servo is a gripper unless named
+        uri = uri.with_params(tool=uri.params.get("tool", tool))
     return launch(PROGRAM, uri, ["--firmware", kind, "--pulses", "1"], leave_out=("firmware",),
-                  process=ArduinoSimulator, kind=kind, servo_speed=servo_speed, ideal=ideal)
+                  process=ArduinoSimulator, kind=kind, servo_speed=servo_speed, ideal=ideal, scheme=scheme)

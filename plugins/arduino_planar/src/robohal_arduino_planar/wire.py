@@ -1,4 +1,4 @@
-"""Codec of the robohal planar-arm serial line protocol (version 2); see PROTOCOL.md.
+"""Codec of the robohal planar-arm serial line protocol (version 3); see PROTOCOL.md.
 
 Pure functions and frozen dataclasses, no I/O. A frame is one ASCII line::
 
@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 # Each value is the firmware's (avr/robohal_planar/robohal_planar.ino, named in brackets) and
 # PROTOCOL.md's; the emulator must match the firmware, so change them there first.
-PROTOCOL_VERSION = 2           # [PROTOCOL_VERSION]: 2 added the tool servo (TOOL, TLIMITS)
+PROTOCOL_VERSION = 3           # [PROTOCOL_VERSION]: 2 added the tool servo, 3 the channels (SERVO, MOVE, SERVOS, POWER)
+PLANAR_PROTOCOLS = (2, 3)      # the versions that drive the planar arm the same way
 FIRMWARE_NAME = "robohal_planar"  # [FW_NAME]
-FIRMWARE_VERSION = "2.0.0"     # [FW_VERSION]
+FIRMWARE_VERSION = "3.0.0"     # [FW_VERSION]
 BAUDRATE = 115200              # [Serial.begin(115200)]
 MAX_COMMAND_LINE = 48          # [LINE_MAX] bytes without the newline; longer -> LINE_TOO_LONG
 MAX_REPLY_LINE = 160           # host side, our choice: the firmware's longest (STATE) is 127 bytes
@@ -38,6 +39,9 @@ SERVO_COUNT = 3                # [SERVO_COUNT]: the arm's two and the tool
 ARM_SERVOS = 2                 # SET, LIMITS, ACK: servo 1 and servo 2
 SERVO_PINS = (9, 10)           # servo_timer1.h: OC1A = D9, OC1B = D10 (the arm)
 TOOL_PIN = 6                   # servo_tool.h: D6 (PD6), the tool (a gripper or a pen lift)
+MAX_CHANNELS = 12              # servo_channels.h [CHANNELS_MAX]: the Servo library's count per 16-bit timer
+CHANNEL_PINS = range(2, 20)    # [CHANNEL_PIN_MIN..CHANNEL_PIN_MAX]: D2..D13, A0..A5 as 14..19
+MOVE_WIDTHS = MAX_TOKENS - 3   # widths one MOVE carries: the word, the seq and the first channel take 3 tokens
 
 
 class ErrorCode(enum.IntEnum):
@@ -50,6 +54,8 @@ class ErrorCode(enum.IntEnum):
     LINE_TOO_LONG = 5  # more than MAX_COMMAND_LINE bytes before the newline
     BAD_FRAME = 6      # no "*CC" trailer, or bytes outside printable ASCII
     NO_SETPOINT = 7    # ATTACH before any SET since reset
+    WRONG_MODE = 8     # a planar-arm command (SET, ATTACH, LIMITS, TOOL, TLIMITS) once channels are configured
+    NO_SERVO = 9       # MOVE names a channel that no SERVO configured
 
 
 class FrameError(ValueError):
@@ -241,7 +247,62 @@ class Detach:
         return encode_frame("DETACH", self.seq)
 
 
-Command = Hello | Ping | Set | Get | Watchdog | Limits | Attach | Detach | Tool | ToolLimits
+@dataclass(frozen=True)
+class Servo:
+    """Channel ``channel`` (1..12) on Arduino pin ``pin`` (2..19) with pulse limits (min, max) in us.
+    The first one switches the firmware to channels until its reset. Answered with ServoReply."""
+
+    seq: int
+    channel: int
+    pin: int
+    limits: tuple[int, int]
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("SERVO", self.seq, int(self.channel), int(self.pin), int(self.limits[0]), int(self.limits[1]))
+
+
+@dataclass(frozen=True)
+class Move:
+    """Widths (us) for channels ``first``, ``first + 1``, ... (1 to MOVE_WIDTHS of them), each within
+    its limits, or 0: that channel's pulses stop. All or nothing. Answered with MoveReply."""
+
+    seq: int
+    first: int
+    widths_us: tuple[int, ...]
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("MOVE", self.seq, int(self.first), *(int(w) for w in self.widths_us))
+
+
+@dataclass(frozen=True)
+class Servos:
+    """Channel state query; answered with ServosReply."""
+
+    seq: int
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("SERVOS", self.seq)
+
+
+@dataclass(frozen=True)
+class Power:
+    """Drive the servos' power switch on Arduino pin ``pin`` (2..19, no servo's) high (True) or low.
+    Answered with PowerReply."""
+
+    seq: int
+    pin: int
+    on: bool
+
+    def encode(self) -> bytes:
+        _check_seq(self.seq)
+        return encode_frame("POWER", self.seq, int(self.pin), int(bool(self.on)))
+
+
+Command = (Hello | Ping | Set | Get | Watchdog | Limits | Attach | Detach | Tool | ToolLimits | Servo | Move | Servos
+           | Power)
 
 
 def encode_command(command: Command) -> bytes:
@@ -321,6 +382,28 @@ def decode_command(line: bytes) -> Command:
         if low >= high:
             raise FrameError(ErrorCode.BAD_ARGS, "min must be below max", seq)
         return ToolLimits(seq, (low, high))
+    if word == "SERVO":
+        need(4)
+        channel, pin, low, high = (number(a) for a in args)
+        if not 1 <= channel <= MAX_CHANNELS or pin not in CHANNEL_PINS or low >= high:
+            raise FrameError(ErrorCode.BAD_ARGS, "channel 1..12, pin 2..19, min below max", seq)
+        return Servo(seq, channel, pin, (low, high))
+    if word == "MOVE":
+        if not args[1:]:
+            raise FrameError(ErrorCode.BAD_ARGS, "MOVE takes a first channel and 1..5 widths", seq)
+        first, *widths = (number(a) for a in args)
+        if first < 1 or first + len(widths) - 1 > MAX_CHANNELS:
+            raise FrameError(ErrorCode.BAD_ARGS, "channels 1..12", seq)
+        return Move(seq, first, tuple(widths))
+    if word == "SERVOS":
+        need(0)
+        return Servos(seq)
+    if word == "POWER":
+        need(2)
+        pin, on = number(args[0]), number(args[1])
+        if pin not in CHANNEL_PINS or on > 1:
+            raise FrameError(ErrorCode.BAD_ARGS, "pin 2..19, state 0 or 1", seq)
+        return Power(seq, pin, bool(on))
     raise FrameError(ErrorCode.UNKNOWN_CMD, f"unknown command {word!r}", seq)
 
 
@@ -338,11 +421,13 @@ class HelloReply:
     tool_limits: tuple[int, int]
     watchdog_ms: int
     watchdog_action: str
+    channels: int = 0  # version 3: how many channels SERVO can configure (12); 0 before
 
     def encode(self) -> bytes:
         (a, b), (c, d) = self.limits
+        last = (self.channels,) if self.protocol >= 3 else ()
         return encode_frame("HELLO", self.seq, self.protocol, self.firmware, self.version, self.servos,
-                            a, b, c, d, *self.tool_limits, self.watchdog_ms, self.watchdog_action)
+                            a, b, c, d, *self.tool_limits, self.watchdog_ms, self.watchdog_action, *last)
 
 
 @dataclass(frozen=True)
@@ -430,6 +515,56 @@ class LimitsReply:
 
 
 @dataclass(frozen=True)
+class ServoReply:
+    seq: int
+    channel: int
+    pin: int
+    limits: tuple[int, int]
+
+    def encode(self) -> bytes:
+        return encode_frame("SERVO", self.seq, self.channel, self.pin, *self.limits)
+
+
+@dataclass(frozen=True)
+class MoveReply:
+    """The widths now on the channels' pins after MOVE; 0 = no pulses."""
+
+    seq: int
+    first: int
+    widths_us: tuple[int, ...]
+
+    def encode(self) -> bytes:
+        return encode_frame("MOVE", self.seq, self.first, *self.widths_us)
+
+
+@dataclass(frozen=True)
+class ServosReply:
+    """SERVOS reply: the channels up to the highest configured one, which of them pulse (bit 0:
+    channel 1) and their setpoints (0 = none since configured)."""
+
+    seq: int
+    attached_mask: int
+    setpoints_us: tuple[int, ...]
+
+    @property
+    def attached(self) -> tuple[bool, ...]:
+        return tuple(bool(self.attached_mask >> i & 1) for i in range(len(self.setpoints_us)))
+
+    def encode(self) -> bytes:
+        return encode_frame("SERVOS", self.seq, len(self.setpoints_us), self.attached_mask, *self.setpoints_us)
+
+
+@dataclass(frozen=True)
+class PowerReply:
+    seq: int
+    pin: int
+    on: bool
+
+    def encode(self) -> bytes:
+        return encode_frame("POWER", self.seq, self.pin, int(self.on))
+
+
+@dataclass(frozen=True)
 class ErrorReply:
     """``seq`` is None when the firmware could not trust the frame's seq (``-`` on the wire)."""
 
@@ -468,8 +603,8 @@ class Event:
         return encode_frame("EVT", "-", self.kind, self.detail)
 
 
-Reply = (HelloReply | Pong | Ack | State | ToolReply | ToolLimitsReply | WatchdogReply | LimitsReply | ErrorReply
-         | Boot | Event)
+Reply = (HelloReply | Pong | Ack | State | ToolReply | ToolLimitsReply | WatchdogReply | LimitsReply | ServoReply
+         | MoveReply | ServosReply | PowerReply | ErrorReply | Boot | Event)
 
 
 def _u32(token: str) -> int:
@@ -511,15 +646,17 @@ def decode_reply(line: bytes) -> Reply:
             return seq
 
         if word == "HELLO":
-            if len(f) >= 4 and f[0].isdigit() and f[0].isascii() and int(f[0]) != PROTOCOL_VERSION:
+            if len(f) >= 4 and f[0].isdigit() and f[0].isascii() and int(f[0]) not in PLANAR_PROTOCOLS:
                 # Another version's HELLO: its first four fields mean the same in every version, so a
                 # host can say what it found (and refuse it); the rest is left empty.
                 return HelloReply(numbered(), parse_u16(f[0]), f[1], f[2], parse_u16(f[3]), ((0, 0), (0, 0)),
                                   (0, 0), 0, DEFAULT_WATCHDOG_ACTION)
-            fields(12)
-            return HelloReply(numbered(), parse_u16(f[0]), f[1], f[2], parse_u16(f[3]),
+            protocol = parse_u16(f[0])
+            fields(13 if protocol >= 3 else 12)  # version 3 added the channel count
+            return HelloReply(numbered(), protocol, f[1], f[2], parse_u16(f[3]),
                               ((parse_u16(f[4]), parse_u16(f[5])), (parse_u16(f[6]), parse_u16(f[7]))),
-                              (parse_u16(f[8]), parse_u16(f[9])), parse_u16(f[10]), _action(f[11]))
+                              (parse_u16(f[8]), parse_u16(f[9])), parse_u16(f[10]), _action(f[11]),
+                              parse_u16(f[12]) if protocol >= 3 else 0)
         if word == "PONG":
             fields(0)
             return Pong(numbered())
@@ -543,6 +680,21 @@ def decode_reply(line: bytes) -> Reply:
             fields(4)
             v = [parse_u16(x) for x in f]
             return LimitsReply(numbered(), ((v[0], v[1]), (v[2], v[3])))
+        if word == "SERVO":
+            fields(4)
+            v = [parse_u16(x) for x in f]
+            return ServoReply(numbered(), v[0], v[1], (v[2], v[3]))
+        if word == "MOVE":
+            if len(f) < 2:
+                raise ValueError("MOVE has a first channel and widths")
+            return MoveReply(numbered(), parse_u16(f[0]), tuple(parse_u16(x) for x in f[1:]))
+        if word == "SERVOS":
+            if len(f) < 2 or len(f) != 2 + parse_u16(f[0]):
+                raise ValueError("SERVOS has a count, a mask and count setpoints")
+            return ServosReply(numbered(), parse_u16(f[1]), tuple(parse_u16(x) for x in f[2:]))
+        if word == "POWER":
+            fields(2)
+            return PowerReply(numbered(), parse_u16(f[0]), _flag(f[1]))
         if word == "ERR":
             fields(2)
             return ErrorReply(seq, parse_u16(f[0]), f[1])

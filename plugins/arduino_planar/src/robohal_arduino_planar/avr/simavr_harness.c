@@ -12,7 +12,8 @@
  *                                        pty slave (open it with pyserial at 115200)
  *   RESET <sim_us> <open|stdin>          the MCU left reset and starts the firmware
  *   PULSE <sim_us> <pin> <width_us>      with --pulses 1: one servo pulse on D9/D10 (the arm) or D6
- *                                        (the tool) (rising-edge time, width to 1/16 us)
+ *                                        (the tool), or on a channel's pin (any of D2..D13, A0..A5 as
+ *                                        14..19) (rising-edge time, width to 1/16 us)
  *   HORN <sim_us> <pin> <position_us>    after each PULSE: that servo's horn as the pulse ends
  *                                        (falling-edge time), as the pulse width whose target it is
  *   STATS {json}                         the answer to the control line STATS: the horns now
@@ -111,13 +112,17 @@ static uint64_t next_feed_cycle = 0;
 
 static unsigned long drop_rx = 0;       /* host bytes still to lose (DROP_RX) */
 
-#define SERVO_COUNT 3
+/* Every pin a servo can be on: the planar arm's D9 (OC1A), D10 (OC1B) and D6 first (STATS reports
+ * these three in this order), then the rest of D2..D13 and A0..A5 (14..19), a channel's choice. */
+#define SERVO_COUNT 18
+#define PLANAR_SERVOS 3
 static int pin_high[SERVO_COUNT];
 static uint64_t pin_rise[SERVO_COUNT];
-/* OC1A = PB1 = D9, OC1B = PB2 = D10, PD6 = D6 (Uno pinout) */
-static const char pin_port[SERVO_COUNT] = {'B', 'B', 'D'};
-static const int pin_bit[SERVO_COUNT] = {1, 2, 6};
-static const int pin_number[SERVO_COUNT] = {9, 10, 6};
+static const int pin_number[SERVO_COUNT] = {9, 10, 6, 2, 3, 4, 5, 7, 8, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+
+/* The Uno's pinout: D0..D7 are PD0..PD7, D8..D13 PB0..PB5, A0..A5 (14..19) PC0..PC5. */
+static char pin_port(int pin) { return pin < 8 ? 'D' : pin < 14 ? 'B' : 'C'; }
+static int pin_bit(int pin) { return pin < 8 ? pin : pin < 14 ? pin - 8 : pin - 14; }
 
 /* One servo's horn, in pulse-width units (us). Physical: it survives MCU resets. */
 struct servo {
@@ -126,8 +131,7 @@ struct servo {
   uint64_t updated;                      /* simulated cycle the position is for */
   uint64_t drive_until;                  /* it drives toward the target until this cycle */
 };
-static struct servo servos[SERVO_COUNT] = {{SERVO_NEUTRAL_US, -1, 0, 0}, {SERVO_NEUTRAL_US, -1, 0, 0},
-                                           {SERVO_NEUTRAL_US, -1, 0, 0}};
+static struct servo servos[SERVO_COUNT];
 static double servo_speed_us_per_cycle = SG90_SPEED_RAD_S * SERVO_US_PER_RAD / (double)F_CPU_HZ;
 static int servo_ideal = 0;
 static double servo_speed_rad_s = SG90_SPEED_RAD_S;
@@ -192,23 +196,32 @@ static void servo_unpowered(struct servo *s, uint64_t now) {
 static void print_stats(void) {
   uint64_t now = sim_cycles();
   printf("STATS {\"sim_us\": %llu, \"horn_us\": [", (unsigned long long)(now / 16));
-  for (int i = 0; i < SERVO_COUNT; i++) {
+  for (int i = 0; i < PLANAR_SERVOS; i++) {
     servo_advance(&servos[i], now);
     printf("%s%.4f", i ? ", " : "", servos[i].position_us);
   }
   printf("], \"target_us\": [");
-  for (int i = 0; i < SERVO_COUNT; i++) {
+  for (int i = 0; i < PLANAR_SERVOS; i++) {
     if (servos[i].target_us < 0) printf("%snull", i ? ", " : "");
     else printf("%s%.4f", i ? ", " : "", servos[i].target_us);
   }
   printf("], \"moving\": [");
-  for (int i = 0; i < SERVO_COUNT; i++) {
+  for (int i = 0; i < PLANAR_SERVOS; i++) {
     const struct servo *s = &servos[i];
     int moving = s->target_us >= 0 && s->position_us != s->target_us && s->updated < s->drive_until;
     printf("%s%s", i ? ", " : "", moving ? "true" : "false");
   }
-  if (servo_ideal) printf("], \"servo_speed\": null, \"ideal\": true}\n");
-  else printf("], \"servo_speed\": %.6f, \"ideal\": false}\n", servo_speed_rad_s);
+  /* every pin that has had a pulse, the channels' too: {"11": horn_us, ...} */
+  printf("], \"horn_by_pin\": {");
+  for (int i = 0, first = 1; i < SERVO_COUNT; i++) {
+    if (servos[i].target_us < 0) continue;
+    servo_advance(&servos[i], now);
+    printf("%s\"%d\": %.4f", first ? "" : ", ", pin_number[i], servos[i].position_us);
+    first = 0;
+  }
+  printf("}");
+  if (servo_ideal) printf(", \"servo_speed\": null, \"ideal\": true}\n");
+  else printf(", \"servo_speed\": %.6f, \"ideal\": false}\n", servo_speed_rad_s);
   fflush(stdout);
 }
 
@@ -363,8 +376,11 @@ int main(int argc, char **argv) {
   avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XON), on_uart_xon, NULL);
   avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XOFF), on_uart_xoff, NULL);
   avr_irq_t *uart_in = avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_INPUT);
-  for (int i = 0; i < SERVO_COUNT; i++)
-    avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ(pin_port[i]), pin_bit[i]), on_pin, (void *)(intptr_t)i);
+  for (int i = 0; i < SERVO_COUNT; i++) {
+    servos[i] = (struct servo){SERVO_NEUTRAL_US, -1, 0, 0};
+    avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ(pin_port(pin_number[i])), pin_bit(pin_number[i])),
+                            on_pin, (void *)(intptr_t)i);
+  }
 
   /* The pty. A spare slave descriptor stays open for our lifetime so its raw settings persist
    * between host sessions and the line discipline never echoes firmware output back as input. */

@@ -4,17 +4,21 @@
 // ASCII frames "<CMD> <seq> <args...> *<crc8 hex>\n", one reply line per frame.
 // Servo 1 on D9, servo 2 on D10, driven by Timer1 hardware PWM (servo_timer1.h); servo 3, the
 // tool (a gripper or a pen lift), on D6, timed by interrupts (servo_tool.h).
+// Or, once a host configures channels (SERVO), up to 12 servos on any pins, an arm file's, timed
+// one after the other on Timer1 as Arduino's Servo library does (servo_channels.h); the planar
+// arm's commands are then refused until the next reset.
 // Every servo stays detached after reset until its first command (SET for the arm, TOOL for the
-// tool), so nothing jumps at power-up.
+// tool, MOVE for a channel), so nothing jumps at power-up.
 #include <Arduino.h>
 #include <stdlib.h>
 #include <string.h>
 #include "servo_timer1.h"
 #include "servo_tool.h"
+#include "servo_channels.h"
 
 #define FW_NAME "robohal_planar"
-#define FW_VERSION "2.0.0"
-static const uint8_t PROTOCOL_VERSION = 2;
+#define FW_VERSION "3.0.0"
+static const uint8_t PROTOCOL_VERSION = 3;
 static const uint8_t SERVO_COUNT = 3;          // the arm's two and the tool
 
 // Absolute safety envelope: no configuration can move a limit outside it.
@@ -38,6 +42,12 @@ static const uint8_t E_OUT_OF_LIMITS = 4;
 static const uint8_t E_LINE_TOO_LONG = 5;
 static const uint8_t E_BAD_FRAME = 6;
 static const uint8_t E_NO_SETPOINT = 7;
+static const uint8_t E_WRONG_MODE = 8;
+static const uint8_t E_NO_SERVO = 9;
+
+// Pins a channel may use: D2..D13 and A0..A5 (14..19); D0 and D1 are the serial port's.
+static const uint8_t CHANNEL_PIN_MIN = 2;
+static const uint8_t CHANNEL_PIN_MAX = 19;
 
 static const long NO_SEQ = -1;
 
@@ -55,6 +65,13 @@ static uint16_t toolSetpointUs = 0;            // 0 = never commanded since rese
 static bool toolAttached = false;
 static uint16_t toolMinUs = DEFAULT_MIN_US;
 static uint16_t toolMaxUs = DEFAULT_MAX_US;
+
+// Channels (servo mode): pin 0 = not configured; setpoint 0 = never commanded since configured.
+static bool servoMode = false;                 // set by the first SERVO, until reset
+static uint8_t chPin[CHANNELS_MAX];
+static uint16_t chMinUs[CHANNELS_MAX], chMaxUs[CHANNELS_MAX], chSetpointUs[CHANNELS_MAX];
+static bool chAttached[CHANNELS_MAX];
+static uint8_t powerPin = 0;                   // the servos' power switch (POWER), 0 = none
 
 static uint16_t watchdogMs = DEFAULT_WATCHDOG_MS;  // 0 = off
 static bool watchdogDetach = true;
@@ -121,6 +138,8 @@ static const char *errorName(uint8_t code) {
     case E_LINE_TOO_LONG: return "LINE_TOO_LONG";
     case E_BAD_FRAME: return "BAD_FRAME";
     case E_NO_SETPOINT: return "NO_SETPOINT";
+    case E_WRONG_MODE: return "WRONG_MODE";
+    case E_NO_SERVO: return "NO_SERVO";
     default: return "UNKNOWN";
   }
 }
@@ -193,6 +212,7 @@ static void cmdHello(long seq, uint8_t argc) {
   outNumber(toolMaxUs);
   outNumber(watchdogMs);
   outField(watchdogActionName());
+  outNumber(CHANNELS_MAX);
   replySend();
 }
 
@@ -205,6 +225,7 @@ static void cmdPing(long seq, uint8_t argc) {
 static void cmdSet(long seq, uint8_t argc, char **argv) {
   uint16_t w[2];
   if (argc != 4 || !parseU16(argv[2], &w[0]) || !parseU16(argv[3], &w[1])) { reject(seq, E_BAD_ARGS); return; }
+  if (servoMode) { reject(seq, E_WRONG_MODE); return; }
   for (uint8_t i = 0; i < 2; i++) {
     if (w[i] < limitMinUs[i] || w[i] > limitMaxUs[i]) { reject(seq, E_OUT_OF_LIMITS); return; }
   }
@@ -262,6 +283,7 @@ static void cmdLimits(long seq, uint8_t argc, char **argv) {
     uint16_t lo = v[2 * i], hi = v[2 * i + 1];
     if (lo >= hi) { reject(seq, E_BAD_ARGS); return; }
   }
+  if (servoMode) { reject(seq, E_WRONG_MODE); return; }
   for (uint8_t i = 0; i < 2; i++) {
     uint16_t lo = v[2 * i], hi = v[2 * i + 1];
     if (lo < ENVELOPE_MIN_US || hi > ENVELOPE_MAX_US) { reject(seq, E_OUT_OF_LIMITS); return; }
@@ -282,6 +304,7 @@ static void cmdLimits(long seq, uint8_t argc, char **argv) {
 static void cmdTool(long seq, uint8_t argc, char **argv) {
   uint16_t w;
   if (argc != 3 || !parseU16(argv[2], &w)) { reject(seq, E_BAD_ARGS); return; }
+  if (servoMode) { reject(seq, E_WRONG_MODE); return; }
   if (w != 0 && (w < toolMinUs || w > toolMaxUs)) { reject(seq, E_OUT_OF_LIMITS); return; }
   if (w != 0) toolSetpointUs = w;
   toolAttached = w != 0;
@@ -295,6 +318,7 @@ static void cmdTool(long seq, uint8_t argc, char **argv) {
 static void cmdToolLimits(long seq, uint8_t argc, char **argv) {
   uint16_t lo, hi;
   if (argc != 4 || !parseU16(argv[2], &lo) || !parseU16(argv[3], &hi) || lo >= hi) { reject(seq, E_BAD_ARGS); return; }
+  if (servoMode) { reject(seq, E_WRONG_MODE); return; }
   if (lo < ENVELOPE_MIN_US || hi > ENVELOPE_MAX_US) { reject(seq, E_OUT_OF_LIMITS); return; }
   if (toolSetpointUs != 0 && (toolSetpointUs < lo || toolSetpointUs > hi)) { reject(seq, E_OUT_OF_LIMITS); return; }
   toolMinUs = lo;
@@ -307,19 +331,159 @@ static void cmdToolLimits(long seq, uint8_t argc, char **argv) {
 
 static void cmdAttach(long seq, uint8_t argc) {
   if (argc != 2) { reject(seq, E_BAD_ARGS); return; }
+  if (servoMode) { reject(seq, E_WRONG_MODE); return; }
   if (setpointUs[0] == 0 || setpointUs[1] == 0) { reject(seq, E_NO_SETPOINT); return; }
   attached[0] = attached[1] = true;
   applyOutputs();
   replyAck(seq);
 }
 
+// Stops every output: the arm's, the tool's and every channel's (setpoints are kept).
+static void detachAll() {
+  attached[0] = attached[1] = false;
+  toolAttached = false;
+  if (servoMode) {
+    for (uint8_t i = 0; i < CHANNELS_MAX; i++) {
+      chAttached[i] = false;
+      channelOutput(i, 0);
+    }
+  } else {
+    applyOutputs();
+    applyToolOutput();
+  }
+}
+
 static void cmdDetach(long seq, uint8_t argc) {
   if (argc != 2) { reject(seq, E_BAD_ARGS); return; }
-  attached[0] = attached[1] = false;             // every servo, the tool too
+  detachAll();                                   // every servo, the tool and the channels too
+  replyAck(seq);
+}
+
+// ---- channels (servo mode) ----
+static bool anyChannelAttached() {
+  for (uint8_t i = 0; i < CHANNELS_MAX; i++)
+    if (chAttached[i]) return true;
+  return false;
+}
+
+// The planar arm's outputs stop for good (until reset) and Timer1 becomes the channels' clock.
+static void enterServoMode() {
+  attached[0] = attached[1] = false;
   toolAttached = false;
+  setpointUs[0] = setpointUs[1] = toolSetpointUs = 0;
   applyOutputs();
   applyToolOutput();
-  replyAck(seq);
+  TIMSK1 &= ~(1 << TOIE1);                     // the tool's frame-start interrupt is not the channels'
+  servoMode = true;
+  channelsBegin();
+}
+
+// SERVO <ch> <pin> <min> <max>: channel ch (1..12) on that pin with those pulse limits. A new pin
+// starts without pulses and without a setpoint; on the same pin the setpoint must stay legal.
+static void cmdServo(long seq, uint8_t argc, char **argv) {
+  uint16_t ch, pin, lo, hi;
+  if (argc != 6 || !parseU16(argv[2], &ch) || !parseU16(argv[3], &pin) || !parseU16(argv[4], &lo)
+      || !parseU16(argv[5], &hi) || ch < 1 || ch > CHANNELS_MAX || pin < CHANNEL_PIN_MIN
+      || pin > CHANNEL_PIN_MAX || lo >= hi) { reject(seq, E_BAD_ARGS); return; }
+  uint8_t i = (uint8_t)(ch - 1);
+  for (uint8_t j = 0; j < CHANNELS_MAX; j++) {
+    if (j != i && chPin[j] == pin) { reject(seq, E_BAD_ARGS); return; }   // one pin, one servo
+  }
+  if (pin == powerPin) { reject(seq, E_BAD_ARGS); return; }
+  if (lo < ENVELOPE_MIN_US || hi > ENVELOPE_MAX_US) { reject(seq, E_OUT_OF_LIMITS); return; }
+  bool samePin = chPin[i] == pin;
+  if (samePin && chSetpointUs[i] != 0 && (chSetpointUs[i] < lo || chSetpointUs[i] > hi)) {
+    reject(seq, E_OUT_OF_LIMITS);
+    return;
+  }
+  if (!servoMode) enterServoMode();
+  if (!samePin) {
+    chAttached[i] = false;
+    chSetpointUs[i] = 0;
+    channelOutput(i, 0);
+    channelSetPin(i, (uint8_t)pin);
+    chPin[i] = (uint8_t)pin;
+  }
+  chMinUs[i] = lo;
+  chMaxUs[i] = hi;
+  replyBegin("SERVO", seq);
+  outNumber(ch);
+  outNumber(pin);
+  outNumber(lo);
+  outNumber(hi);
+  replySend();
+}
+
+// MOVE <first> <w>...: widths for channels first, first+1, ... (one to five of them), each within
+// its limits (attaching it), or 0: that channel's pulses stop and its setpoint stays. All or nothing.
+static void cmdMove(long seq, uint8_t argc, char **argv) {
+  uint16_t first, w[MAX_TOKENS];
+  uint8_t count = argc - 3;
+  if (argc < 4 || !parseU16(argv[2], &first) || first < 1 || first + count - 1 > CHANNELS_MAX) {
+    reject(seq, E_BAD_ARGS);
+    return;
+  }
+  for (uint8_t k = 0; k < count; k++) {
+    if (!parseU16(argv[3 + k], &w[k])) { reject(seq, E_BAD_ARGS); return; }
+  }
+  uint8_t base = (uint8_t)(first - 1);
+  for (uint8_t k = 0; k < count; k++) {
+    if (chPin[base + k] == 0) { reject(seq, E_NO_SERVO); return; }
+  }
+  for (uint8_t k = 0; k < count; k++) {
+    uint8_t i = base + k;
+    if (w[k] != 0 && (w[k] < chMinUs[i] || w[k] > chMaxUs[i])) { reject(seq, E_OUT_OF_LIMITS); return; }
+  }
+  replyBegin("MOVE", seq);
+  outNumber(first);
+  for (uint8_t k = 0; k < count; k++) {
+    uint8_t i = base + k;
+    if (w[k] != 0) chSetpointUs[i] = w[k];
+    chAttached[i] = w[k] != 0;
+    channelOutput(i, chAttached[i] ? chSetpointUs[i] : 0);
+    outNumber(chAttached[i] ? chSetpointUs[i] : 0);
+  }
+  replySend();
+}
+
+// POWER <pin> <0|1>: drive a pin that switches the servos' supply (the Braccio shield's D12) high
+// or low. Not a servo's pin: in servo mode no channel's, else none of D6, D9, D10. Until reset,
+// when every pin is an input again (a shield's switch then turns the supply off).
+static void cmdPower(long seq, uint8_t argc, char **argv) {
+  uint16_t pin, on;
+  if (argc != 4 || !parseU16(argv[2], &pin) || !parseU16(argv[3], &on) || pin < CHANNEL_PIN_MIN
+      || pin > CHANNEL_PIN_MAX || on > 1) { reject(seq, E_BAD_ARGS); return; }
+  bool servoPin = false;
+  if (servoMode) {
+    for (uint8_t j = 0; j < CHANNELS_MAX; j++) servoPin = servoPin || chPin[j] == pin;
+  } else {
+    servoPin = pin == 6 || pin == 9 || pin == 10;
+  }
+  if (servoPin || (powerPin != 0 && pin != powerPin)) { reject(seq, E_BAD_ARGS); return; }
+  powerPin = (uint8_t)pin;
+  digitalWrite(pin, on ? HIGH : LOW);
+  pinMode(pin, OUTPUT);
+  replyBegin("POWER", seq);
+  outNumber(pin);
+  outNumber(on);
+  replySend();
+}
+
+// SERVOS: the highest configured channel, a bit per attached channel (bit 0: channel 1) and
+// every channel's setpoint up to the highest (0 = none).
+static void cmdServos(long seq, uint8_t argc) {
+  if (argc != 2) { reject(seq, E_BAD_ARGS); return; }
+  uint8_t count = 0;
+  uint16_t mask = 0;
+  for (uint8_t i = 0; i < CHANNELS_MAX; i++) {
+    if (chPin[i] != 0) count = i + 1;
+    if (chAttached[i]) mask |= (uint16_t)1 << i;
+  }
+  replyBegin("SERVOS", seq);
+  outNumber(count);
+  outNumber(mask);
+  for (uint8_t i = 0; i < count; i++) outNumber(chSetpointUs[i]);
+  replySend();
 }
 
 // ---- one complete line (without newline), printable ASCII only ----
@@ -365,6 +529,10 @@ static void handleLine() {
   else if (strcmp(cmd, "DETACH") == 0) cmdDetach(seq, argc);
   else if (strcmp(cmd, "TOOL") == 0) cmdTool(seq, argc, argv);
   else if (strcmp(cmd, "TLIMITS") == 0) cmdToolLimits(seq, argc, argv);
+  else if (strcmp(cmd, "SERVO") == 0) cmdServo(seq, argc, argv);
+  else if (strcmp(cmd, "MOVE") == 0) cmdMove(seq, argc, argv);
+  else if (strcmp(cmd, "SERVOS") == 0) cmdServos(seq, argc);
+  else if (strcmp(cmd, "POWER") == 0) cmdPower(seq, argc, argv);
   else reject(seq, E_UNKNOWN_CMD);
 }
 
@@ -391,16 +559,11 @@ static void receiveByte(uint8_t c) {
 }
 
 static void checkWatchdog() {
-  if (watchdogMs == 0 || watchdogTripped || !(attached[0] || attached[1] || toolAttached)) return;
+  if (watchdogMs == 0 || watchdogTripped || !(attached[0] || attached[1] || toolAttached || anyChannelAttached())) return;
   if ((uint32_t)(millis() - lastValidFrameMs) < watchdogMs) return;
   watchdogTripped = true;
   countWatchdogTrips++;
-  if (watchdogDetach) {
-    attached[0] = attached[1] = false;
-    toolAttached = false;
-    applyOutputs();
-    applyToolOutput();
-  }
+  if (watchdogDetach) detachAll();
   replyBegin("EVT", NO_SEQ);
   outField("WDT");
   outField(watchdogActionName());

@@ -1,0 +1,138 @@
+"""The arduino-arm backend: an arm file's servos on the robohal firmware's channels. The MeArm and the
+Braccio move on the real firmware in simavr with every configured pin's pulse measured against its
+calibrated width; resets are seen and recovered; bad arm files and old firmware are refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import robohal
+from robohal import HardwareFault
+from robohal.errors import InvalidArgument, ProtocolError
+from robohal.plugins.registry import default_registry, set_default_registry
+from robohal.uri import RobotUri
+from robohal_arduino_planar import wire as p
+from robohal_arduino_planar.arm_firmware import ArduinoArmBackend
+from robohal_arduino_planar.arms import ARMS
+
+from .test_backend_reset import SilentlyResettingBoard
+
+# The issue's figure: on every pin, within 1 us of the calibrated width.
+TOLERANCE_US = 1.0
+
+
+def assert_pins_pulse(robot, target: np.ndarray, tolerance: float = TOLERANCE_US) -> None:
+    sim, backend = robot.simulator, robot.backend
+    mark = sim.mark()
+    for _ in range(5):
+        backend.cycle()
+    for joint, pin in enumerate(backend.pins):
+        expected = backend.calibration.servos[joint].to_us(target[joint])
+        widths = [pulse.width_us for pulse in sim.wait_pulses(mark, 4, pin)][1:]
+        assert widths and all(abs(w - expected) <= tolerance for w in widths), (pin, expected, widths)
+
+
+@pytest.mark.parametrize("firmware", ["simavr", "emulator"])
+def test_the_mearm_moves_and_every_pin_pulses_its_calibrated_width(firmware, request):
+    if firmware == "simavr":
+        request.getfixturevalue("firmware_build")  # skips without the toolchain
+    with robohal.connect(f"arduino-arm://sim?arm=mearm&firmware={firmware}") as robot:
+        assert "protocol 3, 4 of 12 channels" in robot.backend.identity
+        target = np.radians([25.0, -20.0, -30.0])
+        assert robot.move_joints(target, speed=1.0).completed
+        assert_pins_pulse(robot, target)
+        assert robot.state.info["acknowledged"] is True
+        grip = robot.backend.arm.gripper
+        assert robot.gripper.grasp(0.01) is True
+        held = robot.backend.tool_pulse
+        assert grip.min_us <= held <= grip.max_us
+        mark = robot.simulator.mark()
+        widths = [pulse.width_us for pulse in robot.simulator.wait_pulses(mark, 3, grip.pin)]
+        assert widths and all(abs(w - held) <= TOLERANCE_US for w in widths), (held, widths)
+
+
+def test_the_braccio_s_shield_is_powered_at_connect():
+    board = SilentlyResettingBoard()
+    backend = ArduinoArmBackend(RobotUri("arduino-arm", path=board.path, params={"arm": "braccio", "keepalive": "0"}),
+                                default_registry().get_model("arm.braccio"))
+    try:
+        backend.connect()
+        assert board.firmware.power == (12, True)  # the shield's soft-start pin: the servos' supply
+        assert board.firmware.channel_pins[:6] == [11, 10, 9, 6, 5, 3]
+    finally:
+        backend.close()
+        board.close()
+
+
+def test_the_braccio_drives_six_servos(firmware_build):
+    with robohal.connect("arduino-arm://sim?arm=braccio") as robot:
+        target = np.radians([30.0, 20.0, -40.0, 25.0, -60.0])
+        assert robot.move_joints(target, speed=1.0).completed
+        assert_pins_pulse(robot, target)
+        assert robot.gripper.move(0.03) is True
+        mark = robot.simulator.mark()
+        widths = [pulse.width_us for pulse in robot.simulator.wait_pulses(mark, 3, robot.backend.arm.gripper.pin)]
+        assert all(abs(w - robot.backend.tool_pulse) <= TOLERANCE_US for w in widths)
+
+
+def connect_board(board: SilentlyResettingBoard, **params: str) -> ArduinoArmBackend:
+    model = default_registry().get_model("arm.mearm")
+    backend = ArduinoArmBackend(RobotUri("arduino-arm", path=board.path,
+                                         params={"arm": "mearm", "keepalive": "0", **params}), model)
+    backend.connect()
+    return backend
+
+
+def test_a_board_that_forgot_its_channels_reset_and_the_position_is_re_held():
+    board = SilentlyResettingBoard()
+    backend = connect_board(board, poll="0")
+    try:
+        start = backend.commanded
+        for k in range(1, 11):
+            backend.cycle(start + (np.radians([20.0, 10.0, -20.0]) - start) * k / 10)
+        acked = backend.read().info["pulses_us"]
+        board.reset()  # silently: the next MOVE is refused NO_SERVO
+        with pytest.raises(HardwareFault) as fault:
+            backend.cycle()
+        assert fault.value.names == ("MCU_RESET",) and backend.counters["config_forgotten"] == 1
+        state = backend.recover()
+        assert state.info["pulses_us"] == acked
+        held = dict(board.firmware.channel_widths())
+        assert tuple(held[pin] for pin in backend.pins) == acked  # configured and holding again
+        assert backend.cycle().info["pulses_us"] == acked
+    finally:
+        backend.close()
+        board.close()
+
+
+def arm_file(tmp_path: Path, monkeypatch, old: str, new: str) -> str:
+    text = (ARMS / "mearm.toml").read_text().replace('name = "mearm"', 'name = "myarm"')
+    assert old in text
+    (tmp_path / "myarm.toml").write_text(text.replace(old, new))
+    monkeypatch.setenv("ROBOHAL_MODEL_PATH", str(tmp_path))
+    set_default_registry(None)
+    return "arduino-arm:///dev/null?arm=myarm"
+
+
+@pytest.mark.parametrize("old, new, problem", [
+    ("pin = 9 ", "pin = 1 ", r"pin 1 \(elbow in myarm.toml\): the robohal firmware drives servos on D2..D13"),
+    ("pin = 9 ", "pin = 20 ", r"pin 20 \(elbow in myarm.toml\)"),
+])
+def test_an_arm_the_firmware_cannot_drive_is_refused_before_anything_opens(tmp_path, monkeypatch, old, new, problem):
+    try:
+        with pytest.raises(InvalidArgument, match=problem):
+            robohal.connect(arm_file(tmp_path, monkeypatch, old, new))
+    finally:
+        set_default_registry(None)
+
+
+def test_firmware_without_channels_is_refused_by_name():
+    backend = ArduinoArmBackend(RobotUri("arduino-arm", path="/dev/null", params={"arm": "mearm"}),
+                                default_registry().get_model("arm.mearm"))
+    backend.device = "/dev/ttyACM0"
+    old = p.HelloReply(1, 2, "robohal_planar", "2.0.0", 3, ((1000, 2000), (1000, 2000)), (1000, 2000), 1000, "detach")
+    with pytest.raises(ProtocolError, match=r"robohal_planar 2.0.0 \(protocol 2\); an arm file's servos need"
+                                            r" robohal_planar protocol 3 or later with 4 channels"):
+        backend._check_firmware(old)
