@@ -180,6 +180,7 @@ def test_without_a_scheme_it_lists_the_simulators() -> None:
     assert listed.returncode == 0, listed.stderr
     rows = [line.split("\t") for line in listed.stdout.splitlines()]
     assert [row[:2] for row in rows] == [["abb-egm", "python -m robohal_abb.simulator"],
+                                         ["arduino-arm", "python -m robohal_arduino_planar.simulator"],
                                          ["arduino-firmata", "python -m robohal_arduino_planar.simulator"],
                                          ["arduino-planar", "python -m robohal_arduino_planar.simulator"],
                                          ["feetech", "python -m robohal_feetech.simulator"],
