@@ -46,6 +46,15 @@ from ..kinematics.vertical_plane import VerticalPlaneArm
 from .model_files import model_dirs
 from .records import ModelSpec
 
+
+def _no_registry(name: str) -> Kinematics:
+    raise PluginError(f"an arm file names the registered model {name!r}, but no plugin registry is loaded")
+
+
+#: builds a registered model by name for ``kind = "model"`` arm files. The registry sets it when it
+#: loads (robohal.plugins.registry): this module cannot import the registry, which reads arm files.
+registered_model: Any = _no_registry
+
 log = logging.getLogger(__name__)
 
 try:
@@ -510,15 +519,13 @@ def _firmware(check: _Checker, bus: Mapping[str, Any]) -> tuple[int, int] | None
 
 def _registered(check: _Checker, table: Mapping[str, Any]) -> Kinematics:
     """The registered model ``kind = "model"`` names (a plugin's: see ``robohal models``)."""
-    from .. import get_model  # the registry reads arm files: imported when one names a model
-
     name = table.get("name")
     if not isinstance(name, str) or not name:
         raise check.fail("model.name", "missing: which registered model (robohal models)?")
     if name.startswith(MODEL_PREFIX):
         raise check.fail("model.name", f"{name} is an arm file's model; name the model it is built on")
     try:
-        return get_model(name)
+        return registered_model(name)
     except (UnknownNameError, PluginError) as exc:
         raise check.fail("model.name", str(exc)) from None
 

@@ -37,7 +37,7 @@ from typing import Any
 import pluggy
 
 from ..errors import InvalidArgument, PluginConflictError, PluginError, RobohalError, UnknownNameError
-from . import builtin, hookspecs
+from . import arm_files, builtin, hookspecs
 from .records import BackendSpec, CommandSpec, ModelSpec
 
 log = logging.getLogger(__name__)
@@ -316,6 +316,10 @@ def default_registry() -> Registry:
     if _default is None:
         _default = Registry.discover()
     return _default
+
+
+# An arm file of kind "model" names a model some plugin registers: it is built by the default registry.
+arm_files.registered_model = lambda name: default_registry().get_model(name)
 
 
 def set_default_registry(registry: Registry | None) -> None:
