@@ -132,8 +132,11 @@ def trajectories(runs, scenario: str) -> tuple[np.ndarray, np.ndarray]:
     for out in (ours, theirs):
         assert out["error"] is None and out["last_motion_errors"] == [] and out["robot_mode"] == "Idle", out
     a, b = np.array(ours["samples"]), np.array(theirs["samples"])
-    assert a.shape == b.shape and np.array_equal(a[:, 0], b[:, 0])  # the same instants of the robot's clock
-    return a, b
+    # Compared at the same instants of the robot's clock. A cycle the loop missed (the robot's clock
+    # steps 2 ms) can skip a recorded instant on one side: the instants both recorded, nearly all.
+    _, in_a, in_b = np.intersect1d(a[:, 0], b[:, 0], return_indices=True)
+    assert len(in_a) >= 0.98 * max(len(a), len(b)), f"{len(a)} and {len(b)} samples share only {len(in_a)} instants"
+    return a[in_a], b[in_b]
 
 
 def test_a_torque_step_is_refused_with_libfrankas_error(runs):
