@@ -55,5 +55,5 @@ cython = SimpleNamespace(
     Py_ssize_t=_Type(int),
     bint=_Type(bool),
     **{name: _directive for name in ("cfunc", "ccall", "inline", "nogil", "exceptval", "cdivision", "boundscheck",
-                                     "wraparound", "final", "locals", "initializedcheck")},
+                                     "wraparound", "final", "locals", "initializedcheck", "cclass")},
 )

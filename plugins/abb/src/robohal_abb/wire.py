@@ -15,6 +15,7 @@ counter key, and nothing of it is used.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from numpy.typing import ArrayLike
 from robohal import InvalidArgument, ProtocolError, spatial
 from robohal.state import Array
 
+from . import _egm_decode
 from . import egm_pb2 as pb
 
 DEFAULT_PORT = 6510  # the port in ABB's examples (manual)
@@ -246,12 +248,18 @@ def _unit_norm(w: float, x: float, y: float, z: float, where: str) -> float:
     return norm
 
 
+#: the compiled reading of a robot message (see :mod:`._egm_decode`), None where it is not built
+#: or ``ROBOHAL_PURE_PYTHON=1`` asks for the interpreted code
+_fast_decode = _egm_decode.decode if _egm_decode.COMPILED and not os.environ.get("ROBOHAL_PURE_PYTHON") else None
+
+
 class RobotDecoder:
-    """Validates and converts robot datagrams (see :func:`decode_robot`) into one reused
-    message object: the robot waits for the answer to each, so the common case is kept
-    short (presence checked in one call, finiteness in one sum, each field read once);
-    only a bad message pays for finding out what exactly is wrong with it. One per
-    receiver (not thread-safe)."""
+    """Validates and converts robot datagrams (see :func:`decode_robot`). The robot waits for
+    the answer to each, so the common case is kept short: where it is built, the compiled
+    reader takes a well-formed message straight from its bytes; anything it declines is read
+    through protobuf into one reused message object (presence checked in one call,
+    finiteness in one sum, each field read once), and only a bad message pays for finding out
+    what exactly is wrong with it. One per receiver (not thread-safe)."""
 
     def __init__(self, dof: int) -> None:
         self.dof = dof
@@ -259,6 +267,13 @@ class RobotDecoder:
 
     def decode(self, datagram: bytes) -> RobotMessage:
         """One robot datagram as a :class:`RobotMessage`; raise :class:`BadMessage`."""
+        if _fast_decode is not None:
+            values = _fast_decode(datagram, self.dof)
+            if values is not None:
+                (seqno, tm, time, q, q_planned, position, quaternion, motor, mci, rapid_state, converged, utilization,
+                 force, rapid) = values
+                return RobotMessage(seqno, tm, time, q, q_planned, position, quaternion, MOTOR_STATES[motor],
+                                    MCI_STATES[mci], RAPID_STATES[rapid_state], converged, utilization, force, rapid)
         if not 0 < len(datagram) <= MAX_DATAGRAM:
             raise BadMessage("oversized", f"{len(datagram)} bytes") if datagram else BadMessage("empty")
         message = self._message
