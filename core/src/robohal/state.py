@@ -56,6 +56,29 @@ class RobotState:
         object.__setattr__(self, "faults", tuple(self.faults))
         object.__setattr__(self, "info", MappingProxyType(dict(self.info)))
 
+    @classmethod
+    def handed_over(cls, time: float, q: Array, dq: Array, mode: RobotMode, faults: tuple[str, ...],
+                    q_commanded: Array | None, info: dict[str, Any], wrench: Array | None = None) -> RobotState:
+        """The state a backend builds on each cycle, without the constructor's copies: ``q``,
+        ``dq`` and ``wrench`` are float64 arrays made for this state, ``info`` a dict made for it,
+        ``faults`` a tuple, and the caller keeps none of them (they become read-only here).
+        ``q_commanded`` is copied: a backend keeps its target."""
+        state = object.__new__(cls)
+        setter = object.__setattr__
+        for name, value in (("q", q), ("dq", dq), ("wrench", wrench)):
+            if value is not None:
+                value.setflags(write=False)
+            setter(state, name, value)
+        if q_commanded is not None:
+            q_commanded = q_commanded.copy()
+            q_commanded.setflags(write=False)
+        setter(state, "time", time)
+        setter(state, "mode", mode)
+        setter(state, "faults", faults)
+        setter(state, "q_commanded", q_commanded)
+        setter(state, "info", MappingProxyType(info))
+        return state
+
     def __reduce__(self):  # picklable (a mappingproxy is not): states cross process boundaries
         return (RobotState, (self.time, self.q, self.dq, self.mode, self.faults, self.q_commanded, dict(self.info),
                              self.wrench))

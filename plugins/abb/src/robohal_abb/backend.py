@@ -698,7 +698,7 @@ class EgmBackend(Backend):
 
     def _state_of(self, received: _Received) -> RobotState:
         message = received.message
-        q = np.array(message.q)  # one array: checked here, copied by the state
+        q = np.array(message.q)  # one array: checked here, then the state's own
         faults = () if message.active else message.faults()
         if not self._admissible(q):  # a model that does not fit this robot, or a bad datagram
             faults = (*faults, "joints_outside_model_limits")
@@ -724,8 +724,9 @@ class EgmBackend(Backend):
             "recoverable": True,
             **self._timing,
         }
-        return RobotState(time=message.time, q=q, dq=dq, mode=mode, faults=faults,
-                          q_commanded=self._target, info=info, wrench=message.force)
+        force = message.force
+        return RobotState.handed_over(message.time, q, np.array(dq), mode, faults, self._target, info,
+                                      None if force is None else np.array(force))
 
     def timing(self) -> dict[str, float | None]:
         """Reply latency (robot message arrival -> answer sent) and robot message
