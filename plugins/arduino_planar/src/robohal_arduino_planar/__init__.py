@@ -14,7 +14,8 @@ nothing else. The parts, one module per role as in every robohal plugin:
   robohal firmware; ``firmata_backend``, ``firmata_wire``, ``firmata_board``: on StandardFirmata
 - ``tool``: the third servo as ``robot.gripper`` (``tool=gripper``) or a pen lift (``tool=pen``)
 - ``simulator``: the simulator program (``python -m robohal_arduino_planar.simulator``), which runs
-  the real firmware in simavr (``firmware``: its build) or the emulated MCU (``emulator``)
+  the real firmware in simavr (``firmware``: its build) or the emulated MCU (``emulator``);
+  ``arm_simulator``, ``firmata_simulator``: the same program for ``arduino-arm`` and ``arduino-firmata``
 - ``simulation``: its launcher for ``arduino-planar://sim?...``; ``demo``: the task of ``robohal demo``
 """
 
@@ -112,7 +113,7 @@ def robohal_backends():
             simulator=SimulatorSpec(
                 start="robohal_arduino_planar.simulation:start_arm_simulator",
                 default_model="arm.mearm",
-                program="robohal_arduino_planar.simulator",
+                program="robohal_arduino_planar.arm_simulator",
                 description="the real firmware in simavr (firmware=simavr) or its Python emulator (firmware=emulator)"
                             " on a pty",
                 params=("firmware",),
@@ -138,7 +139,7 @@ def robohal_backends():
             simulator=SimulatorSpec(
                 start="robohal_arduino_planar.simulation:start_firmata_simulator",
                 default_model="arm.mearm",
-                program="robohal_arduino_planar.simulator",
+                program="robohal_arduino_planar.firmata_simulator",
                 description="a simulated Uno running StandardFirmata on a pty (the program's --firmware firmata)",
             ),
             hil_targets=(FIRMATA_TARGET,),
