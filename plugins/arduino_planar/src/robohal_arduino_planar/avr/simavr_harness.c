@@ -19,7 +19,8 @@
  *                                        14..19) (rising-edge time, width to 1/16 us)
  *   HORN <sim_us> <pin> <position_us>    after each PULSE: that servo's horn as the pulse ends
  *                                        (falling-edge time), as the pulse width whose target it is
- *   STATS {json}                         the answer to the control line STATS: the horns now
+ *   STATS {json}                         the answer to the control line STATS: the horns now, and
+ *                                        the watched pins that are high (high_pins)
  * stdin, line by line (fault injection for tests):
  *   RESET               hold the MCU in reset for the boot delay, then restart it
  *   INJECT_RX <hex>     bytes reach the MCU's receiver as if the host had sent them
@@ -223,7 +224,14 @@ static void print_stats(void) {
     printf("%s\"%d\": %.4f", first ? "" : ", ", pin_number[i], servos[i].position_us);
     first = 0;
   }
-  printf("}");
+  /* every watched pin that is high now (a power pin held on, or a pulse in progress) */
+  printf("}, \"high_pins\": [");
+  for (int i = 0, first = 1; i < SERVO_COUNT; i++) {
+    if (!pin_high[i]) continue;
+    printf("%s%d", first ? "" : ", ", pin_number[i]);
+    first = 0;
+  }
+  printf("]");
   if (servo_ideal) printf(", \"servo_speed\": null, \"ideal\": true}\n");
   else printf(", \"servo_speed\": %.6f, \"ideal\": false}\n", servo_speed_rad_s);
   fflush(stdout);
