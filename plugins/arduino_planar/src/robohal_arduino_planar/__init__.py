@@ -31,9 +31,10 @@ EMULATOR_TARGET = f"arduino-planar://sim?model={DEFAULT_MODEL}&firmware=emulator
 FIRMATA_TARGET = "arduino-firmata://sim?arm=mearm"
 ARM_SIMAVR_TARGET = "arduino-arm://sim?arm=mearm&firmware=simavr"
 ARM_EMULATOR_TARGET = "arduino-arm://sim?arm=mearm&firmware=emulator"
-#: what the Firmata backend offers: pulses in its simulator, and no acknowledgement and no host
-#: watchdog (it declares neither "acknowledged-setpoints" nor "host-watchdog")
-FIRMATA_FEATURES = frozenset({"servo-pulses"})
+#: what the Firmata backend offers: pulses in its simulator, a reset seen (StandardFirmata's start-up
+#: report arriving unasked) and recovered, and no acknowledgement and no host watchdog (it declares
+#: neither "acknowledged-setpoints" nor "host-watchdog")
+FIRMATA_FEATURES = frozenset({"servo-pulses", "mcu-reset"})
 
 #: what the backend and its simulators offer (for @needs_feature)
 FEATURES = frozenset({

@@ -78,6 +78,7 @@ class ArduinoSimulator(SimulatorProcess):
         self.horns: deque[Horn] = deque(maxlen=PULSE_HISTORY)
         self.events: list[str] = []  # RESET lines and anything else that is not a pulse
         self.writes: deque[str] = deque(maxlen=PULSE_HISTORY)  # the Firmata board's SERVO lines
+        self.pin_writes: deque[tuple[float, int, int]] = deque(maxlen=PULSE_HISTORY)  # its PIN lines: (t, pin, level)
         self._stats_lines: deque[str] = deque(maxlen=16)
         self.pulse_count = 0
         self.horn_count = 0
@@ -115,6 +116,8 @@ class ArduinoSimulator(SimulatorProcess):
                             self.events.append(line)
                     elif parts and parts[0] == "SERVO":
                         self.writes.append(line)
+                    elif len(parts) == 4 and parts[0] == "PIN":
+                        self.pin_writes.append((float(parts[1]), int(parts[2]), int(parts[3])))
                     elif line.startswith("STATS "):
                         self._stats_lines.append(line[len("STATS "):])
                     elif line:
