@@ -1,4 +1,5 @@
-"""`robohal sim arduino-planar`: the ready line with the pty first, serves the protocol, stops on Ctrl-C."""
+"""`robohal sim arduino-planar` (and arduino-arm, arduino-firmata): the ready line with the pty first,
+naming the scheme it was started for; serves the protocol, stops on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -67,3 +68,31 @@ def _pty_unused(path: str) -> bool:
             return not port.readline()
     except (serial.SerialException, OSError):
         return True
+
+
+@pytest.mark.parametrize("scheme, args", [
+    ("arduino-arm", ["--firmware", "emulator"]),
+    ("arduino-arm", ["--firmware", "simavr"]),
+    ("arduino-firmata", []),
+])
+def test_each_scheme_s_simulator_announces_that_scheme(scheme: str, args: list[str]) -> None:
+    """The ready line is the URI to connect to: arduino-arm's simulator runs the planar arm's
+    firmware, but a URI of arduino-planar:// would connect the planar arm's backend to it."""
+    if "simavr" in args and firmware.toolchain_missing():
+        pytest.skip(firmware.toolchain_missing())
+    proc = subprocess.Popen([*ROBOHAL, "sim", scheme, *args, "--boot-ms", "50"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = _first_line(proc, 60.0)
+        uri = parse_ready_line(first)
+        assert uri.scheme == scheme and uri.path.startswith("/dev/"), (
+            first, proc.stderr.read1(4000) if proc.poll() is not None else b"")
+        proc.stdin.write(b"QUIT\n")
+        proc.stdin.flush()
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()

@@ -4,8 +4,10 @@ arduino-firmata backend's checks at connect."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -200,3 +202,49 @@ def test_robohal_sim_announces_a_firmata_board():
         proc.stdin.close()
         proc.wait(10)
         proc.stdout.close()
+
+
+def test_a_reset_mid_session_is_a_fault_naming_it_and_the_widths_are_held_again():
+    """StandardFirmata's setup() reports its version and firmware unasked: a board that sends them
+    mid-session has reset (a brownout) and forgot its servos."""
+    with robohal.connect("arduino-firmata://sim?arm=mearm&sim_boot_ms=50") as robot:
+        target = np.radians([20.0, -10.0, -20.0])
+        assert robot.move_joints(target, speed=1.0).completed
+        held = robot.state.info["pulses_us"]
+        robot.simulator.control("RESET")
+        with pytest.raises(robohal.HardwareFault, match=r"reset \(it sent StandardFirmata's start-up version and firmware report unasked\)") as fault:
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline:  # streaming stops at the fault, never carries on
+                robot.backend.cycle()
+        assert fault.value.names == ("MCU_RESET",) and robot.backend.counters["resets"] == 1
+        assert robot.recover().info["pulses_us"] == held
+        mark = robot.simulator.mark()
+        for pin, width in zip(robot.backend.pins, held, strict=True):
+            widths = [pulse.width_us for pulse in robot.simulator.wait_pulses(mark, 3, pin)]
+            assert widths and all(abs(w - width) <= 1.0 for w in widths), (pin, width, widths)
+        for _ in range(30):
+            robot.backend.cycle()  # one reset, counted once (its version and firmware report together)
+        assert robot.backend.counters["resets"] == 1
+
+
+def test_the_braccio_s_supply_is_ramped_in_before_any_servo_is_attached():
+    """The Braccio library's soft start over Firmata: the pin's writes, 6 s of pulses at the
+    library's duty (each one pin message long), then high; then the servos."""
+    with robohal.connect("arduino-firmata://sim?arm=braccio") as robot:
+        sim = robot.simulator
+        assert robot.move_joints(np.radians([10.0, 0.0, 0.0, 0.0, 0.0]), speed=1.0).completed
+        deadline = time.monotonic() + 5.0
+        while not sim.writes and time.monotonic() < deadline:
+            sim.wait_pulses(sim.mark(), 1, robot.backend.pins[0], timeout=0.5)
+        writes = [(t, level) for t, pin, level in sim.pin_writes if pin == 12]
+        levels = [level for _, level in writes]
+        assert levels[0] == 0 and levels[-1] == 1 and all(a != b for a, b in itertools.pairwise(levels))
+        rises = [t for t, level in writes if level == 1]
+        falls = [t for t, level in writes[1:] if level == 0]
+        assert 5.9 < rises[-1] - rises[0] < 6.5, "the ramp lasts the library's 6 s"
+        high = np.array(falls) - np.array(rises[:len(falls)])
+        low = np.array(rises[1:len(falls) + 1]) - np.array(falls)
+        duty = high.sum() / (high.sum() + low.sum())
+        assert 0.10 < duty < 0.16, duty  # the library's 15 %, or softer where the host ran late
+        first_servo = min(float(line.split()[1]) for line in sim.writes)
+        assert first_servo > rises[-1]  # held high before any servo is attached

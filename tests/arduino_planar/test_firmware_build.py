@@ -101,9 +101,10 @@ def test_build_helpers_return_paths(firmware_build):
 def test_harness_command(firmware_build):
     elf, harness = firmware_build
     assert firmware.harness_command(boot_ms=42, fast=True) == [str(harness), str(elf), "--boot-ms", "42", "--fast", "1",
-                                                                "--ideal", "0", "--pulses", "0"]
+                                                                "--ideal", "0", "--pulses", "0", "--scheme", "arduino-planar"]
     assert firmware.harness_command(boot_ms=7, servo_speed=2.5, ideal=True, pulses=True) == [
-        str(harness), str(elf), "--boot-ms", "7", "--fast", "0", "--servo-speed", "2.5", "--ideal", "1", "--pulses", "1"]
+        str(harness), str(elf), "--boot-ms", "7", "--fast", "0", "--servo-speed", "2.5", "--ideal", "1", "--pulses", "1",
+        "--scheme", "arduino-planar"]
 
 
 def test_build_failure_is_reported(monkeypatch, tmp_path):

@@ -27,6 +27,8 @@ def _arguments(scheme: str) -> list[str]:
         return ["--sensor", f"127.0.0.1:{free_port()}", "--comm-timeout", "0"]
     if scheme == "franka":
         return ["--address", free_loopback_host(1337), "--no-realtime", "1"]
+    if scheme == "arduino-firmata":  # StandardFirmata is its only firmware
+        return ["--boot-ms", "50"]
     return ["--firmware", "emulator", "--boot-ms", "50"]
 
 
@@ -88,7 +90,7 @@ def _running(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("whole_group", [False, True], ids=["robohal-alone", "terminal-ctrl-c"])
-@pytest.mark.parametrize("scheme", ["abb-egm", "franka", "arduino-planar"])
+@pytest.mark.parametrize("scheme", ["abb-egm", "franka", "arduino-planar", "arduino-arm", "arduino-firmata"])
 def test_robohal_sim_prints_the_ready_line_and_stops_on_ctrl_c(scheme: str, whole_group: bool) -> None:
     proc = subprocess.Popen([str(ROBOHAL), "sim", scheme, *_arguments(scheme)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -180,8 +182,8 @@ def test_without_a_scheme_it_lists_the_simulators() -> None:
     assert listed.returncode == 0, listed.stderr
     rows = [line.split("\t") for line in listed.stdout.splitlines()]
     assert [row[:2] for row in rows] == [["abb-egm", "python -m robohal_abb.simulator"],
-                                         ["arduino-arm", "python -m robohal_arduino_planar.simulator"],
-                                         ["arduino-firmata", "python -m robohal_arduino_planar.simulator"],
+                                         ["arduino-arm", "python -m robohal_arduino_planar.arm_simulator"],
+                                         ["arduino-firmata", "python -m robohal_arduino_planar.firmata_simulator"],
                                          ["arduino-planar", "python -m robohal_arduino_planar.simulator"],
                                          ["feetech", "python -m robohal_feetech.simulator"],
                                          ["franka", "python -m robohal_franka.simulator"]]

@@ -14,7 +14,8 @@ nothing else. The parts, one module per role as in every robohal plugin:
   robohal firmware; ``firmata_backend``, ``firmata_wire``, ``firmata_board``: on StandardFirmata
 - ``tool``: the third servo as ``robot.gripper`` (``tool=gripper``) or a pen lift (``tool=pen``)
 - ``simulator``: the simulator program (``python -m robohal_arduino_planar.simulator``), which runs
-  the real firmware in simavr (``firmware``: its build) or the emulated MCU (``emulator``)
+  the real firmware in simavr (``firmware``: its build) or the emulated MCU (``emulator``);
+  ``arm_simulator``, ``firmata_simulator``: the same program for ``arduino-arm`` and ``arduino-firmata``
 - ``simulation``: its launcher for ``arduino-planar://sim?...``; ``demo``: the task of ``robohal demo``
 """
 
@@ -30,9 +31,10 @@ EMULATOR_TARGET = f"arduino-planar://sim?model={DEFAULT_MODEL}&firmware=emulator
 FIRMATA_TARGET = "arduino-firmata://sim?arm=mearm"
 ARM_SIMAVR_TARGET = "arduino-arm://sim?arm=mearm&firmware=simavr"
 ARM_EMULATOR_TARGET = "arduino-arm://sim?arm=mearm&firmware=emulator"
-#: what the Firmata backend offers: pulses in its simulator, and no acknowledgement and no host
-#: watchdog (it declares neither "acknowledged-setpoints" nor "host-watchdog")
-FIRMATA_FEATURES = frozenset({"servo-pulses"})
+#: what the Firmata backend offers: pulses in its simulator, a reset seen (StandardFirmata's start-up
+#: report arriving unasked) and recovered, and no acknowledgement and no host watchdog (it declares
+#: neither "acknowledged-setpoints" nor "host-watchdog")
+FIRMATA_FEATURES = frozenset({"servo-pulses", "mcu-reset"})
 
 #: what the backend and its simulators offer (for @needs_feature)
 FEATURES = frozenset({
@@ -112,7 +114,7 @@ def robohal_backends():
             simulator=SimulatorSpec(
                 start="robohal_arduino_planar.simulation:start_arm_simulator",
                 default_model="arm.mearm",
-                program="robohal_arduino_planar.simulator",
+                program="robohal_arduino_planar.arm_simulator",
                 description="the real firmware in simavr (firmware=simavr) or its Python emulator (firmware=emulator)"
                             " on a pty",
                 params=("firmware",),
@@ -138,7 +140,7 @@ def robohal_backends():
             simulator=SimulatorSpec(
                 start="robohal_arduino_planar.simulation:start_firmata_simulator",
                 default_model="arm.mearm",
-                program="robohal_arduino_planar.simulator",
+                program="robohal_arduino_planar.firmata_simulator",
                 description="a simulated Uno running StandardFirmata on a pty (the program's --firmware firmata)",
             ),
             hil_targets=(FIRMATA_TARGET,),

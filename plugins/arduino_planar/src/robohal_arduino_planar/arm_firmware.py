@@ -20,8 +20,11 @@ A board that resets (its ``BOOT`` banner, counters that went back, or a ``MOVE``
 What it refuses before anything opens: more than 12 servos (the firmware's channels, as Arduino's
 Servo library on an Uno), a pin outside D2..D13 and A0..A5 (2..19; D0 and D1 are the serial
 port's), pulse limits outside the firmware's 500..2500 us envelope. The arm file's power pin (the
-Braccio shield's D12) is switched on at connect (``POWER``), at once: the firmware does not ramp
-it as the Braccio library's soft start does.
+Braccio shield's D12) is switched on at connect (``POWER``), before any servo has a pulse; with
+``soft_start = true`` the firmware (3.1.0 and later) ramps it in as the Braccio library's begin()
+does, 6 s of software PWM and then held high, while the link keeps running (commands in those
+6 s reach servos whose supply is still coming up, as the library's first pulses do). An older
+firmware refuses the ramp: the pin is then switched on at once, with a warning.
 """
 
 from __future__ import annotations
@@ -102,12 +105,17 @@ class ArduinoArmBackend(FirmwareLink, ServoArmBackend):
             raise ProtocolError(f"arduino-arm: WDOG answered with {reply!r}")
         power = self.arm.power
         if power is not None:
-            if power.soft_start:
-                log.info("%s: the firmware switches the servos' power (pin %d) on at once: it does not ramp it as"
-                         " the Braccio library's soft start does", self.uri, power.pin)
-            reply = self._transact(lambda seq: p.Power(seq, power.pin, True))
-            if not isinstance(reply, p.PowerReply) or (reply.pin, reply.on) != (power.pin, True):
-                raise ProtocolError(f"arduino-arm: POWER {power.pin} 1 was answered with {reply!r}")
+            reply = self._transact(lambda seq: p.Power(seq, power.pin, True, power.soft_start))
+            if power.soft_start and isinstance(reply, p.ErrorReply) and reply.code == p.ErrorCode.BAD_ARGS:
+                log.warning("%s: %s %s has no soft start (3.1.0 and later): the servos' power (pin %d) is switched"
+                            " on at once", self.uri, FIRMWARE_NAME, getattr(self.firmware, "version", "?"), power.pin)
+                reply = self._transact(lambda seq: p.Power(seq, power.pin, True))
+                power_ok = isinstance(reply, p.PowerReply) and (reply.pin, reply.on) == (power.pin, True)
+            else:
+                power_ok = isinstance(reply, p.PowerReply) and (reply.pin, reply.on, reply.soft_start) == (
+                    power.pin, True, power.soft_start)
+            if not power_ok:
+                raise ProtocolError(f"arduino-arm: POWER {power.pin} on was answered with {reply!r}")
 
     def _forgot_setpoints(self, state: p.State) -> bool:
         if not any(self._pulses):

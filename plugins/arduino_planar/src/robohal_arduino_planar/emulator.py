@@ -272,8 +272,8 @@ class FirmwareModel:
             servo_pins = self.channel_pins if self.servo_mode else (*p.SERVO_PINS, p.TOOL_PIN)
             if cmd.pin in servo_pins or (self.power is not None and self.power[0] != cmd.pin):
                 return self._reject(seq, p.ErrorCode.BAD_ARGS)
-            self.power = (cmd.pin, cmd.on)
-            return p.PowerReply(seq, cmd.pin, cmd.on).encode()
+            self.power = (cmd.pin, cmd.on)  # a soft start's ramp is the firmware's alone: not modelled here
+            return p.PowerReply(seq, cmd.pin, cmd.on, cmd.soft_start).encode()
         if isinstance(cmd, p.Servo):
             i, (lo, hi) = cmd.channel - 1, cmd.limits
             if any(pin == cmd.pin for j, pin in enumerate(self.channel_pins) if j != i):

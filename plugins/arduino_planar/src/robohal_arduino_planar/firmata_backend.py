@@ -8,8 +8,13 @@ answers the version and firmware queries, that its protocol is 2.2 or later (ser
 capability query), and, from the capability query, that every pin of the arm file can drive a
 servo; that the arm needs at most 12 servos (the Servo library's count on an Uno), and no pulse
 below 544 us (the Servo library takes a smaller value as degrees). A board that fails one is
-refused at connect with the reason. A power pin is switched on as an output (StandardFirmata
-cannot time a soft start: the host would have to, and it cannot to the microsecond).
+refused at connect with the reason. A power pin is switched on as an output before any servo is
+attached; with ``soft_start`` the host ramps it in as the Braccio library's begin() does (2 s at
+80 us in 530, then 75 in 505 until 6 s, then held high) as closely as Firmata lets it: a pulse
+cannot be shorter than one pin message on the wire (3 bytes at 57600 baud, 521 us), so each is
+that long, sent with its low message in one write (the wire times it, not the host), and the low
+time keeps the library's duty (15 %). A late host only lengthens a low time. Connect (and a reset's
+re-configuration) takes those 6 s, as the library's begin() does.
 
 Each servo is attached at its first setpoint (servo config with the file's pulse range, where the
 Servo library can keep it; the limits are robohal's own anyway), then each control cycle writes
@@ -25,8 +30,10 @@ What Firmata costs, against the robohal firmware (``arduino-arm``):
   for ever: no detach, no hold-then-report, nothing the next connect can learn about it.
 - A servo attached by Firmata pulses the Servo library's 1500 us until the write after its attach
   arrives (about 1 ms later): the first command can twitch a servo that was elsewhere.
-- A board that resets (a brownout) announces itself with its version and firmware report; robohal
-  sees that, attaches and re-holds the last widths and reports ``MCU_RESET`` until ``recover()``.
+- A board that resets (a brownout) announces itself: StandardFirmata's setup() sends its version
+  and firmware report unasked. robohal takes either arriving unasked for a reset (feature
+  ``mcu-reset``), attaches and re-holds the last widths and reports ``MCU_RESET``, naming the
+  report, until ``recover()``.
 
 The backend declares neither ``acknowledged-setpoints`` nor ``host-watchdog`` among its features.
 ``close()`` detaches the servos (their pins become outputs, low): they go limp, as the robohal
@@ -42,13 +49,13 @@ import time
 from typing import Any
 
 import serial
-from robohal.errors import ConnectFailed, ConnectionLost, InvalidArgument, ProtocolError, UriError
+from robohal.errors import ConnectFailed, ConnectionLost, HardwareFault, InvalidArgument, ProtocolError, UriError
 from robohal.kinematics import Kinematics
 from robohal.state import RobotState
 from robohal.uri import RobotUri
 
 from . import firmata_wire as fw
-from .arm_backend import ServoArmBackend
+from .arm_backend import RESET_FAULT, ServoArmBackend
 
 log = logging.getLogger("robohal.arduino_firmata")
 
@@ -61,6 +68,9 @@ SERVO_DEGREES_BELOW = 544  # Servo::write takes a smaller value as degrees (Serv
 # (Servo.h, avr/Servo.cpp): the widest range it can keep, in whole 4 us steps.
 SERVO_CONFIG_MIN_RANGE = (36, 1052)
 SERVO_CONFIG_MAX_RANGE = (1892, 2908)
+# The Braccio library's soft start (Braccio.h LOW_LIMIT_TIMEOUT, HIGH_LIMIT_TIMEOUT; Braccio.cpp
+# _softStart at the default level): until each end (s), pulses of high_s in every high_s + low_s.
+SOFT_START_PHASES = ((2.0, 80e-6, 450e-6), (6.0, 75e-6, 430e-6))
 
 
 def representable_range(min_us: int, max_us: int) -> tuple[int, int]:
@@ -102,6 +112,7 @@ class ArduinoFirmataBackend(ServoArmBackend):
         self._cycles = 0
         self._asked_at: float | None = None
         self._banner_seen = False
+        self._banner_open = False  # a start-up version report came; its firmware report is due
         self._wire = threading.Lock()  # a gripper command and the arm's cycle write whole messages
 
     @property
@@ -214,7 +225,7 @@ class ArduinoFirmataBackend(ServoArmBackend):
         if "capabilities" not in answer:
             raise ProtocolError(f"arduino-firmata: {self.identity} did not answer the capability query")
         self.capabilities = fw.decode_capabilities(answer["capabilities"])
-        self._banner_seen = False
+        self._banner_seen = self._banner_open = False
         wanted = [(j.name, j.pin) for j in self.arm.joints]
         if self.arm.gripper is not None:
             wanted.append(("gripper", self.arm.gripper.pin))
@@ -237,13 +248,28 @@ class ArduinoFirmataBackend(ServoArmBackend):
         power = self.arm.power
         if power is not None:
             if power.soft_start:
-                log.info("%s: StandardFirmata cannot time a soft start: pin %d switches the servos' power on at once",
-                         self.uri, power.pin)
-            self._write(fw.set_pin_mode(power.pin, fw.MODE_OUTPUT) + fw.digital_pin_value(power.pin, True))
+                self._write(fw.set_pin_mode(power.pin, fw.MODE_OUTPUT) + fw.digital_pin_value(power.pin, False))
+                self._soft_start(power.pin)
+            else:
+                self._write(fw.set_pin_mode(power.pin, fw.MODE_OUTPUT) + fw.digital_pin_value(power.pin, True))
         self._attached.clear()
         self._written.clear()
         self._cycles = 0
         self._asked_at = None
+
+    def _soft_start(self, pin: int) -> None:
+        """Ramp the power pin in (see the module docstring), then hold it high."""
+        high, low = fw.digital_pin_value(pin, True), fw.digital_pin_value(pin, False)
+        pulse_s = len(high) * fw.BITS_PER_BYTE / fw.BAUDRATE  # the high message's time on the wire
+        log.info("%s: soft start: pin %d ramps the servos' supply in over %g s", self.uri, pin, SOFT_START_PHASES[-1][0])
+        start = time.monotonic()
+        for end, high_s, low_s in SOFT_START_PHASES:
+            period = pulse_s * (high_s + low_s) / high_s
+            while (now := time.monotonic()) - start < end:
+                self._write(high + low)
+                time.sleep(max(0.0, now + period - time.monotonic()))
+        self._write(high)
+        self._read()  # whatever the board said meanwhile (nothing is asked)
 
     def _close(self) -> None:
         if self._port is not None:
@@ -311,10 +337,14 @@ class ArduinoFirmataBackend(ServoArmBackend):
         resets (the board's start-up report arriving unasked)."""
         self._cycles += 1
         for message in self._read():
-            if message.kind == "version":
+            if message.kind == "version" and self._asked_at is not None:
                 self._asked_at = None
-            elif message.kind == "firmware":  # only a board that started sends it unasked
+            elif message.kind == "version":  # unasked: only a board that started sends it
                 self._banner_seen = True
+                self._banner_open = True  # and its firmware report follows: the same reset
+            elif message.kind == "firmware":  # never asked after connect
+                self._banner_seen = self._banner_seen or not self._banner_open
+                self._banner_open = False
             elif message.kind == "string":
                 log.warning("%s: the board says %r", self.uri, fw.decode_string(message))
         now = time.monotonic()
@@ -344,6 +374,13 @@ class ArduinoFirmataBackend(ServoArmBackend):
         if self.tool_pulse:
             self._write_tool(self.tool_pulse)
         self._reset_fault = True
+
+    def _fault_of(self, state: RobotState) -> HardwareFault:
+        if state.faults != (RESET_FAULT,):
+            return super()._fault_of(state)
+        return HardwareFault(f"arduino-firmata: {self.device} reset (it sent StandardFirmata's start-up version and"
+                             " firmware report unasked): its servos were attached again at the last widths; recover()"
+                             " clears the fault", names=state.faults, recoverable=True)
 
     def _info(self) -> dict[str, Any]:
         return {"acknowledged": False, "resets": self.counters["resets"]}

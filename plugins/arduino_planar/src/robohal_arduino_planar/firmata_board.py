@@ -34,8 +34,11 @@ sources; each rule names where it comes from:
 
 With ``--pulses 1`` stdout carries ``PULSE <sim_us> <pin> <width_us>`` per pulse and ``HORN`` after
 it (the horn model of :mod:`.servo`), as the other simulators print them, and ``SERVO <monotonic_s>
-<pin> <us>`` when a write reaches a servo (the host's clock: a latency figure reads it).
-Control lines on stdin: ``RESET``, ``STATS`` and ``QUIT``, as the other simulators take them.
+<pin> <us>`` when a write reaches a servo (the host's clock: a latency figure reads it), and
+``PIN <monotonic_s> <pin> <0|1>`` when a write reaches a digital output (a power pin's soft start).
+Control lines on stdin: ``RESET`` (held in reset for ``--boot-ms``, then the sketch starts again and
+sends its start-up version and firmware report, as a brownout's reset does), ``STATS`` and ``QUIT``,
+as the other simulators take them.
 """
 
 from __future__ import annotations
@@ -131,6 +134,7 @@ class StandardFirmata:
     outputs: dict[int, int] = field(default_factory=dict)
     sampling_ms: int = DEFAULT_SAMPLING_MS
     on_write: object = None                                      # callback(pin, us) when a servo's value changes
+    on_pin: object = None                                        # callback(pin, level) when a digital output is written
 
     def banner(self) -> bytes:
         """What Firmata.begin() sends [SF]."""
@@ -218,6 +222,8 @@ class StandardFirmata:
             return b""
         if kind == "digital_pin_value" and self.modes.get(message.pin) == fw.MODE_OUTPUT:
             self.outputs[message.pin] = message.value  # type: ignore[index,assignment]
+            if self.on_pin is not None:
+                self.on_pin(message.pin, message.value)  # type: ignore[operator]
         return b""
 
     def _set_mode(self, pin: int, mode: int) -> bytes:
@@ -277,6 +283,10 @@ class Board:
         if self.pulses:
             print(f"SERVO {time.monotonic():.6f} {pin} {us}")
 
+    def _pin_written(self, pin: int, level: int) -> None:
+        if self.pulses:
+            print(f"PIN {time.monotonic():.6f} {pin} {level}")
+
     def hold(self) -> None:
         self._frames(time.monotonic())
         for horn in self.horns.values():
@@ -291,7 +301,7 @@ class Board:
 
     def release(self) -> None:
         now = time.monotonic()
-        self.sketch = StandardFirmata(on_write=self._written)
+        self.sketch = StandardFirmata(on_write=self._written, on_pin=self._pin_written)
         self.boot_deadline = None
         self.next_frame = now
         print(f"RESET {self.sim_us(now)} open", flush=True)

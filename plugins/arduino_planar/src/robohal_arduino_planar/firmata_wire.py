@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 BAUDRATE = 57600  # StandardFirmata: Firmata.begin(57600)
+BITS_PER_BYTE = 10  # 8N1: a start bit, 8 data bits, a stop bit
 
 START_SYSEX = 0xF0
 END_SYSEX = 0xF7

@@ -108,19 +108,19 @@ def build_harness() -> Path:
 
 
 def harness_command(boot_ms: int = 300, fast: bool = False, servo_speed: float | None = None,
-                    ideal: bool = False, pulses: bool = False) -> list[str]:
+                    ideal: bool = False, pulses: bool = False, scheme: str = "arduino-planar") -> list[str]:
     """argv that runs the real firmware in simavr on a pty (builds both first if out of date).
 
     ``fast`` lets simavr run free instead of in real time; ``servo_speed`` (rad/s) is the servos'
     slew rate (None: the harness's default, the SG90's rating); ``ideal`` makes the horns follow
     each pulse at once; ``pulses`` prints every PULSE and HORN line. The process's first stdout
-    line is the ready line ``READY arduino-planar://<pty>``; see PROTOCOL.md for the rest.
+    line is the ready line ``READY <scheme>://<pty>``; see PROTOCOL.md for the rest.
     """
     elf = build_firmware()
     harness = build_harness()
     speed = [] if servo_speed is None else ["--servo-speed", repr(float(servo_speed))]
     return [str(harness), str(elf), "--boot-ms", str(int(boot_ms)), "--fast", _flag(fast), *speed,
-            "--ideal", _flag(ideal), "--pulses", _flag(pulses)]
+            "--ideal", _flag(ideal), "--pulses", _flag(pulses), "--scheme", scheme]
 
 
 def _flag(value: bool) -> str:

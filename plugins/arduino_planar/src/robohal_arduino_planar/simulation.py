@@ -23,7 +23,6 @@ acknowledged pulse widths. The horns are what the arm physically does, for tests
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 import time
@@ -39,6 +38,9 @@ from .servo import SG90_SPEED
 from .simulator import DEFAULT_BOOT_MS, KINDS
 
 PROGRAM = "robohal_arduino_planar.simulator"
+#: each scheme's simulator program: the same program, whose ready line names the scheme
+PROGRAMS = {"arduino-planar": PROGRAM, "arduino-arm": "robohal_arduino_planar.arm_simulator",
+            "arduino-firmata": "robohal_arduino_planar.firmata_simulator"}
 PULSE_HISTORY = 20000  # pulses (and horn reports) kept: about 100 s of both servos at 50 Hz
 
 
@@ -68,7 +70,7 @@ class ArduinoSimulator(SimulatorProcess):
     """
 
     def __init__(self, argv: list[str], *, kind: str, servo_speed: float | None = None, ideal: bool = False,
-                 scheme: str | None = None, **options) -> None:
+                 **options) -> None:
         self.kind = kind
         self.ideal = ideal
         self.servo_speed = None if ideal else (SG90_SPEED if servo_speed is None else servo_speed)
@@ -76,14 +78,13 @@ class ArduinoSimulator(SimulatorProcess):
         self.horns: deque[Horn] = deque(maxlen=PULSE_HISTORY)
         self.events: list[str] = []  # RESET lines and anything else that is not a pulse
         self.writes: deque[str] = deque(maxlen=PULSE_HISTORY)  # the Firmata board's SERVO lines
+        self.pin_writes: deque[tuple[float, int, int]] = deque(maxlen=PULSE_HISTORY)  # its PIN lines: (t, pin, level)
         self._stats_lines: deque[str] = deque(maxlen=16)
         self.pulse_count = 0
         self.horn_count = 0
         self._cond = threading.Condition()
         self._stopping = threading.Event()
         super().__init__(argv, **options)
-        if scheme is not None:  # the same board serves another backend: arduino-arm drives its channels
-            self.uri = dataclasses.replace(self.uri, scheme=scheme)
         self.pty_path = self.uri.path
         self._reader = threading.Thread(target=self._read, daemon=True, name=f"robohal-arduino-sim-{self.pid}")
         self._reader.start()
@@ -115,6 +116,8 @@ class ArduinoSimulator(SimulatorProcess):
                             self.events.append(line)
                     elif parts and parts[0] == "SERVO":
                         self.writes.append(line)
+                    elif len(parts) == 4 and parts[0] == "PIN":
+                        self.pin_writes.append((float(parts[1]), int(parts[2]), int(parts[3])))
                     elif line.startswith("STATS "):
                         self._stats_lines.append(line[len("STATS "):])
                     elif line:
@@ -219,7 +222,7 @@ def start_firmata_simulator(uri: RobotUri) -> ArduinoSimulator:
         raise UriError(f"{uri}: sim_servo_speed is the servos' slew rate in rad/s and must be above 0")
     if uri.params.get("sim_fast"):
         raise UriError(f"{uri}: sim_fast runs simavr free; the Firmata board runs in real time")
-    return launch(PROGRAM, uri, ["--firmware", "firmata", "--pulses", "1"], process=ArduinoSimulator,
+    return launch(PROGRAMS["arduino-firmata"], uri, ["--pulses", "1"], process=ArduinoSimulator,
                   kind="firmata", servo_speed=servo_speed, ideal=ideal)
 
 
@@ -229,7 +232,7 @@ def start_arm_simulator(uri: RobotUri) -> ArduinoSimulator:
     return start_simulator(uri, tool=None, scheme="arduino-arm")
 
 
-def start_simulator(uri: RobotUri, tool: str | None = "gripper", scheme: str | None = None) -> ArduinoSimulator:
+def start_simulator(uri: RobotUri, tool: str | None = "gripper", scheme: str = "arduino-planar") -> ArduinoSimulator:
     """``SimulatorSpec.start`` for ``arduino-planar://sim?model=...&firmware=simavr|emulator``."""
     kind = simulator_kind(uri)
     uri.get_int("sim_boot_ms", DEFAULT_BOOT_MS, minimum=0)  # bad options are the URI's errors, before anything starts
@@ -249,5 +252,5 @@ def start_simulator(uri: RobotUri, tool: str | None = "gripper", scheme: str | N
         firmware.build_harness()
     if tool is not None:  # the planar arm's simulators come with their tool: the third servo is a gripper unless named
         uri = uri.with_params(tool=uri.params.get("tool", tool))
-    return launch(PROGRAM, uri, ["--firmware", kind, "--pulses", "1"], leave_out=("firmware",),
-                  process=ArduinoSimulator, kind=kind, servo_speed=servo_speed, ideal=ideal, scheme=scheme)
+    return launch(PROGRAMS[scheme], uri, ["--firmware", kind, "--pulses", "1"], leave_out=("firmware",),
+                  process=ArduinoSimulator, kind=kind, servo_speed=servo_speed, ideal=ideal)

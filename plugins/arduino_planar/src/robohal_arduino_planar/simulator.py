@@ -1,19 +1,23 @@
-"""The planar-arm simulator program: a simulated Uno running robohal_planar on a pseudo-terminal.
+"""The Arduino simulator program: a simulated Uno on a pseudo-terminal, for each of the plugin's schemes.
 
-    robohal sim arduino-planar [--firmware simavr|emulator] [--boot-ms N] [--fast 0|1]
+    robohal sim arduino-planar [--firmware simavr|emulator|firmata] [--boot-ms N] [--fast 0|1]
         [--servo-speed RAD_PER_S] [--ideal 0|1] [--pulses 0|1] [--watchdog-ms N] [--watchdog-action A]
-    python -m robohal_arduino_planar.simulator ...  (the same program)
+    robohal sim arduino-arm [--firmware simavr|emulator] ...     (python -m robohal_arduino_planar.arm_simulator)
+    robohal sim arduino-firmata [...]                            (python -m robohal_arduino_planar.firmata_simulator)
+    python -m robohal_arduino_planar.simulator ...  (the first)
 
 ``--firmware simavr`` (the default) builds the real firmware and the simavr harness (see
 :mod:`.firmware`) and becomes the harness; ``--firmware emulator`` runs the emulated MCU
-(:mod:`.emulator`) in this process; ``--firmware firmata`` a simulated Uno running stock
-StandardFirmata (:mod:`.firmata_board`; its ready line is ``READY arduino-firmata:///dev/pts/N``). Either way the first stdout line is the ready line of every
-robohal simulator, ``READY arduino-planar:///dev/pts/N`` (connect there), then a ``RESET`` line
-whenever the MCU leaves reset, and with ``--pulses 1`` every servo ``PULSE`` line and the ``HORN``
-line after it (the launcher asks for them: the HIL suites read them; at a terminal they are noise).
-stdin takes the control lines of PROTOCOL.md (``RESET``, ``INJECT_TX 41420a``, ``STATS``, ``QUIT``, ...);
-the program ends at QUIT, at the end of a pipe on stdin (its launcher's), and on SIGTERM or SIGINT.
-Started otherwise (a terminal, ``</dev/null``, a background job), only the signals end it.
+(:mod:`.emulator`) in this process; ``--firmware firmata`` (the only one of arduino-firmata) a
+simulated Uno running stock StandardFirmata (:mod:`.firmata_board`). The first stdout line is the
+ready line of every robohal simulator, naming the scheme the program was started for:
+``READY arduino-planar:///dev/pts/N``, ``READY arduino-arm:///dev/pts/N`` (the same firmware, whose
+channels that backend drives) or ``READY arduino-firmata:///dev/pts/N`` (connect there); then a
+``RESET`` line whenever the MCU leaves reset, and with ``--pulses 1`` every servo ``PULSE`` line and
+the ``HORN`` line after it (the launcher asks for them: the HIL suites read them; at a terminal they
+are noise). stdin takes the control lines of PROTOCOL.md (``RESET``, ``INJECT_TX 41420a``, ``STATS``,
+``QUIT``, ...); the program ends at QUIT, at the end of a pipe on stdin (its launcher's), and on
+SIGTERM or SIGINT. Started otherwise (a terminal, ``</dev/null``, a background job), only the signals end it.
 """
 
 from __future__ import annotations
@@ -33,16 +37,21 @@ from .emulator import DEFAULT_BOOT_MS, Emulator
 from .servo import SG90_SPEED
 
 KINDS = ("simavr", "emulator", "firmata")  # our firmware in simavr or emulated, or StandardFirmata
+#: the firmware each scheme's simulator runs (the first is its default): arduino-arm drives our
+#: firmware's channels, arduino-firmata speaks to StandardFirmata only
+SCHEME_KINDS = {"arduino-planar": KINDS, "arduino-arm": ("simavr", "emulator"), "arduino-firmata": ("firmata",)}
 MAX_BOOT_MS = 60000  # the harness's bound for a mistyped value
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(scheme: str = "arduino-planar") -> argparse.ArgumentParser:
     switch = {"type": boolean, "nargs": "?", "const": True, "default": False, "metavar": "0|1"}
-    found = argparse.ArgumentParser(prog="robohal sim arduino-planar",
+    kinds = SCHEME_KINDS[scheme]
+    found = argparse.ArgumentParser(prog=f"robohal sim {scheme}",
                                     description=__doc__.split("\n\n")[0])
-    found.add_argument("--firmware", choices=KINDS, default="simavr",
+    found.add_argument("--firmware", choices=kinds, default=kinds[0],
                        help="the real firmware in simavr (needs `make avr-deps`), the Python emulator of it, or a"
-                            " simulated board running stock StandardFirmata (default: simavr)")
+                            f" simulated board running stock StandardFirmata (here: {', '.join(kinds)}; default"
+                            f" {kinds[0]})")
     found.add_argument("--boot-ms", type=int, default=DEFAULT_BOOT_MS,
                        help=f"reset hold after the port is opened; a real Uno boots 1-2 s (default {DEFAULT_BOOT_MS})")
     found.add_argument("--fast", **switch, help="simavr free-running instead of real time (the emulator runs in real time)")
@@ -57,8 +66,9 @@ def parser() -> argparse.ArgumentParser:
     return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    options = parser()
+def main(argv: list[str] | None = None, scheme: str = "arduino-planar") -> int:
+    """Run the simulator of ``scheme`` (a key of :data:`SCHEME_KINDS`), which its ready line names."""
+    options = parser(scheme)
     args = options.parse_args(argv)
     if args.servo_speed is not None and not (args.servo_speed > 0 and math.isfinite(args.servo_speed)):
         options.error("--servo-speed must be a positive number of rad/s (or use --ideal 1)")
@@ -68,16 +78,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.watchdog_ms is not None or args.watchdog_action is not None:
             options.error("--watchdog-ms and --watchdog-action set the emulator's watchdog; the firmware's is"
                           " built in (a host sets it over the wire: WDOG)")
-        return run_simavr(args)
+        return run_simavr(args, scheme)
     if args.firmware == "firmata":
         if args.watchdog_ms is not None or args.watchdog_action is not None:
             options.error("--watchdog-ms and --watchdog-action set the robohal firmware's watchdog; StandardFirmata"
                           " has none")
         return run_firmata(args)
-    return run_emulator(args)
+    return run_emulator(args, scheme)
 
 
-def run_simavr(args: argparse.Namespace) -> int:
+def run_simavr(args: argparse.Namespace, scheme: str) -> int:
     """Build the firmware and the harness (if out of date), then become the harness."""
     missing = firmware.toolchain_missing()
     if missing:
@@ -86,7 +96,7 @@ def run_simavr(args: argparse.Namespace) -> int:
         return 2
     try:
         argv = firmware.harness_command(args.boot_ms, fast=args.fast, servo_speed=args.servo_speed,
-                                        ideal=args.ideal, pulses=args.pulses)
+                                        ideal=args.ideal, pulses=args.pulses, scheme=scheme)
     except RuntimeError as exc:  # a failed build
         print(exc, file=sys.stderr)
         return 1
@@ -99,7 +109,7 @@ def run_simavr(args: argparse.Namespace) -> int:
     return 1  # not reached: execv replaces this process or raises
 
 
-def run_emulator(args: argparse.Namespace) -> int:
+def run_emulator(args: argparse.Namespace, scheme: str) -> int:
     """Run the emulated MCU here until QUIT, stdin's end, SIGTERM or SIGINT."""
     emulator = Emulator(args.boot_ms,
                         p.DEFAULT_WATCHDOG_MS if args.watchdog_ms is None else args.watchdog_ms,
@@ -112,7 +122,7 @@ def run_emulator(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        announce_ready(RobotUri("arduino-planar", path=emulator.slave_path))
+        announce_ready(RobotUri(scheme, path=emulator.slave_path))
         emulator.run(control_lines(sys.stdin))
     except BrokenPipeError:
         pass

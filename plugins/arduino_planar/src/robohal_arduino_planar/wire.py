@@ -23,7 +23,7 @@ from dataclasses import dataclass
 PROTOCOL_VERSION = 3           # [PROTOCOL_VERSION]: 2 added the tool servo, 3 the channels (SERVO, MOVE, SERVOS, POWER)
 PLANAR_PROTOCOLS = (2, 3)      # the versions that drive the planar arm the same way
 FIRMWARE_NAME = "robohal_planar"  # [FW_NAME]
-FIRMWARE_VERSION = "3.0.0"     # [FW_VERSION]
+FIRMWARE_VERSION = "3.1.0"     # [FW_VERSION]: 3.1.0 added POWER <pin> 2, the soft start
 BAUDRATE = 115200              # [Serial.begin(115200)]
 MAX_COMMAND_LINE = 48          # [LINE_MAX] bytes without the newline; longer -> LINE_TOO_LONG
 MAX_REPLY_LINE = 160           # host side, our choice: the firmware's longest (STATE) is 127 bytes
@@ -41,6 +41,9 @@ SERVO_PINS = (9, 10)           # servo_timer1.h: OC1A = D9, OC1B = D10 (the arm)
 TOOL_PIN = 6                   # servo_tool.h: D6 (PD6), the tool (a gripper or a pen lift)
 MAX_CHANNELS = 12              # servo_channels.h [CHANNELS_MAX]: the Servo library's count per 16-bit timer
 CHANNEL_PINS = range(2, 20)    # [CHANNEL_PIN_MIN..CHANNEL_PIN_MAX]: D2..D13, A0..A5 as 14..19
+POWER_SOFT_START = 2           # POWER's state: high after the Braccio library's ramp (soft_start.h)
+#: the ramp's length: the Braccio library's HIGH_LIMIT_TIMEOUT (Braccio.h), 6 s
+SOFT_START_S = 6.0
 MOVE_WIDTHS = MAX_TOKENS - 3   # widths one MOVE carries: the word, the seq and the first channel take 3 tokens
 
 
@@ -289,16 +292,18 @@ class Servos:
 
 @dataclass(frozen=True)
 class Power:
-    """Drive the servos' power switch on Arduino pin ``pin`` (2..19, no servo's) high (True) or low.
+    """Drive the servos' power switch on Arduino pin ``pin`` (2..19, no servo's) high (True) or low;
+    with ``soft_start`` (firmware 3.1.0 and later) high after the Braccio library's ramp.
     Answered with PowerReply."""
 
     seq: int
     pin: int
     on: bool
+    soft_start: bool = False
 
     def encode(self) -> bytes:
         _check_seq(self.seq)
-        return encode_frame("POWER", self.seq, int(self.pin), int(bool(self.on)))
+        return encode_frame("POWER", self.seq, int(self.pin), _power_state(self.on, self.soft_start))
 
 
 Command = (Hello | Ping | Set | Get | Watchdog | Limits | Attach | Detach | Tool | ToolLimits | Servo | Move | Servos
@@ -401,9 +406,9 @@ def decode_command(line: bytes) -> Command:
     if word == "POWER":
         need(2)
         pin, on = number(args[0]), number(args[1])
-        if pin not in CHANNEL_PINS or on > 1:
-            raise FrameError(ErrorCode.BAD_ARGS, "pin 2..19, state 0 or 1", seq)
-        return Power(seq, pin, bool(on))
+        if pin not in CHANNEL_PINS or on > POWER_SOFT_START:
+            raise FrameError(ErrorCode.BAD_ARGS, "pin 2..19, state 0, 1 or 2", seq)
+        return Power(seq, pin, bool(on), on == POWER_SOFT_START)
     raise FrameError(ErrorCode.UNKNOWN_CMD, f"unknown command {word!r}", seq)
 
 
@@ -559,9 +564,10 @@ class PowerReply:
     seq: int
     pin: int
     on: bool
+    soft_start: bool = False
 
     def encode(self) -> bytes:
-        return encode_frame("POWER", self.seq, self.pin, int(self.on))
+        return encode_frame("POWER", self.seq, self.pin, _power_state(self.on, self.soft_start))
 
 
 @dataclass(frozen=True)
@@ -611,6 +617,13 @@ def _u32(token: str) -> int:
     if not (1 <= len(token) <= 10) or not token.isdigit() or not token.isascii() or int(token) > 0xFFFFFFFF:
         raise ValueError(f"not a decimal 0..2**32-1: {token!r}")
     return int(token)
+
+
+def _power_state(on: bool, soft_start: bool) -> int:
+    """POWER's state on the wire: 0 low, 1 high, 2 high after the soft-start ramp."""
+    if soft_start and not on:
+        raise ValueError("a soft start switches the power on")
+    return POWER_SOFT_START if soft_start else int(bool(on))
 
 
 def _flag(token: str) -> bool:
@@ -694,7 +707,10 @@ def decode_reply(line: bytes) -> Reply:
             return ServosReply(numbered(), parse_u16(f[1]), tuple(parse_u16(x) for x in f[2:]))
         if word == "POWER":
             fields(2)
-            return PowerReply(numbered(), parse_u16(f[0]), _flag(f[1]))
+            state = parse_u16(f[1])
+            if state > POWER_SOFT_START:
+                raise ValueError(f"not a power state 0, 1 or 2: {f[1]!r}")
+            return PowerReply(numbered(), parse_u16(f[0]), state != 0, state == POWER_SOFT_START)
         if word == "ERR":
             fields(2)
             return ErrorReply(seq, parse_u16(f[0]), f[1])

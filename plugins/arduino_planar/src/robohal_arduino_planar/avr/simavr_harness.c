@@ -3,20 +3,24 @@
  * serial port. A test tool only (simavr is GPL-3); nothing here is linked into the Python package.
  *
  *   simavr_harness ELF [--boot-ms N] [--fast 0|1] [--servo-speed RAD_PER_S] [--ideal 0|1] [--pulses 0|1]
+ *                      [--scheme NAME]
  *
  * (python -m robohal_arduino_planar.simulator builds it and runs it with these options.) A
  * boolean option takes 1/0, true/false or yes/no.
  *
  * stdout, line by line:
- *   READY arduino-planar://<pty>         first: the ready line of every robohal simulator, naming the
- *                                        pty slave (open it with pyserial at 115200)
+ *   READY <scheme>://<pty>               first: the ready line of every robohal simulator, naming the
+ *                                        pty slave (open it with pyserial at 115200); the scheme is
+ *                                        --scheme's, the backend it was started for (default
+ *                                        arduino-planar; arduino-arm drives the same firmware's channels)
  *   RESET <sim_us> <open|stdin>          the MCU left reset and starts the firmware
  *   PULSE <sim_us> <pin> <width_us>      with --pulses 1: one servo pulse on D9/D10 (the arm) or D6
  *                                        (the tool), or on a channel's pin (any of D2..D13, A0..A5 as
  *                                        14..19) (rising-edge time, width to 1/16 us)
  *   HORN <sim_us> <pin> <position_us>    after each PULSE: that servo's horn as the pulse ends
  *                                        (falling-edge time), as the pulse width whose target it is
- *   STATS {json}                         the answer to the control line STATS: the horns now
+ *   STATS {json}                         the answer to the control line STATS: the horns now, and
+ *                                        the watched pins that are high (high_pins)
  * stdin, line by line (fault injection for tests):
  *   RESET               hold the MCU in reset for the boot delay, then restart it
  *   INJECT_RX <hex>     bytes reach the MCU's receiver as if the host had sent them
@@ -136,6 +140,7 @@ static double servo_speed_us_per_cycle = SG90_SPEED_RAD_S * SERVO_US_PER_RAD / (
 static int servo_ideal = 0;
 static double servo_speed_rad_s = SG90_SPEED_RAD_S;
 static int print_pulses = 0;             /* --pulses: PULSE and HORN lines on stdout */
+static const char *scheme = "arduino-planar";  /* --scheme: the ready line's */
 
 static uint64_t sim_cycles(void) {
   if (avr->cycle < last_cycle) cycle_base += last_cycle;   /* the core restarted its count */
@@ -219,7 +224,14 @@ static void print_stats(void) {
     printf("%s\"%d\": %.4f", first ? "" : ", ", pin_number[i], servos[i].position_us);
     first = 0;
   }
-  printf("}");
+  /* every watched pin that is high now (a power pin held on, or a pulse in progress) */
+  printf("}, \"high_pins\": [");
+  for (int i = 0, first = 1; i < SERVO_COUNT; i++) {
+    if (!pin_high[i]) continue;
+    printf("%s%d", first ? "" : ", ", pin_number[i]);
+    first = 0;
+  }
+  printf("]");
   if (servo_ideal) printf(", \"servo_speed\": null, \"ideal\": true}\n");
   else printf(", \"servo_speed\": %.6f, \"ideal\": false}\n", servo_speed_rad_s);
   fflush(stdout);
@@ -289,7 +301,7 @@ static int append_hex(const char *hex, uint8_t *buf, size_t *len, size_t cap) {
 
 static void usage(void) {
   fprintf(stderr, "usage: simavr_harness FIRMWARE.elf [--boot-ms N] [--fast 0|1] [--servo-speed RAD_PER_S]"
-                  " [--ideal 0|1] [--pulses 0|1]\n");
+                  " [--ideal 0|1] [--pulses 0|1] [--scheme NAME]\n");
   _exit(2);
 }
 
@@ -310,6 +322,12 @@ static enum control_kind stdin_kind(void) {
 static int in_background(int fd) {
   pid_t group = tcgetpgrp(fd);
   return group != -1 && group != getpgrp();
+}
+
+/* A URI scheme (RFC 3986): a letter, then letters, digits, '+', '-' or '.'. */
+static int valid_scheme(const char *text) {
+  if (!((*text >= 'a' && *text <= 'z') || (*text >= 'A' && *text <= 'Z'))) return 0;
+  return strspn(text, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.") == strlen(text);
 }
 
 /* A boolean option's value, as the Python simulators take it (robohal.sim.process.boolean). */
@@ -343,6 +361,9 @@ int main(int argc, char **argv) {
       realtime = !parse_switch(argv[++i]);
     } else if (strcmp(argv[i], "--pulses") == 0 && i + 1 < argc) {
       print_pulses = parse_switch(argv[++i]);
+    } else if (strcmp(argv[i], "--scheme") == 0 && i + 1 < argc) {
+      scheme = argv[++i];
+      if (!valid_scheme(scheme)) usage();
     } else if (argv[i][0] == '-' || elf_path) {
       usage();
     } else {
@@ -416,7 +437,7 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  printf("READY arduino-planar://%s\n", slave_path);
+  printf("READY %s://%s\n", scheme, slave_path);
   fflush(stdout);
 
   int host_opens = 0;

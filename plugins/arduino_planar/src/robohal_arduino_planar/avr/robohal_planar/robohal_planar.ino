@@ -15,9 +15,10 @@
 #include "servo_timer1.h"
 #include "servo_tool.h"
 #include "servo_channels.h"
+#include "soft_start.h"
 
 #define FW_NAME "robohal_planar"
-#define FW_VERSION "3.0.0"
+#define FW_VERSION "3.1.0"
 static const uint8_t PROTOCOL_VERSION = 3;
 static const uint8_t SERVO_COUNT = 3;          // the arm's two and the tool
 
@@ -72,6 +73,7 @@ static uint8_t chPin[CHANNELS_MAX];
 static uint16_t chMinUs[CHANNELS_MAX], chMaxUs[CHANNELS_MAX], chSetpointUs[CHANNELS_MAX];
 static bool chAttached[CHANNELS_MAX];
 static uint8_t powerPin = 0;                   // the servos' power switch (POWER), 0 = none
+static uint8_t powerState = 0;                 // its last POWER state: 0 low, 1 high, 2 soft-started
 
 static uint16_t watchdogMs = DEFAULT_WATCHDOG_MS;  // 0 = off
 static bool watchdogDetach = true;
@@ -446,13 +448,14 @@ static void cmdMove(long seq, uint8_t argc, char **argv) {
   replySend();
 }
 
-// POWER <pin> <0|1>: drive a pin that switches the servos' supply (the Braccio shield's D12) high
-// or low. Not a servo's pin: in servo mode no channel's, else none of D6, D9, D10. Until reset,
-// when every pin is an input again (a shield's switch then turns the supply off).
+// POWER <pin> <0|1|2>: drive a pin that switches the servos' supply (the Braccio shield's D12) low,
+// high, or (2, since 3.1.0) high after the Braccio library's soft-start ramp (soft_start.h). Not a
+// servo's pin: in servo mode no channel's, else none of D6, D9, D10. Until reset, when every pin is
+// an input again (a shield's switch then turns the supply off).
 static void cmdPower(long seq, uint8_t argc, char **argv) {
   uint16_t pin, on;
   if (argc != 4 || !parseU16(argv[2], &pin) || !parseU16(argv[3], &on) || pin < CHANNEL_PIN_MIN
-      || pin > CHANNEL_PIN_MAX || on > 1) { reject(seq, E_BAD_ARGS); return; }
+      || pin > CHANNEL_PIN_MAX || on > 2) { reject(seq, E_BAD_ARGS); return; }
   bool servoPin = false;
   if (servoMode) {
     for (uint8_t j = 0; j < CHANNELS_MAX; j++) servoPin = servoPin || chPin[j] == pin;
@@ -461,8 +464,19 @@ static void cmdPower(long seq, uint8_t argc, char **argv) {
   }
   if (servoPin || (powerPin != 0 && pin != powerPin)) { reject(seq, E_BAD_ARGS); return; }
   powerPin = (uint8_t)pin;
-  digitalWrite(pin, on ? HIGH : LOW);
-  pinMode(pin, OUTPUT);
+  if (on == 2 && powerState != 0) {
+    // already on or coming up (a host that configures again after a lost link): a second ramp
+    // would start from low and drop the supply
+  } else {
+    softStartStop();
+    if (on == 2) {
+      softStartBegin((uint8_t)pin);
+    } else {
+      digitalWrite(pin, on ? HIGH : LOW);
+      pinMode(pin, OUTPUT);
+    }
+    powerState = (uint8_t)on;
+  }
   replyBegin("POWER", seq);
   outNumber(pin);
   outNumber(on);

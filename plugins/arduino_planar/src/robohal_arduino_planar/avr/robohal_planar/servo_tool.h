@@ -39,7 +39,7 @@ static void toolBegin() {
   DDRD |= (1 << PD6);
   TCCR2A = 0;                                  // normal mode, OC2A/OC2B disconnected
   TCCR2B = (1 << CS21);                        // prescaler 8
-  TIMSK2 = 0;
+  TIMSK2 &= ~(1 << OCIE2A);                    // (compare match B is the power pin's soft start)
   TIFR1 = (1 << TOV1);                         // no stale frame start
   TIMSK1 |= (1 << TOIE1);                      // a pulse at each frame start
 }
@@ -62,14 +62,14 @@ ISR(TIMER1_OVF_vect) {
   toolLeft = ticks - step;
   OCR2A = (uint8_t)(start + step);
   TIFR2 = (1 << OCF2A);                        // a match from before does not count
-  TIMSK2 = (1 << OCIE2A);
+  TIMSK2 |= (1 << OCIE2A);
 }
 
 ISR(TIMER2_COMPA_vect) {
   uint16_t left = toolLeft;
   if (left == 0) {
     PORTD &= ~(1 << PD6);                      // the falling edge
-    TIMSK2 = 0;
+    TIMSK2 &= ~(1 << OCIE2A);
     return;
   }
   uint8_t step = toolStep(left);
