@@ -3,8 +3,8 @@
 
 For each peer, the simulated controller (its own process) measures the round
 trip (robot message sent -> the kernel's receive stamp on the sensor's reply:
-the sensor's time alone), the round trip as its loop saw it (until it read the
-reply, so with its own wake-up delay) and the rate it held;
+the sensor's time alone) and the rate it held; it reads the replies at its next
+cycle, so a reply never wakes it onto the sensor's core;
 the peer (its own process) measures the age of every state its control loop
 acts on (now - the robot's feedback time): a receiver that falls behind shows a
 growing age. Each is run on the machine as it is, next to a busy second
@@ -176,8 +176,6 @@ def report(label: str, ours: list[dict], peer: list[dict], checked: list[dict], 
     row("rate held by the controller (Hz)", "controller", "rate_hz")
     row("round trip p50 (ms)", "controller", "round_trip", "p50_ms")
     row("round trip p99 (ms)", "controller", "round_trip", "p99_ms")
-    row("round trip seen by the controller's loop p50 (ms)", "controller", "round_trip_seen", "p50_ms")
-    row("round trip seen by the controller's loop p99 (ms)", "controller", "round_trip_seen", "p99_ms")
     row("state age at the control loop p50 (ms)", "sensor", "ages", "p50_ms")
     row("state age at the control loop p99 (ms)", "sensor", "ages", "p99_ms")
     row("state age growth, last - first quarter (ms)", "sensor", "age_trend_ms", ratio=False)

@@ -223,8 +223,8 @@ def test_pacing_statistics_on_exit(egm_sim) -> None:
 
 
 def test_round_trips_are_the_sensors_answer_time(egm_sim, raw_sensor) -> None:
-    """The round trip ends at the kernel's stamp on the answer: at least the sensor's own
-    delay, and never more than when the controller's loop got round to reading it."""
+    """The round trip ends at the kernel's stamp on the answer: the sensor's own delay, not
+    when the controller got round to reading it (at its next cycle, 4 ms after the message)."""
     sim = egm_sim("--comm-timeout", "0")
     sensor = raw_sensor(sim.sensor_port)
 
@@ -233,11 +233,9 @@ def test_round_trips_are_the_sensors_answer_time(egm_sim, raw_sensor) -> None:
         return wire.encode_sensor_joints(message.seqno, 0, np.array(message.q))
 
     sensor.collect(0.4, reply=slow_answer)
-    stats = sim.stats()
-    stamped, seen = stats["round_trip"], stats["round_trip_seen"]
-    assert stamped["p50_ms"] >= 1.5 and stamped["max_ms"] < 1000.0, "same clock at both ends"
-    for key in ("p50_ms", "p99_ms", "max_ms"):
-        assert stamped[key] <= seen[key] + 0.01
+    stamped = sim.stats()["round_trip"]
+    assert 1.5 <= stamped["p50_ms"] < 3.5, "the answer's arrival, before the controller's next cycle reads it"
+    assert stamped["max_ms"] < 1000.0, "same clock at both ends"
 
 
 def test_robohal_sim_command_runs_the_same_simulator() -> None:

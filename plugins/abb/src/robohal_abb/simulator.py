@@ -7,7 +7,11 @@ Like a real controller it is the UDP client: every 4 ms it sends a complete
 ``EgmRobot`` (header with seqno from 0 per session, tm and mtype DATA; feedback
 and planned joints, pose and time; motor, MCI and RAPID states, convergence
 flag, utilisation) to the sensor address, and follows the newest target it
-receives with a first-order lag inside the model's speed limits. It emulates
+receives with a first-order lag inside the model's speed limits. It reads the sensor's
+answers at the start of each cycle, as a controller's servo cycle takes the newest target
+it has, each stamped by the kernel on arrival (what counts for the round trip and every
+timeout): an answer never wakes it, so a sensor on the same computer keeps its core while
+it works on, as it would beside a real controller. It emulates
 the RAPID template in ``robohal_abb/rapid/``: ``\\CommTimeout`` (no sensor data
 for that long: motion stops, MCI error and RAPID stopped, as ERR_UDPUC_COMM),
 ``\\CondTime`` (convergence held that long ends the EGM run) and, with
@@ -139,14 +143,12 @@ class Statistics:
     """Figures printed on exit: pacing, traffic and round trips.
 
     A round trip runs from a robot message's ``sendto`` to the kernel's receive stamp
-    of the sensor's answer: the sensor's time alone. ``round_trip_seen`` ends when this
-    loop read the answer instead, so it adds the controller's own wake-up delay (large
-    when a sensor on the same core keeps working after its answer).
+    of the sensor's answer: the sensor's time alone (the controller reads the answer at
+    its next cycle).
     """
 
     intervals: deque = field(default_factory=lambda: deque(maxlen=100_000))
     round_trips: deque = field(default_factory=lambda: deque(maxlen=100_000))
-    round_trips_seen: deque = field(default_factory=lambda: deque(maxlen=100_000))
     counters: Counter = field(default_factory=Counter)
 
     def summary(self, elapsed: float) -> dict[str, Any]:
@@ -163,7 +165,6 @@ class Statistics:
             "rate_hz": sent / elapsed if elapsed > 0 else 0.0,
             "period": {**percentiles(self.intervals), "late_ticks": self.counters["late_ticks"]},
             "round_trip": percentiles(self.round_trips),
-            "round_trip_seen": percentiles(self.round_trips_seen),
             "counters": dict(self.counters),
         }
 
@@ -200,7 +201,7 @@ class SimulatedController:
         self.sending = True
         self._outbox: list[tuple[float, bytes]] = []  # (due, datagram), kept sorted by due
         self._held_back: bytes | None = None
-        self._last_sent: tuple[float, float] | None = None  # (wall, monotonic) time of the last sendto
+        self._last_sent: float | None = None  # wall-clock time of the last sendto
         self.quiet_until = 0.0
         self._new_session()
         self.quiet_until = 0.0  # the first session starts at once
@@ -528,7 +529,7 @@ class SimulatedController:
     # Sensor data ----------------------------------------------------------------------
 
     def receive(self, datagram: bytes, now: float, arrival: float | None = None) -> None:
-        """Take one sensor datagram, read at ``now`` (monotonic); ``arrival`` is its
+        """Take one sensor datagram that arrived at ``now`` (monotonic); ``arrival`` is its
         kernel receive stamp (wall clock) when the socket gave one."""
         counters = self.stats.counters
         if self.options.loss and self.rng.random() < self.options.loss:
@@ -544,11 +545,8 @@ class SimulatedController:
             return
         counters["sensor_messages"] += 1
         self.last_sensor_data = now
-        if self._last_sent is not None:
-            sent_wall, sent_monotonic = self._last_sent
-            self.stats.round_trips_seen.append(now - sent_monotonic)
-            if arrival is not None:
-                self.stats.round_trips.append(arrival - sent_wall)
+        if self._last_sent is not None and arrival is not None:
+            self.stats.round_trips.append(arrival - self._last_sent)
         if not (self.motors == "on" and self.mci == "running" and self.rapid == "running"):
             counters["targets_while_not_running"] += 1  # manual: outside EGMRun* nothing is followed
             return
@@ -604,11 +602,8 @@ class SimulatedController:
     def _flush(self, now: float) -> None:
         while self._outbox and self._outbox[0][0] <= now:
             _, datagram = self._outbox.pop(0)
-            # stamped before sendto: on loopback the receiver may run (and answer) inside the call.
-            # The monotonic stamp first: a preemption between the two then only shortens the
-            # kernel-stamped round trip, never lengthens it past the one this loop sees.
-            sent_monotonic = time.monotonic()
-            self._last_sent = (time.time(), sent_monotonic)
+            # stamped before sendto: on loopback the receiver may run (and answer) inside the call
+            self._last_sent = time.time()
             try:
                 self.sock.sendto(datagram, self.sensor)
                 self.stats.counters["datagrams_sent"] += 1
@@ -642,8 +637,7 @@ class SimulatedController:
     def run(self, control: ControlLines | None = None) -> dict[str, Any]:
         """Run until QUIT, the end of a launcher's pipe, ``duration`` or Ctrl-C; return the statistics."""
         o = self.options
-        selector = selectors.DefaultSelector()
-        selector.register(self.sock, selectors.EVENT_READ, "udp")
+        selector = selectors.DefaultSelector()  # the control lines; the sensor's answers wait for the cycle
         if control is not None:
             selector.register(control, selectors.EVENT_READ, "stdin")
         announce_ready(self.ready_uri(), self.out)
@@ -658,10 +652,8 @@ class SimulatedController:
                 if o.duration is not None and now - self.started >= o.duration:
                     break
                 wake = next_tick if not self._outbox else min(next_tick, self._outbox[0][0])
-                for key, _ in selector.select(max(0.0, wake - now)):
-                    if key.data == "udp":
-                        self._drain()
-                    elif (lines := control.read()) is None:
+                for _ in selector.select(max(0.0, wake - now)):
+                    if (lines := control.read()) is None:
                         selector.unregister(control)
                         if control.ends_run:  # the launcher went away
                             self.running = False
@@ -673,6 +665,7 @@ class SimulatedController:
                     if last_tick is not None:
                         self.stats.intervals.append(now - last_tick)
                     last_tick = now
+                    self._drain()
                     self.step(now)
                     if self.sending and now >= self.quiet_until:
                         self._queue(self.message(time.time()), now)
@@ -698,6 +691,7 @@ class SimulatedController:
         return self.stats.summary(time.monotonic() - self.started)
 
     def _drain(self) -> None:
+        """Take every sensor datagram waiting, oldest first, each at its arrival time."""
         while True:
             try:
                 datagram, ancillary, _, _ = self.sock.recvmsg(65536, stamps.ANCILLARY_SIZE)
@@ -706,7 +700,9 @@ class SimulatedController:
             except OSError:  # e.g. ICMP port unreachable reported on the socket
                 self.stats.counters["receive_errors"] += 1
                 return
-            self.receive(datagram, time.monotonic(), stamps.arrival_time(ancillary))
+            arrival = stamps.arrival_time(ancillary)
+            # when it arrived on the loop's clock: the kernel's stamp, not this later read
+            self.receive(datagram, time.monotonic() - max(0.0, time.time() - arrival), arrival)
 
 
 # Command line --------------------------------------------------------------------------------
