@@ -63,20 +63,17 @@ class RobotState:
         ``dq`` and ``wrench`` are float64 arrays made for this state, ``info`` a dict made for it,
         ``faults`` a tuple, and the caller keeps none of them (they become read-only here).
         ``q_commanded`` is copied: a backend keeps its target."""
-        state = object.__new__(cls)
-        setter = object.__setattr__
-        for name, value in (("q", q), ("dq", dq), ("wrench", wrench)):
-            if value is not None:
-                value.setflags(write=False)
-            setter(state, name, value)
+        q.setflags(write=False)
+        dq.setflags(write=False)
+        if wrench is not None:
+            wrench.setflags(write=False)
         if q_commanded is not None:
             q_commanded = q_commanded.copy()
             q_commanded.setflags(write=False)
-        setter(state, "time", time)
-        setter(state, "mode", mode)
-        setter(state, "faults", faults)
-        setter(state, "q_commanded", q_commanded)
-        setter(state, "info", MappingProxyType(info))
+        state = object.__new__(cls)
+        # one update of the instance's dict instead of a frozen setattr per field
+        state.__dict__.update(time=time, q=q, dq=dq, mode=mode, faults=faults, q_commanded=q_commanded,
+                              info=MappingProxyType(info), wrench=wrench)
         return state
 
     def __reduce__(self):  # picklable (a mappingproxy is not): states cross process boundaries
