@@ -168,7 +168,8 @@ class FeetechBackend(Backend):
                         for servo_id in self.arm.ids]  # per servo (arm.ids)
         self._voltage = BoundWatch(self.arm.voltage)
         self._temperature = BoundWatch(self.arm.temperature)
-        self._judged: tuple[int, ...] = ()  # the raw voltages and temperatures last judged
+        # per servo, its raw (voltage, temperature) last judged
+        self._judged: list[tuple[int, int] | None] = [None] * len(self.arm.ids)
         # the goals' sync write: address, length, then (id, goal) per servo, the arm's then the jaw's
         self._goal_params = struct.Struct("<BB" + "BH" * len(self.arm.ids))
         self._poll_stop = threading.Event()
@@ -353,8 +354,11 @@ class FeetechBackend(Backend):
         """Goals where the servos are, then torque on: the arm holds still."""
         assert self.bus is not None
         statuses = self.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, self.arm.ids, what="the first read")
-        self.telemetry = self._decode(statuses)
-        positions = self.telemetry.position
+        found = Telemetry(self.arm.ids)
+        for servo_id, status in statuses.items():
+            found.take(self._rows[servo_id], status.data, status.error)
+        self.telemetry = found
+        positions = found.position
         self._arm_goals = [positions[self._rows[i]] for i in self.arm_ids]
         goals = dict(zip(self.arm_ids, self._arm_goals, strict=True))
         if self.jaw_id is not None:
@@ -365,7 +369,7 @@ class FeetechBackend(Backend):
         for timer in self._stalls:
             timer.clear()
         self.jaw_stalled = False
-        self._judged = ()  # the faults were cleared: judge the voltages and temperatures afresh
+        self._judged = [None] * len(self.arm.ids)  # the faults were cleared: judge them all afresh
         return self._exchange(None)
 
     def _measure_exchange(self) -> None:
@@ -384,7 +388,8 @@ class FeetechBackend(Backend):
     # ------------------------------------------------------------------ the exchange
 
     def _exchange(self, goals: list[int] | None) -> RobotState:
-        """One transaction: queued writes, the goals, the telemetry of every servo."""
+        """One transaction: queued writes, the goals, the telemetry of every servo, each servo's
+        answer watched as it arrives (while the others' are still on the wire)."""
         with self._lock:
             if self._link_error is not None:
                 raise self._link_error
@@ -394,10 +399,12 @@ class FeetechBackend(Backend):
                 self._arm_goals = list(goals)
             before = b"".join(self._queued) + self._goal_packet()
             self._queued.clear()
-            statuses = self.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, self.arm.ids, before=before)
+            found = Telemetry(self.arm.ids)
+            targets = self._goal_rows()
+            self.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, self.arm.ids, before=before,
+                               each=lambda servo_id, status: self._take(found, targets, servo_id, status))
             self._last_exchange = time.monotonic()
-            self.telemetry = self._decode(statuses)
-            self._watch()
+            self.telemetry = found
             return self._snapshot()
 
     def _goal_packet(self) -> bytes:
@@ -413,9 +420,14 @@ class FeetechBackend(Backend):
                               self._goal_params.pack(reg.address, reg.size, *pairs)).encode()
         return wire.sync_write(reg.address, reg.size, {i: reg.encode(v) for i, v in zip(ids, goals, strict=True)})
 
-    def _decode(self, statuses: dict[int, Status]) -> Telemetry:
-        answers = [statuses[i] for i in self.arm.ids]
-        return Telemetry(self.arm.ids, b"".join(a.data for a in answers), [a.error for a in answers])
+    def _goal_rows(self) -> list[int | None]:
+        """Each servo's goal (ticks) in the telemetry's order; None: it has none (the jaw before its first)."""
+        goals: list[int | None] = [None] * len(self.arm.ids)
+        for (row, *_), goal in zip(self._conversion, self._arm_goals, strict=True):
+            goals[row] = goal
+        if self.jaw_id is not None:
+            goals[self._rows[self.jaw_id]] = self.jaw_goal
+        return goals
 
     def _queue(self, name: str, values: dict[int, int]) -> None:
         if name == "Torque_Limit":
@@ -424,62 +436,50 @@ class FeetechBackend(Backend):
         reg = REGISTERS[name]
         self._queued.append(wire.sync_write(reg.address, reg.size, {i: reg.encode(v) for i, v in values.items()}))
 
-    def _watch(self) -> None:
-        """Stalls, voltages, temperatures and the servos' own error bits (see :mod:`.protection`)."""
-        found = self.telemetry
-        assert found is not None
-        now = time.monotonic()
-        goals = list(found.position)  # a servo without a goal is where it should be
-        for (row, *_), goal in zip(self._conversion, self._arm_goals, strict=True):
-            goals[row] = goal
-        if self.jaw_id is not None and self.jaw_goal is not None:
-            goals[self._rows[self.jaw_id]] = self.jaw_goal
-        for row, (timer, goal, position, current, speed, load, limit) in enumerate(zip(
-                self._stalls, goals, found.position, found.current, found.velocity, found.load, self._torque_limits,
-                strict=True)):
-            error = (goal - position) * RAD_PER_TICK
-            if timer.update(now, current, error, speed, load, limit):
-                self._on_stall(row, error)
-        if found.slow != self._judged:
-            # voltages and temperatures change on a seconds scale (0.1 V and 1 degC steps): judged
-            # again only when one changed, since the same values give the same verdicts
-            self._judged = found.slow
-            self._judge_bounds(found)
-        if any(found.errors):
-            for row, servo_id in enumerate(found.ids):
-                errors = wire.error_names(found.errors[row])
-                if not errors:
-                    continue
-                label = self.arm.label(servo_id)
-                self._anomaly("servo_errors", f"{label} reports {', '.join(errors)}")
-                if "ANGLE" in errors:
-                    self._fault("SENSOR", f"{label} reports a fault of its magnetic encoder (ANGLE)")
-                if "OVERHEAT" in errors:
-                    self._fault("OVERHEAT", f"{label} reports overheating and cut its torque")
+    def _take(self, found: Telemetry, goals: list[int | None], servo_id: int, status: Status) -> None:
+        """One servo's answer: into the telemetry, then watched (see :mod:`.protection`): its stall,
+        its voltage and temperature, its own error bits."""
+        row = self._rows[servo_id]
+        found.take(row, status.data, status.error)
+        goal, position = goals[row], found.position[row]
+        error = 0.0 if goal is None else (goal - position) * RAD_PER_TICK
+        if self._stalls[row].update(time.monotonic(), found.current[row], error, found.velocity[row], found.load[row],
+                                    self._torque_limits[row]):
+            self._on_stall(found, row, error)
+        if found.slow[row] != self._judged[row]:
+            # voltage and temperature change on a seconds scale (in 0.1 V and 1 degC steps): judged
+            # again only when one of them changed, since the same values give the same verdicts
+            self._judged[row] = found.slow[row]
+            self._judge_bounds(servo_id, found.voltage[row], found.temperature[row])
+        if status.error:
+            errors = wire.error_names(status.error)
+            label = self.arm.label(servo_id)
+            self._anomaly("servo_errors", f"{label} reports {', '.join(errors)}")
+            if "ANGLE" in errors:
+                self._fault("SENSOR", f"{label} reports a fault of its magnetic encoder (ANGLE)")
+            if "OVERHEAT" in errors:
+                self._fault("OVERHEAT", f"{label} reports overheating and cut its torque")
 
-    def _judge_bounds(self, found: Telemetry) -> None:
-        """Each servo's voltage and temperature against the arm file's bounds: a warning, a fault."""
-        for quantity, watch, values, unit, name in (
-                ("voltage", self._voltage, found.voltage, "V", "VOLTAGE"),
-                ("temperature", self._temperature, found.temperature, "degC", "OVERHEAT")):
-            for servo_id, value in zip(found.ids, values, strict=True):
-                verdict = watch.judge(servo_id, value)
-                if verdict is None:
-                    continue
-                bounds, label = watch.bounds, self.arm.label(servo_id)
-                if verdict == "warn":
-                    self.counters[f"{quantity}_warnings"] += 1
-                    log.warning("%s: %s measures %g %s, past the arm file's warning bound (%s)", self.uri, label,
-                                value, unit, f"{bounds.warn_below}..{bounds.warn_above}")
-                elif verdict == "fault":
-                    low = bounds.fault_below is not None and value < bounds.fault_below
-                    fault = ("UNDER" if low else "OVER") + "VOLTAGE" if name == "VOLTAGE" else name
-                    self._fault(fault, f"{label} measures {value:g} {unit}, past the arm file's fault bound"
-                                       f" ({bounds.fault_below}..{bounds.fault_above} {unit})")
+    def _judge_bounds(self, servo_id: int, voltage: float, temperature: float) -> None:
+        """A servo's voltage and temperature against the arm file's bounds: a warning, a fault."""
+        for quantity, watch, value, unit, name in (
+                ("voltage", self._voltage, voltage, "V", "VOLTAGE"),
+                ("temperature", self._temperature, temperature, "degC", "OVERHEAT")):
+            verdict = watch.judge(servo_id, value)
+            if verdict is None:
+                continue
+            bounds, label = watch.bounds, self.arm.label(servo_id)
+            if verdict == "warn":
+                self.counters[f"{quantity}_warnings"] += 1
+                log.warning("%s: %s measures %g %s, past the arm file's warning bound (%s)", self.uri, label,
+                            value, unit, f"{bounds.warn_below}..{bounds.warn_above}")
+            elif verdict == "fault":
+                low = bounds.fault_below is not None and value < bounds.fault_below
+                fault = ("UNDER" if low else "OVER") + "VOLTAGE" if name == "VOLTAGE" else name
+                self._fault(fault, f"{label} measures {value:g} {unit}, past the arm file's fault bound"
+                                   f" ({bounds.fault_below}..{bounds.fault_above} {unit})")
 
-    def _on_stall(self, row: int, error: float) -> None:
-        found = self.telemetry
-        assert found is not None
+    def _on_stall(self, found: Telemetry, row: int, error: float) -> None:
         servo_id, position = found.ids[row], found.position[row]
         rule = self._stalls[row].rule
         label = self.arm.label(servo_id)

@@ -1,20 +1,20 @@
 """What the servos report each cycle, in SI units: the one place the servos' own units are converted.
 
 A control cycle reads registers 56..70 of every servo in one sync read (:data:`~.registers.TELEMETRY`);
-:class:`Telemetry` decodes the blocks of all of them, a column of numbers per quantity, and
-:func:`reading` one servo's block into a :class:`Reading`. Positions stay in ticks here: only the
+a :class:`Telemetry` takes each servo's block as its answer arrives, a list per quantity, and
+:func:`reading` turns one block into a :class:`Reading`. Positions stay in ticks here: only the
 calibration knows the angle they mean (:mod:`.calibration`).
 
-This runs every control cycle while the next one waits, so the blocks of all servos are taken
-apart in one ``struct`` unpack and each quantity converted in one pass (per-register calls, and
-numpy on six numbers, cost a cycle several times more: tens of microseconds).
+This runs every control cycle, so a block is taken apart in one ``struct`` unpack and nothing
+is built per servo (per-register calls cost a cycle more than the servos' return delays, and
+numpy on six numbers more still: tens of microseconds).
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from functools import cache, cached_property
+from functools import cached_property
 from typing import NamedTuple
 
 from . import wire
@@ -31,14 +31,8 @@ RAD_PER_TICK = 2.0 * 3.141592653589793 / TICKS_PER_TURN
 # one servo's block, as :data:`~.registers.TELEMETRY` (a test holds it to the control table's
 # decoders): 56 position, 58 velocity, 60 load, 62 voltage, 63 temperature, (64, 65), 66 moving,
 # (67, 68), 69 current; velocity and current are sign-magnitude in bit 15, the load in bit 10
-BLOCK = "HHHBB2xB2xH"
-QUANTITIES = 7
-assert struct.calcsize("<" + BLOCK) == TELEMETRY_LENGTH
-
-
-@cache
-def _blocks(count: int) -> struct.Struct:
-    return struct.Struct("<" + BLOCK * count)
+BLOCK = struct.Struct("<HHHBB2xB2xH")
+assert BLOCK.size == TELEMETRY_LENGTH
 
 
 class Reading(NamedTuple):
@@ -60,22 +54,34 @@ class Telemetry:
     """Every servo's report of one sync read, a list per quantity, in the order of ``ids``:
     ``position`` (ticks), ``velocity`` (rad/s), ``load`` (share of the stall torque),
     ``current`` (A), ``voltage`` (V), ``temperature`` (degC), ``moving``; ``errors`` are the
-    status packets' error bytes. ``readings`` gives one :class:`Reading` per id."""
+    status packets' error bytes, ``slow`` each servo's raw (voltage, temperature). ``take``
+    fills a servo's row; ``readings`` gives one :class:`Reading` per id."""
 
-    def __init__(self, ids: Sequence[int], blocks: bytes, errors: Sequence[int]) -> None:
-        raw = _blocks(len(ids)).unpack(blocks)
+    def __init__(self, ids: Sequence[int]) -> None:
+        count = len(ids)
         self.ids = tuple(ids)
-        self.errors = tuple(errors)
-        self.position = raw[0::QUANTITIES]
-        self.velocity = [(-(v & 0x7FFF) if v & 0x8000 else v) * RAD_PER_TICK for v in raw[1::QUANTITIES]]
-        self.load = [(-(v & 0x3FF) if v & 0x400 else v & 0x3FF) / LOAD_FULL_SCALE for v in raw[2::QUANTITIES]]
-        self.voltage = [v * VOLTAGE_UNIT_V for v in raw[3::QUANTITIES]]
-        self.temperature = [float(v) for v in raw[4::QUANTITIES]]
-        self.moving = [v != 0 for v in raw[5::QUANTITIES]]
-        self.current = [(-(v & 0x7FFF) if v & 0x8000 else v) * CURRENT_UNIT_A for v in raw[6::QUANTITIES]]
-        # the raw voltages and temperatures: they change on a seconds scale (in 0.1 V and 1 degC
-        # steps), so the backend judges them only when these differ from the last judged
-        self.slow = raw[3::QUANTITIES] + raw[4::QUANTITIES]
+        self.position = [0] * count
+        self.velocity = [0.0] * count
+        self.load = [0.0] * count
+        self.voltage = [0.0] * count
+        self.temperature = [0.0] * count
+        self.moving = [False] * count
+        self.current = [0.0] * count
+        self.errors = [0] * count
+        self.slow: list[tuple[int, int] | None] = [None] * count
+
+    def take(self, row: int, block: bytes, error: int = 0) -> None:
+        """Servo ``row``'s telemetry block and its status packet's error byte."""
+        position, velocity, load, voltage, temperature, moving, current = BLOCK.unpack(block)
+        self.position[row] = position
+        self.velocity[row] = (-(velocity & 0x7FFF) if velocity & 0x8000 else velocity) * RAD_PER_TICK
+        self.load[row] = (-(load & 0x3FF) if load & 0x400 else load & 0x3FF) / LOAD_FULL_SCALE
+        self.voltage[row] = voltage * VOLTAGE_UNIT_V
+        self.temperature[row] = float(temperature)
+        self.moving[row] = moving != 0
+        self.current[row] = (-(current & 0x7FFF) if current & 0x8000 else current) * CURRENT_UNIT_A
+        self.errors[row] = error
+        self.slow[row] = (voltage, temperature)
 
     def reading(self, index: int) -> Reading:
         return Reading(self.position[index], self.velocity[index], self.load[index], self.voltage[index],
@@ -90,4 +96,6 @@ class Telemetry:
 
 def reading(block: bytes, error: int = 0) -> Reading:
     """A :class:`Reading` from one servo's telemetry block (and the status packet's error byte)."""
-    return Telemetry((0,), block, (error,)).reading(0)
+    found = Telemetry((0,))
+    found.take(0, block, error)
+    return found.reading(0)
