@@ -30,7 +30,8 @@ the torque goes on: the arm holds where it is.
 
 **Each cycle** is one write (the sync write of goals, then the sync read of registers 56..70)
 and the status packets of every servo, retried as :mod:`.bus` says. Every goal has passed the
-guard and the calibrated range first. The readings are watched (:mod:`.protection`): a stall
+guard and the calibrated range first. Each servo's reading is decoded and watched as its answer
+arrives, while the others' are still on the wire (:mod:`.protection`): a stall
 holds or releases the servo as the arm file says and is a fault on an arm joint (the gripper's
 stall is its grasp); a voltage or temperature past its fault bound is a fault; past a warning
 bound, a warning. ``recover()`` clears a fault whose cause is gone and holds where the arm is.
