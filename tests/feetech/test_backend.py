@@ -101,6 +101,18 @@ def test_a_status_packet_of_the_wrong_length_is_dropped_as_corrupt() -> None:
         os.close(slave)
 
 
+def test_the_goals_sync_write_is_the_control_tables_encoding(simulator) -> None:
+    from robohal_feetech.registers import REGISTERS
+
+    goal = REGISTERS["Goal_Position"]
+    with connect(simulator) as robot:
+        backend = robot.backend
+        for arm_goals in ([2048, 1000, 3000, 2047, 4095], [0, 1, 2, 3, 4]):
+            expected = {**dict(zip(backend.arm_ids, arm_goals, strict=True)), backend.jaw_id: backend.jaw_goal}
+            assert backend._goal_packet(arm_goals) == wire.sync_write(
+                goal.address, goal.size, {i: goal.encode(v) for i, v in expected.items()})
+
+
 def test_the_rate_is_bounded_by_the_wire() -> None:
     assert exchange_bytes(6) == 165
     assert wire_limit(6, 1_000_000) == pytest.approx(1 / (165e-5 + 6 * 2e-6))

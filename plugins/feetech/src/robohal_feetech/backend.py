@@ -173,6 +173,7 @@ class FeetechBackend(Backend):
         self._judged: list[tuple[int, int] | None] = [None] * len(self.arm.ids)
         # the goals' sync write: address, length, then (id, goal) per servo, the arm's then the jaw's
         self._goal_params = struct.Struct("<BB" + "BH" * len(self.arm.ids))
+        self._goal_sent: tuple[tuple[int | None, ...], bytes] = ((), b"")  # the goals last encoded, and their packet
         self._poll_stop = threading.Event()
         self._poll_thread: threading.Thread | None = None
         self._t0 = time.monotonic()
@@ -398,7 +399,7 @@ class FeetechBackend(Backend):
                 raise ConnectionLost(f"feetech: {self.device} is not open")
             if goals is not None:
                 self._arm_goals = list(goals)
-            before = b"".join(self._queued) + self._goal_packet()
+            before = b"".join(self._queued) + self._goal_packet(self._arm_goals)
             self._queued.clear()
             found = Telemetry(self.arm.ids)
             targets = self._goal_rows()
@@ -408,11 +409,20 @@ class FeetechBackend(Backend):
             self.telemetry = found
             return self._snapshot()
 
-    def _goal_packet(self) -> bytes:
-        """The sync write of every goal: the arm's, then the jaw's once the gripper set one."""
-        ids, goals = self.arm_ids, self._arm_goals
-        if self.jaw_id is not None and self.jaw_goal is not None:
-            ids, goals = (*ids, self.jaw_id), [*goals, self.jaw_goal]
+    def _goal_packet(self, arm_goals: list[int]) -> bytes:
+        """The sync write of every goal: the arm's, then the jaw's once the gripper set one (built
+        again only when a goal changed: a held arm sends the same bytes each cycle)."""
+        jaw_goal = self.jaw_goal  # (the gripper sets it from another thread: read once)
+        key = (*arm_goals, jaw_goal)
+        sent = self._goal_sent
+        if key != sent[0]:
+            sent = self._goal_sent = (key, self._encode_goals(arm_goals, jaw_goal))
+        return sent[1]
+
+    def _encode_goals(self, arm_goals: list[int], jaw_goal: int | None) -> bytes:
+        ids, goals = self.arm_ids, arm_goals
+        if self.jaw_id is not None and jaw_goal is not None:
+            ids, goals = (*ids, self.jaw_id), [*goals, jaw_goal]
         reg = REGISTERS["Goal_Position"]
         if len(ids) == len(self.arm.ids) and 0 <= min(goals) and max(goals) < 1 << reg.sign_bit:
             # the common case in one pack: positive goals are their own sign-magnitude encoding
@@ -552,6 +562,7 @@ class FeetechBackend(Backend):
     def _send(self, q: Array) -> None:
         assert self.calibration is not None
         ticks = self.calibration.to_ticks(self.names, q, self.directions)  # LimitViolation: nothing sent
+        self._goal_packet(ticks)  # built now, before the wait for the cycle's time, not after it
         now = time.monotonic()
         if self._next_tick > now:
             time.sleep(self._next_tick - now)
