@@ -242,7 +242,7 @@ class FeetechBackend(Backend):
             self.bus = None
             raise
         self._link_error = None
-        self._faults.clear()
+        self._clear_faults()
         self._t0 = time.monotonic()
         self._next_tick = self._t0
         if self.poll:
@@ -371,7 +371,6 @@ class FeetechBackend(Backend):
         for timer in self._stalls:
             timer.clear()
         self.jaw_stalled = False
-        self._judged = [None] * len(self.arm.ids)  # the faults were cleared: judge them all afresh
         return self._exchange(None)
 
     def _measure_exchange(self) -> None:
@@ -511,6 +510,10 @@ class FeetechBackend(Backend):
         self._arm_goals[self.arm_ids.index(servo_id)] = position
         self._fault("STALL", what)
 
+    def _clear_faults(self) -> None:
+        self._faults.clear()
+        self._judged = [None] * len(self.arm.ids)  # a voltage or temperature still out of bounds faults again
+
     def _fault(self, name: str, text: str) -> None:
         if name not in self._faults:
             self._faults[name] = text
@@ -584,7 +587,7 @@ class FeetechBackend(Backend):
         with self._lock:
             if self._link_error is not None or self.bus is None:
                 raise ConnectionLost(f"feetech: the link to {self.device} was lost: close() and connect again")
-            self._faults.clear()
+            self._clear_faults()
             self._queue("Torque_Limit", {i: round(self.arm.torque_limit * LOAD_FULL_SCALE) for i in self.arm_ids})
             state = self._hold_where_it_stands()
             if self._faults:
