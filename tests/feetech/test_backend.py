@@ -1,17 +1,21 @@
 """The feetech backend at connect and on its link: a bus at another baud rate, a wrong firmware,
 a servo that does not answer, a calibration the servos do not hold are each refused with the
 reason; lost and corrupted status packets are asked for again and counted; a servo that stops
-answering is named; the rate is bounded by what the wire carries."""
+answering is named; a status packet of the wrong length counts as corrupt; the rate is bounded by
+what the wire carries."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
 import robohal
 from robohal import ConnectFailed, ConnectionLost, ProtocolError, UriError
+from robohal_feetech import wire
 from robohal_feetech.backend import exchange_bytes, wire_limit
+from robohal_feetech.bus import ServoBus
 from robohal_feetech.calibration import CalibrationError
 
 from .conftest import wait_for
@@ -79,6 +83,34 @@ def test_a_servo_that_stops_answering_is_named_after_the_retries(simulator) -> N
         with pytest.raises(ConnectionLost, match=r"servo 2 \(shoulder_lift\) stopped answering .* 3 attempts"):
             wait_for(lambda: False, timeout=5.0, step=robot.backend.cycle)
         assert robot.backend.counters["retries"] >= 2
+
+
+def test_a_status_packet_of_the_wrong_length_is_dropped_as_corrupt() -> None:
+    """A valid frame carrying fewer bytes than were asked for is not taken for the answer."""
+    master, slave = os.openpty()
+    bus = ServoBus(os.ttyname(slave), 1_000_000, timeout=0.5)
+    try:
+        bus.open()
+        os.write(master, wire.status(1, 0, b"\x01\x02") + wire.status(1, 0, bytes(range(15))))
+        answer = bus.read(1, 56, 15)
+        assert answer.data == bytes(range(15))
+        assert bus.counters["corrupt_status"] == 1 and bus.counters["retries"] == 0
+    finally:
+        bus.close()
+        os.close(master)
+        os.close(slave)
+
+
+def test_the_goals_sync_write_is_the_control_tables_encoding(simulator) -> None:
+    from robohal_feetech.registers import REGISTERS
+
+    goal = REGISTERS["Goal_Position"]
+    with connect(simulator) as robot:
+        backend = robot.backend
+        for arm_goals in ([2048, 1000, 3000, 2047, 4095], [0, 1, 2, 3, 4]):
+            expected = {**dict(zip(backend.arm_ids, arm_goals, strict=True)), backend.jaw_id: backend.jaw_goal}
+            assert backend._goal_packet(arm_goals) == wire.sync_write(
+                goal.address, goal.size, {i: goal.encode(v) for i, v in expected.items()})
 
 
 def test_the_rate_is_bounded_by_the_wire() -> None:

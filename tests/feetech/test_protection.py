@@ -78,6 +78,21 @@ def test_a_hot_servo_warns_then_faults(simulator) -> None:
         simulator.control("TEMP 4 67")
         with pytest.raises(HardwareFault, match=r"servo 4 \(wrist_flex\) measures 67 degC, past the arm file's fault bound"):
             wait_for(lambda: False, timeout=5.0, step=robot.backend.cycle)
+        with pytest.raises(HardwareFault, match="not recovered, the cause persists"):
+            robot.recover()  # still 67 degC: the same reading faults again
+        simulator.control("TEMP 4 40")
+        assert wait_for(lambda: servo_stats(simulator, 4)["temperature"] < 41)
+        robot.recover()
+        assert robot.lifecycle.value == "ready"
+
+
+def test_a_supply_out_of_bounds_at_connect_is_a_fault_that_recover_does_not_clear(simulators) -> None:
+    simulator = simulators(supply="3.8")
+    with robohal.connect(str(simulator.uri)) as robot:
+        with pytest.raises(HardwareFault, match="UNDERVOLTAGE"):
+            robot.backend.cycle()
+        with pytest.raises(HardwareFault, match=r"servo 1 \(shoulder_pan\) measures 3.\d+ V, past .* not recovered"):
+            robot.recover()
 
 
 def test_an_arm_file_that_says_release_turns_a_stalled_servo_s_torque_off(simulators, tmp_path, monkeypatch) -> None:

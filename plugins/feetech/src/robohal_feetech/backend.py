@@ -30,7 +30,8 @@ the torque goes on: the arm holds where it is.
 
 **Each cycle** is one write (the sync write of goals, then the sync read of registers 56..70)
 and the status packets of every servo, retried as :mod:`.bus` says. Every goal has passed the
-guard and the calibrated range first. The readings are watched (:mod:`.protection`): a stall
+guard and the calibrated range first. Each servo's reading is decoded and watched as its answer
+arrives, while the others' are still on the wire (:mod:`.protection`): a stall
 holds or releases the servo as the arm file says and is a fault on an arm joint (the gripper's
 stall is its grasp); a voltage or temperature past its fault bound is a fault; past a warning
 bound, a warning. ``recover()`` clears a fault whose cause is gone and holds where the arm is.
@@ -41,6 +42,7 @@ from __future__ import annotations
 import logging
 import math
 import statistics
+import struct
 import threading
 import time
 from pathlib import Path
@@ -55,7 +57,7 @@ from robohal.uri import RobotUri
 
 from . import wire
 from .arm import DEFAULT_ARM, load_arm
-from .bus import DEFAULT_RETRIES, DEFAULT_TIMEOUT, ServoBus
+from .bus import DEFAULT_RETRIES, DEFAULT_TIMEOUT, ServoBus, Status
 from .calibration import GRIPPER, Calibration, CalibrationError, read_calibration
 from .protection import BoundWatch, StallTimer
 from .registers import (
@@ -67,7 +69,7 @@ from .registers import (
     TELEMETRY_LENGTH,
     TELEMETRY_START,
 )
-from .telemetry import RAD_PER_TICK, Reading, reading
+from .telemetry import RAD_PER_TICK, Reading, Telemetry
 
 log = logging.getLogger("robohal.feetech")
 
@@ -141,14 +143,18 @@ class FeetechBackend(Backend):
             self.calibration_problem = (f"no calibration for arm {self.arm.name} ({path} does not exist): run"
                                         f" `robohal feetech calibrate '{uri}'`, or name a file with calibration=FILE"
                                         " (LeRobot's SO-101 calibration files are read as they are)")
-        # per joint (sign, zero ticks, rad per tick): the state's conversion, as the calibration's
+        # per joint (its row in the telemetry, sign, zero ticks, rad per tick with the sign): the
+        # state's conversion, as the calibration's: q = (ticks - zero) * gain, dq = sign * velocity
+        self._rows = {servo_id: row for row, servo_id in enumerate(self.arm.ids)}  # the telemetry's order
         self._conversion = tuple(
-            (sign * self.calibration[name].direction, self.calibration[name].zero, RAD_PER_TICK)
-            for name, sign in zip(self.names, self.directions, strict=True)) if self.calibration else ()
+            (self._rows[servo_id], sign * self.calibration[name].direction, self.calibration[name].zero,
+             sign * self.calibration[name].direction * RAD_PER_TICK)
+            for name, servo_id, sign in zip(self.names, self.arm_ids, self.directions, strict=True)
+        ) if self.calibration else ()
         gripper = self.arm.gripper
         self.jaw_id = gripper.id if gripper else None
         self.bus: ServoBus | None = None
-        self.readings: dict[int, Reading] = {}
+        self.telemetry: Telemetry | None = None
         self.firmware: dict[int, tuple[int, int]] = {}
         self.jaw_goal: int | None = None  # the jaw's goal (ticks), set by the gripper
         self.jaw_stalled = False  # the jaw stalled since its goal was last set (on a part, usually)
@@ -157,13 +163,17 @@ class FeetechBackend(Backend):
         self._queued: list[bytes] = []  # one-off sync writes for the next exchange
         self._lock = threading.RLock()  # one transaction on the line at a time
         self._faults: dict[str, str] = {}
-        self._torque_limits: dict[int, float] = {}  # per servo, as a share of the stall torque
+        self._torque_limits = [1.0] * len(self.arm.ids)  # per servo (arm.ids), as a share of the stall torque
         self._link_error: ConnectionLost | None = None
-        self._stalls = {servo_id: StallTimer(self.arm.stall) for servo_id in self.arm_ids}
-        if gripper is not None:
-            self._stalls[gripper.id] = StallTimer(gripper.stall)
+        self._stalls = [StallTimer(gripper.stall if gripper is not None and servo_id == gripper.id else self.arm.stall)
+                        for servo_id in self.arm.ids]  # per servo (arm.ids)
         self._voltage = BoundWatch(self.arm.voltage)
         self._temperature = BoundWatch(self.arm.temperature)
+        # per servo, its raw (voltage, temperature) last judged
+        self._judged: list[tuple[int, int] | None] = [None] * len(self.arm.ids)
+        # the goals' sync write: address, length, then (id, goal) per servo, the arm's then the jaw's
+        self._goal_params = struct.Struct("<BB" + "BH" * len(self.arm.ids))
+        self._goal_sent: tuple[tuple[int | None, ...], bytes] = ((), b"")  # the goals last encoded, and their packet
         self._poll_stop = threading.Event()
         self._poll_thread: threading.Thread | None = None
         self._t0 = time.monotonic()
@@ -176,6 +186,11 @@ class FeetechBackend(Backend):
         if self.arm.gripper is not None:
             found[GRIPPER] = self.arm.gripper.id
         return found
+
+    @property
+    def readings(self) -> dict[int, Reading]:
+        """The last report of each servo, by id (empty before the first)."""
+        return self.telemetry.readings if self.telemetry is not None else {}
 
     @property
     def identity(self) -> str:
@@ -227,7 +242,7 @@ class FeetechBackend(Backend):
             self.bus = None
             raise
         self._link_error = None
-        self._faults.clear()
+        self._clear_faults()
         self._t0 = time.monotonic()
         self._next_tick = self._t0
         if self.poll:
@@ -329,7 +344,8 @@ class FeetechBackend(Backend):
             self.bus.sync_write(reg["Protection_Current"],
                                 {self.arm.gripper.id: round(self.arm.gripper.current_limit / CURRENT_UNIT_A)})
         self.bus.sync_write(reg["Torque_Limit"], limits)
-        self._torque_limits = {i: v / LOAD_FULL_SCALE for i, v in limits.items()}
+        for servo_id, value in limits.items():
+            self._torque_limits[self._rows[servo_id]] = value / LOAD_FULL_SCALE
         self.bus.sync_write(reg["Goal_Velocity"], {i: 0 for i in ids})
         self.bus.sync_write(reg["Acceleration"], {i: 0 for i in ids})
         # the transactions' timing from here on: the slowest servo's return delay, as it reads back
@@ -340,15 +356,19 @@ class FeetechBackend(Backend):
         """Goals where the servos are, then torque on: the arm holds still."""
         assert self.bus is not None
         statuses = self.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, self.arm.ids, what="the first read")
-        self.readings = {i: reading(s.data, s.error) for i, s in statuses.items()}
-        self._arm_goals = [self.readings[i].position for i in self.arm_ids]
+        found = Telemetry(self.arm.ids)
+        for servo_id, status in statuses.items():
+            found.take(self._rows[servo_id], status.data, status.error)
+        self.telemetry = found
+        positions = found.position
+        self._arm_goals = [positions[self._rows[i]] for i in self.arm_ids]
         goals = dict(zip(self.arm_ids, self._arm_goals, strict=True))
         if self.jaw_id is not None:
-            self.jaw_goal = self.readings[self.jaw_id].position
+            self.jaw_goal = positions[self._rows[self.jaw_id]]
             goals[self.jaw_id] = self.jaw_goal
         self.bus.sync_write(REGISTERS["Goal_Position"], goals)
         self.bus.sync_write(REGISTERS["Torque_Enable"], {i: 1 for i in self.arm.ids})
-        for timer in self._stalls.values():
+        for timer in self._stalls:
             timer.clear()
         self.jaw_stalled = False
         return self._exchange(None)
@@ -369,7 +389,8 @@ class FeetechBackend(Backend):
     # ------------------------------------------------------------------ the exchange
 
     def _exchange(self, goals: list[int] | None) -> RobotState:
-        """One transaction: queued writes, the goals, the telemetry of every servo."""
+        """One transaction: queued writes, the goals, the telemetry of every servo, each servo's
+        answer watched as it arrives (while the others' are still on the wire)."""
         with self._lock:
             if self._link_error is not None:
                 raise self._link_error
@@ -377,64 +398,102 @@ class FeetechBackend(Backend):
                 raise ConnectionLost(f"feetech: {self.device} is not open")
             if goals is not None:
                 self._arm_goals = list(goals)
-            targets = dict(zip(self.arm_ids, self._arm_goals, strict=True))
-            if self.jaw_id is not None and self.jaw_goal is not None:
-                targets[self.jaw_id] = self.jaw_goal
-            reg = REGISTERS["Goal_Position"]
-            before = b"".join(self._queued) + wire.sync_write(reg.address, reg.size,
-                                                              {i: reg.encode(v) for i, v in targets.items()})
+            before = b"".join(self._queued) + self._goal_packet(self._arm_goals)
             self._queued.clear()
-            statuses = self.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, self.arm.ids, before=before)
+            found = Telemetry(self.arm.ids)
+            targets = self._goal_rows()
+            self.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, self.arm.ids, before=before,
+                               each=lambda servo_id, status: self._take(found, targets, servo_id, status))
             self._last_exchange = time.monotonic()
-            self.readings = {i: reading(s.data, s.error) for i, s in statuses.items()}
-            self._watch()
+            self.telemetry = found
             return self._snapshot()
+
+    def _goal_packet(self, arm_goals: list[int]) -> bytes:
+        """The sync write of every goal: the arm's, then the jaw's once the gripper set one (built
+        again only when a goal changed: a held arm sends the same bytes each cycle)."""
+        jaw_goal = self.jaw_goal  # (the gripper sets it from another thread: read once)
+        key = (*arm_goals, jaw_goal)
+        sent = self._goal_sent
+        if key != sent[0]:
+            sent = self._goal_sent = (key, self._encode_goals(arm_goals, jaw_goal))
+        return sent[1]
+
+    def _encode_goals(self, arm_goals: list[int], jaw_goal: int | None) -> bytes:
+        ids, goals = self.arm_ids, arm_goals
+        if self.jaw_id is not None and jaw_goal is not None:
+            ids, goals = (*ids, self.jaw_id), [*goals, jaw_goal]
+        reg = REGISTERS["Goal_Position"]
+        if len(ids) == len(self.arm.ids) and 0 <= min(goals) and max(goals) < 1 << reg.sign_bit:
+            # the common case in one pack: positive goals are their own sign-magnitude encoding
+            pairs = [value for pair in zip(ids, goals, strict=True) for value in pair]
+            return wire.Frame(wire.BROADCAST_ID, wire.Instruction.SYNC_WRITE,
+                              self._goal_params.pack(reg.address, reg.size, *pairs)).encode()
+        return wire.sync_write(reg.address, reg.size, {i: reg.encode(v) for i, v in zip(ids, goals, strict=True)})
+
+    def _goal_rows(self) -> list[int | None]:
+        """Each servo's goal (ticks) in the telemetry's order; None: it has none (the jaw before its first)."""
+        goals: list[int | None] = [None] * len(self.arm.ids)
+        for (row, *_), goal in zip(self._conversion, self._arm_goals, strict=True):
+            goals[row] = goal
+        if self.jaw_id is not None:
+            goals[self._rows[self.jaw_id]] = self.jaw_goal
+        return goals
 
     def _queue(self, name: str, values: dict[int, int]) -> None:
         if name == "Torque_Limit":
-            self._torque_limits.update({i: v / LOAD_FULL_SCALE for i, v in values.items()})
+            for servo_id, value in values.items():
+                self._torque_limits[self._rows[servo_id]] = value / LOAD_FULL_SCALE
         reg = REGISTERS[name]
         self._queued.append(wire.sync_write(reg.address, reg.size, {i: reg.encode(v) for i, v in values.items()}))
 
-    def _watch(self) -> None:
-        """Stalls, voltages, temperatures and the servos' own error bits (see :mod:`.protection`)."""
-        now = time.monotonic()
-        goals = dict(zip(self.arm_ids, self._arm_goals, strict=True))
-        if self.jaw_id is not None and self.jaw_goal is not None:
-            goals[self.jaw_id] = self.jaw_goal
-        for servo_id, found in self.readings.items():
-            error = (goals.get(servo_id, found.position) - found.position) * RAD_PER_TICK
-            timer = self._stalls[servo_id]
-            if timer.update(now, found.current, error, found.velocity, found.load, self._torque_limits[servo_id]):
-                self._on_stall(servo_id, found, error)
-            for quantity, watch, value, unit, name in (
-                    ("voltage", self._voltage, found.voltage, "V", "VOLTAGE"),
-                    ("temperature", self._temperature, found.temperature, "degC", "OVERHEAT")):
-                verdict = watch.judge(servo_id, value)
-                if verdict is None:
-                    continue
-                bounds, label = watch.bounds, self.arm.label(servo_id)
-                if verdict == "warn":
-                    self.counters[f"{quantity}_warnings"] += 1
-                    log.warning("%s: %s measures %g %s, past the arm file's warning bound (%s)", self.uri, label,
-                                value, unit, f"{bounds.warn_below}..{bounds.warn_above}")
-                elif verdict == "fault":
-                    low = bounds.fault_below is not None and value < bounds.fault_below
-                    fault = ("UNDER" if low else "OVER") + "VOLTAGE" if name == "VOLTAGE" else name
-                    self._fault(fault, f"{label} measures {value:g} {unit}, past the arm file's fault bound"
-                                       f" ({bounds.fault_below}..{bounds.fault_above} {unit})")
-            if found.errors:
-                label = self.arm.label(servo_id)
-                self._anomaly("servo_errors", f"{label} reports {', '.join(found.errors)}")
-                if "ANGLE" in found.errors:
-                    self._fault("SENSOR", f"{label} reports a fault of its magnetic encoder (ANGLE)")
-                if "OVERHEAT" in found.errors:
-                    self._fault("OVERHEAT", f"{label} reports overheating and cut its torque")
+    def _take(self, found: Telemetry, goals: list[int | None], servo_id: int, status: Status) -> None:
+        """One servo's answer: into the telemetry, then watched (see :mod:`.protection`): its stall,
+        its voltage and temperature, its own error bits."""
+        row = self._rows[servo_id]
+        found.take(row, status.data, status.error)
+        goal, position = goals[row], found.position[row]
+        error = 0.0 if goal is None else (goal - position) * RAD_PER_TICK
+        if self._stalls[row].update(time.monotonic(), found.current[row], error, found.velocity[row], found.load[row],
+                                    self._torque_limits[row]):
+            self._on_stall(found, row, error)
+        if found.slow[row] != self._judged[row]:
+            # voltage and temperature change on a seconds scale (in 0.1 V and 1 degC steps): judged
+            # again only when one of them changed, since the same values give the same verdicts
+            self._judged[row] = found.slow[row]
+            self._judge_bounds(servo_id, found.voltage[row], found.temperature[row])
+        if status.error:
+            errors = wire.error_names(status.error)
+            label = self.arm.label(servo_id)
+            self._anomaly("servo_errors", f"{label} reports {', '.join(errors)}")
+            if "ANGLE" in errors:
+                self._fault("SENSOR", f"{label} reports a fault of its magnetic encoder (ANGLE)")
+            if "OVERHEAT" in errors:
+                self._fault("OVERHEAT", f"{label} reports overheating and cut its torque")
 
-    def _on_stall(self, servo_id: int, found: Reading, error: float) -> None:
-        rule = self._stalls[servo_id].rule
+    def _judge_bounds(self, servo_id: int, voltage: float, temperature: float) -> None:
+        """A servo's voltage and temperature against the arm file's bounds: a warning, a fault."""
+        for quantity, watch, value, unit, name in (
+                ("voltage", self._voltage, voltage, "V", "VOLTAGE"),
+                ("temperature", self._temperature, temperature, "degC", "OVERHEAT")):
+            verdict = watch.judge(servo_id, value)
+            if verdict is None:
+                continue
+            bounds, label = watch.bounds, self.arm.label(servo_id)
+            if verdict == "warn":
+                self.counters[f"{quantity}_warnings"] += 1
+                log.warning("%s: %s measures %g %s, past the arm file's warning bound (%s)", self.uri, label,
+                            value, unit, f"{bounds.warn_below}..{bounds.warn_above}")
+            elif verdict == "fault":
+                low = bounds.fault_below is not None and value < bounds.fault_below
+                fault = ("UNDER" if low else "OVER") + "VOLTAGE" if name == "VOLTAGE" else name
+                self._fault(fault, f"{label} measures {value:g} {unit}, past the arm file's fault bound"
+                                   f" ({bounds.fault_below}..{bounds.fault_above} {unit})")
+
+    def _on_stall(self, found: Telemetry, row: int, error: float) -> None:
+        servo_id, position = found.ids[row], found.position[row]
+        rule = self._stalls[row].rule
         label = self.arm.label(servo_id)
-        what = (f"{label} stalled: {abs(found.current):.2f} A, {abs(error):.3f} rad from its goal for"
+        what = (f"{label} stalled: {abs(found.current[row]):.2f} A, {abs(error):.3f} rad from its goal for"
                 f" {rule.time:g} s")
         self.counters["stalls"] += 1
         if rule.action == "release":
@@ -444,12 +503,16 @@ class FeetechBackend(Backend):
             self._queue("Torque_Limit", {servo_id: round(rule.hold_torque * LOAD_FULL_SCALE)})
             what += f"; holding where it is at {rule.hold_torque:.0%} torque"
         if servo_id == self.jaw_id:
-            self.jaw_goal = found.position
+            self.jaw_goal = position
             self.jaw_stalled = True
             log.info("%s: %s", self.uri, what)
             return
-        self._arm_goals[self.arm_ids.index(servo_id)] = found.position
+        self._arm_goals[self.arm_ids.index(servo_id)] = position
         self._fault("STALL", what)
+
+    def _clear_faults(self) -> None:
+        self._faults.clear()
+        self._judged = [None] * len(self.arm.ids)  # a voltage or temperature still out of bounds faults again
 
     def _fault(self, name: str, text: str) -> None:
         if name not in self._faults:
@@ -472,7 +535,7 @@ class FeetechBackend(Backend):
             self._queue("Torque_Limit", {self.jaw_id: round(limit * LOAD_FULL_SCALE)})
             self._queue("Torque_Enable", {self.jaw_id: 1})
             self._queue("Goal_Velocity", {self.jaw_id: velocity})
-            self._stalls[self.jaw_id].clear()
+            self._stalls[self._rows[self.jaw_id]].clear()
             self.jaw_stalled = False
             self.jaw_goal = goal
 
@@ -502,6 +565,7 @@ class FeetechBackend(Backend):
     def _send(self, q: Array) -> None:
         assert self.calibration is not None
         ticks = self.calibration.to_ticks(self.names, q, self.directions)  # LimitViolation: nothing sent
+        self._goal_packet(ticks)  # built now, before the wait for the cycle's time, not after it
         now = time.monotonic()
         if self._next_tick > now:
             time.sleep(self._next_tick - now)
@@ -516,14 +580,14 @@ class FeetechBackend(Backend):
 
     def _read_now(self) -> RobotState | None:
         with self._lock:
-            return self._snapshot() if self.readings else None
+            return self._snapshot() if self.telemetry is not None else None
 
     def _recover(self) -> RobotState:
         """Clear the faults whose cause is gone and hold where the arm stands."""
         with self._lock:
             if self._link_error is not None or self.bus is None:
                 raise ConnectionLost(f"feetech: the link to {self.device} was lost: close() and connect again")
-            self._faults.clear()
+            self._clear_faults()
             self._queue("Torque_Limit", {i: round(self.arm.torque_limit * LOAD_FULL_SCALE) for i in self.arm_ids})
             state = self._hold_where_it_stands()
             if self._faults:
@@ -534,28 +598,28 @@ class FeetechBackend(Backend):
     # ------------------------------------------------------------------ state
 
     def _snapshot(self) -> RobotState:
-        assert self.calibration is not None
+        assert self.calibration is not None and self.telemetry is not None
         now = time.monotonic() - self._t0
-        found = self.readings
-        arm = [found[i] for i in self.arm_ids]
-        q = np.array([sign * (r.position - zero) * scale
-                      for r, (sign, zero, scale) in zip(arm, self._conversion, strict=True)])
-        dq = np.array([sign * r.velocity for r, (sign, _, _) in zip(arm, self._conversion, strict=True)])
+        found = self.telemetry
+        position, velocity, moving = found.position, found.velocity, found.moving
+        ticks = [position[row] for row, _, _, _ in self._conversion]
+        q = [(position[row] - zero) * gain for row, _, zero, gain in self._conversion]
+        dq = [sign * velocity[row] for row, sign, _, _ in self._conversion]
         faults = tuple(self._faults)
-        mode = RobotMode.FAULT if faults else (RobotMode.MOVING if any(r.moving for r in arm) else RobotMode.IDLE)
-        every = [found[i] for i in self.arm.ids]
+        mode = RobotMode.FAULT if faults else (
+            RobotMode.MOVING if any(moving[row] for row, _, _, _ in self._conversion) else RobotMode.IDLE)
         info: dict[str, Any] = {
-            "current_A": tuple(r.current for r in every),
-            "load": tuple(r.load for r in every),
-            "voltage_V": tuple(r.voltage for r in every),
-            "temperature_C": tuple(r.temperature for r in every),
+            "current_A": tuple(found.current),
+            "load": tuple(found.load),
+            "voltage_V": tuple(found.voltage),
+            "temperature_C": tuple(found.temperature),
             "servo_ids": self.arm.ids,
             "goal_ticks": tuple(self._arm_goals),
-            "position_ticks": tuple(r.position for r in arm),
+            "position_ticks": tuple(ticks),
             "fault_text": tuple(self._faults.values()),
             "retries": self.counters["retries"],
             "recoverable": True,
         }
         if self.jaw_id is not None:
-            info["jaw_ticks"] = found[self.jaw_id].position
+            info["jaw_ticks"] = position[self._rows[self.jaw_id]]
         return RobotState(time=now, q=q, dq=dq, mode=mode, faults=faults, q_commanded=self.guard.last, info=info)

@@ -24,7 +24,7 @@ import select
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import serial
 from robohal.errors import ConnectionLost
@@ -48,8 +48,7 @@ class ServoSilent(ConnectionLost):
         self.ids = tuple(ids)
 
 
-@dataclass(frozen=True)
-class Status:
+class Status(NamedTuple):  # (a tuple: one per servo every cycle, built cheaply)
     """A servo's answer: its error byte and the data it carried."""
 
     error: int
@@ -74,6 +73,7 @@ class ServoBus:
         self._port: serial.Serial | None = None
         self._fd = -1
         self._parser = wire.FrameParser()
+        self._sync_reads: dict[tuple[int, int, tuple[int, ...]], bytes] = {}  # the packets, built once each
 
     def _count(self, counter: str, what: str) -> None:
         self.counters[counter] += 1
@@ -170,9 +170,10 @@ class ServoBus:
         return (sent + answers * answer_size) * wire.byte_time(self.baud) + answers * self.return_delay
 
     def transact(self, packets: bytes, ids: Iterable[int], answer_size: int, again: Callable[[list[int]], bytes] | None,
-                 what: str) -> dict[int, Status]:
+                 what: str, each: Callable[[int, Status], None] | None = None) -> dict[int, Status]:
         """Write ``packets`` and collect one status packet from each of ``ids``; ``again(missing)``
-        builds the packets that ask the missing ones again (None: ask nothing again)."""
+        builds the packets that ask the missing ones again (None: ask nothing again). ``each(id,
+        status)`` takes every answer as it arrives, while the others are still on the wire."""
         wanted = list(ids)
         found: dict[int, Status] = {}
         attempts = 1 + (self.retries if again is not None else 0)
@@ -189,7 +190,7 @@ class ServoBus:
             early = began + needed - EARLY_WAKE - time.monotonic()
             if early > 0:
                 time.sleep(early)
-            self._collect(found, set(missing), began + needed + self.timeout, began + needed + SPIN)
+            self._collect(found, set(missing), answer_size, each, began + needed + self.timeout, began + needed + SPIN)
             if all(i in found for i in wanted):
                 return found
             for servo_id in wanted:
@@ -200,7 +201,8 @@ class ServoBus:
         raise ServoSilent(f"feetech: {names} stopped answering on {self.device} ({what}; {attempts} attempt"
                           f"{'s' if attempts > 1 else ''}: check its cable, its power and its id)", silent)
 
-    def _collect(self, found: dict[int, Status], missing: set[int], deadline: float, spin_until: float) -> None:
+    def _collect(self, found: dict[int, Status], missing: set[int], answer_size: int,
+                 each: Callable[[int, Status], None] | None, deadline: float, spin_until: float) -> None:
         while missing:
             data = self._read_until(deadline, spin_until)
             if not data:
@@ -208,9 +210,14 @@ class ServoBus:
             for item in self._parser.feed(data):
                 if isinstance(item, wire.Corrupt):
                     self._anomaly("corrupt_status", f"dropped {len(item.data)} byte(s): {item.reason}")
+                elif item.servo_id in missing and item.size != answer_size:
+                    self._anomaly("corrupt_status", f"{self.label(item.servo_id)} answered {len(item.params)} data"
+                                                    f" byte(s) where {wire.data_size(answer_size)} were asked for")
                 elif item.servo_id in missing:
-                    found[item.servo_id] = Status(item.code, item.params)
+                    status = found[item.servo_id] = Status(item.code, item.params)
                     missing.discard(item.servo_id)
+                    if each is not None:
+                        each(item.servo_id, status)
                 else:
                     self._anomaly("stale_status", f"ignored a status packet from servo {item.servo_id} that was not asked"
                                                   " for (a late answer)")
@@ -246,9 +253,13 @@ class ServoBus:
         self._write(wire.sync_write(reg.address, reg.size, {i: reg.encode(v) for i, v in values.items()}))
 
     def sync_read(self, address: int, length: int, ids: Iterable[int], before: bytes = b"",
-                  what: str = "sync read") -> dict[int, Status]:
+                  what: str = "sync read", each: Callable[[int, Status], None] | None = None) -> dict[int, Status]:
         """``length`` bytes at ``address`` from every servo in ``ids``; ``before`` goes out in the
-        same write, first (a sync write of goals: one exchange per control cycle)."""
-        ids = list(ids)
-        return self.transact(before + wire.sync_read(address, length, ids), ids, wire.status_size(length),
-                             lambda missing: wire.sync_read(address, length, missing), what)
+        same write, first (a sync write of goals: one exchange per control cycle); ``each`` as
+        :meth:`transact`'s."""
+        ids = tuple(ids)
+        packet = self._sync_reads.get((address, length, ids))
+        if packet is None:
+            packet = self._sync_reads[address, length, ids] = wire.sync_read(address, length, ids)
+        return self.transact(before + packet, ids, wire.status_size(length),
+                             lambda missing: wire.sync_read(address, length, missing), what, each)

@@ -180,6 +180,11 @@ def status_size(data_length: int) -> int:
     return data_length + 6
 
 
+def data_size(status_size: int) -> int:
+    """Data bytes of a status packet of ``status_size`` bytes."""
+    return status_size - 6
+
+
 @dataclass(frozen=True)
 class Corrupt:
     """Bytes the parser dropped: a frame with a wrong checksum, or noise between frames."""
