@@ -61,7 +61,7 @@ class RobotState:
                     q_commanded: Array | None, info: dict[str, Any], wrench: Array | None = None) -> RobotState:
         """The state a backend builds on each cycle, without the constructor's copies: ``q``,
         ``dq`` and ``wrench`` are float64 arrays made for this state, ``info`` a dict made for it,
-        ``faults`` a tuple, and the caller keeps none of them (they become read-only here).
+        ``faults`` a tuple; none is changed afterwards (they become read-only here).
         ``q_commanded`` is copied: a backend keeps its target."""
         q.setflags(write=False)
         dq.setflags(write=False)

@@ -165,7 +165,7 @@ class ServoArmBackend(Backend):
         info: dict[str, Any] = {"pulses_us": self._pulses, "pins": self.pins, "attached": tuple(bool(w) for w in self._pulses),
                                 "tool_us": self.tool_pulse, "arm": self.arm.name, "recoverable": True}
         info.update(self._info())
-        return RobotState(time=now, q=q, dq=dq, mode=mode, faults=faults, q_commanded=self.guard.last, info=info)
+        return RobotState.handed_over(now, q, dq, mode, faults, self.guard.last, info)  # q: only read as _previous
 
     def _info(self) -> dict[str, Any]:
         return {}

@@ -622,4 +622,4 @@ class FeetechBackend(Backend):
         }
         if self.jaw_id is not None:
             info["jaw_ticks"] = position[self._rows[self.jaw_id]]
-        return RobotState(time=now, q=q, dq=dq, mode=mode, faults=faults, q_commanded=self.guard.last, info=info)
+        return RobotState.handed_over(now, np.array(q), np.array(dq), mode, faults, self.guard.last, info)
