@@ -571,6 +571,7 @@ class EgmBackend(Backend):
         """Wait for the next robot message and answer it with ``q`` at once; the state
         is built after the reply, off the robot's critical path."""
         self._sending = True  # the hold thread stands down, or it could answer first with the old target
+        self._refresh_timing()  # while no message waits: the state's age would carry it
         try:
             with self._lock:  # encoded while the robot is not waiting for it
                 prepared = self._encode(self._sensor_seqno + 1, q)
@@ -593,7 +594,6 @@ class EgmBackend(Backend):
                     self._consumed = max(self._consumed, received.index)
         finally:
             self._sending = False
-        self._refresh_timing()
         return self._state_of(received)
 
     def _refresh_timing(self) -> None:
