@@ -57,6 +57,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 DEFAULT_OFFSET_US = 1500.0
+_FLOAT64 = np.dtype(np.float64)  # numpy's one float64 dtype: a control cycle's vector has it
 # The tool's defaults are our choice, a start for calibrating one's own claw or pen lift: most of
 # the hobby-servo range, and a claw opening of 40 mm (small SG90 claws open about that much).
 DEFAULT_TOOL_OPEN_US = 1900
@@ -182,7 +183,7 @@ class Calibration:
         """Pulse widths (us) for joints ``q`` (rad); raises :class:`LimitViolation` for a width
         outside a servo's pulse limits, so such a command never reaches the wire."""
         # one numpy call for the float64 vector every control cycle passes (cold, each costs microseconds)
-        angles = q.tolist() if type(q) is np.ndarray and q.dtype == np.float64 else np.asarray(q, dtype=np.float64).tolist()
+        angles = q.tolist() if type(q) is np.ndarray and q.dtype is _FLOAT64 else np.asarray(q, dtype=np.float64).tolist()
         if (type(angles) is not list or len(angles) != len(self.servos) or (angles and type(angles[0]) is not float)
                 or not all(map(math.isfinite, angles))):
             raise InvalidArgument(f"joints must be {len(self.servos)} finite values, got {q!r}")
