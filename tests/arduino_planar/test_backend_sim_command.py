@@ -53,11 +53,16 @@ def test_sim_command_prints_the_pty_then_serves_until_ctrl_c(kind: str) -> None:
         assert proc.wait(timeout=15) == 0
         assert not os.path.exists(path) or _pty_unused(path)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            stream.close()
+        _reap(proc)
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` if it still runs, and close its pipes."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=10)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        stream.close()
 
 
 def _pty_unused(path: str) -> bool:
@@ -91,8 +96,4 @@ def test_each_scheme_s_simulator_announces_that_scheme(scheme: str, args: list[s
         proc.stdin.flush()
         assert proc.wait(timeout=15) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            stream.close()
+        _reap(proc)

@@ -20,6 +20,7 @@ cdef class _Reader:
     cdef bint double(self, Py_ssize_t end)
     cdef Py_ssize_t length(self, Py_ssize_t end)
     cdef int tag(self, Py_ssize_t end)
+    cdef int field(self, Py_ssize_t end, int wire, int highest, int seen)
     cdef bint doubles(self, Py_ssize_t end, int wire, list out)
     cdef bint doubles_only(self, Py_ssize_t end, list out)
     cdef bint flag_and_doubles(self, Py_ssize_t end, list out)

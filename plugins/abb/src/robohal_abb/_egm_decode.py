@@ -121,6 +121,15 @@ class _Reader:
         return tag
 
     @cython.cfunc
+    def field(self, end: cython.Py_ssize_t, wire: cython.int, highest: cython.int, seen: cython.int) -> cython.int:
+        """The next field's tag if its wire type is ``wire`` (-1: any), its number at most
+        ``highest`` and not yet among ``seen`` (a bit per field number), else -1."""
+        tag: cython.int = self.tag(end)
+        if tag < 0 or (wire >= 0 and tag & 7 != wire) or tag >> 3 > highest or seen & (1 << (tag >> 3)):
+            return -1
+        return tag
+
+    @cython.cfunc
     def doubles(self, end: cython.Py_ssize_t, wire: cython.int, out: list) -> cython.bint:
         """One occurrence of a repeated double (one value, or packed) appended to ``out``."""
         stop: cython.Py_ssize_t
@@ -170,15 +179,11 @@ class _Reader:
         EgmQuaternion, EgmEuler), into pose[at:at + count] (at _DROP: checked only)."""
         seen: cython.int = 0
         tag: cython.int
-        bit: cython.int
         while self.pos < end:
-            tag = self.tag(end)
-            if tag < 0 or tag & 7 != _FIXED64 or tag >> 3 > count:
+            tag = self.field(end, _FIXED64, count, seen)
+            if tag < 0 or not self.double(end):
                 return False
-            bit = 1 << (tag >> 3)
-            if seen & bit or not self.double(end):
-                return False
-            seen |= bit
+            seen |= 1 << (tag >> 3)
             if at != _DROP:
                 self.pose[at + (tag >> 3) - 1] = self.value
         return self.pos == end and seen == (1 << (count + 1)) - 2
@@ -189,16 +194,12 @@ class _Reader:
         ``clock`` if ``keep``."""
         seen: cython.int = 0
         tag: cython.int
-        bit: cython.int
         value: cython.ulonglong
         while self.pos < end:
-            tag = self.tag(end)
-            if tag < 0 or tag & 7 != _VARINT or tag >> 3 > 2:
+            tag = self.field(end, _VARINT, 2, seen)
+            if tag < 0:
                 return False
-            bit = 1 << (tag >> 3)
-            if seen & bit:
-                return False
-            seen |= bit
+            seen |= 1 << (tag >> 3)
             value = self.varint(end)
             if value == _NO:
                 return False
@@ -223,17 +224,13 @@ class _Reader:
         """An EgmPose: pos and orient (both required here) into pose[at:at + 7]."""
         seen: cython.int = 0
         tag: cython.int
-        bit: cython.int
         stop: cython.Py_ssize_t
         ok: cython.bint
         while self.pos < end:
-            tag = self.tag(end)
-            if tag < 0 or tag & 7 != _LEN:
+            tag = self.field(end, _LEN, 3, seen)
+            if tag < 0:
                 return False
-            bit = 1 << (tag >> 3)
-            if seen & bit:
-                return False
-            seen |= bit
+            seen |= 1 << (tag >> 3)
             stop = self.length(end)
             if stop < 0:
                 return False
@@ -242,7 +239,7 @@ class _Reader:
             elif tag >> 3 == 2:
                 ok = self.fixed_doubles(stop, 4, at + 3)
             else:  # euler (3): checked, unused
-                ok = tag >> 3 == 3 and self.fixed_doubles(stop, 3, _DROP)
+                ok = self.fixed_doubles(stop, 3, _DROP)
             if not ok:
                 return False
         return self.pos == end and seen & 0b110 == 0b110
@@ -256,10 +253,10 @@ class _Reader:
         stop: cython.Py_ssize_t
         ok: cython.bint
         while self.pos < end:
-            tag = self.tag(end)
-            number = tag >> 3
-            if tag < 0 or tag & 7 != _LEN or seen & (1 << number):
+            tag = self.field(end, _LEN, 5, seen)
+            if tag < 0:
                 return False
+            number = tag >> 3
             seen |= 1 << number
             stop = self.length(end)
             if stop < 0:
@@ -273,7 +270,7 @@ class _Reader:
             elif number == 4:
                 ok = self.clock_of(stop, True, planned == 0)
             else:  # timeStamp (5): checked, unused
-                ok = number == 5 and self.clock_of(stop, False, False)
+                ok = self.clock_of(stop, False, False)
             if not ok:
                 return False
         return self.pos == end and seen & 0b10110 == 0b10110
@@ -282,16 +279,12 @@ class _Reader:
     def header(self, end: cython.Py_ssize_t) -> cython.bint:
         seen: cython.int = 0
         tag: cython.int
-        bit: cython.int
         value: cython.ulonglong
         while self.pos < end:
-            tag = self.tag(end)
-            if tag < 0 or tag & 7 != _VARINT or tag >> 3 > 3:
+            tag = self.field(end, _VARINT, 3, seen)
+            if tag < 0:
                 return False
-            bit = 1 << (tag >> 3)
-            if seen & bit:
-                return False
-            seen |= bit
+            seen |= 1 << (tag >> 3)
             value = self.varint(end)
             if value > _U32:  # also _NO; protobuf would cut a larger uint32 to 32 bits
                 return False
@@ -313,10 +306,10 @@ class _Reader:
         value: cython.ulonglong
         ok: cython.bint
         while self.pos < end:
-            tag = self.tag(end)
-            number = tag >> 3
-            if tag < 0 or number > 14 or seen & (1 << number):
+            tag = self.field(end, -1, 14, seen)
+            if tag < 0:
                 return False
+            number = tag >> 3
             seen |= 1 << number
             if number == 6 or number == 11:  # mciConvergenceMet (bool), moveIndex (uint32)
                 value = self.varint(end) if tag & 7 == _VARINT else _NO
