@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from robohal.control.backend import Backend
+from robohal.control.pacing import Pacer
 from robohal.errors import InvalidArgument, UriError
 from robohal.kinematics import Kinematics
 from robohal.plugins.arm_files import ArmFile, arm_name_of_model, find_arm
@@ -79,7 +80,7 @@ class ServoArmBackend(Backend):
         self.tool_pulse = 0
         self.tool_setpoint = 0
         self._previous: tuple[float, Array] | None = None
-        self._next_tick = 0.0
+        self._pacer = Pacer(self.period)  # the link keeps no time: the host paces the cycles
         self._t0 = time.monotonic()
         self._reset_fault = False
 
@@ -129,12 +130,7 @@ class ServoArmBackend(Backend):
 
     def _send(self, q: Array) -> None:
         widths = self.calibration.to_pulses(q)  # LimitViolation here: nothing was sent
-        now = time.monotonic()
-        if self._next_tick > now:
-            time.sleep(self._next_tick - now)
-        elif now - self._next_tick > self.period:  # late: do not burst to catch up
-            self._next_tick = now
-        self._next_tick += self.period
+        self._pacer.wait()
         self._pending = widths
 
     def _receive(self, timeout: float | None) -> RobotState:

@@ -171,7 +171,7 @@ class ArduinoArmBackend(FirmwareLink, ServoArmBackend):
             self._close_port()
             raise
         self._t0 = time.monotonic()
-        self._next_tick = self._t0
+        self._pacer.restart(self._t0)
         self._previous = None
         if self.keepalive and self.watchdog_ms:
             self._keepalive_stop.clear()

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 from robohal.control.backend import Backend, start_link_thread
+from robohal.control.pacing import Pacer
 from robohal.errors import ConnectFailed, ConnectionLost, InvalidArgument, ProtocolError, UriError
 from robohal.kinematics import Kinematics
 from robohal.state import Array, RobotMode, RobotState
@@ -102,7 +103,7 @@ class ArduinoPlanarBackend(FirmwareLink, Backend):
             warnings.warn(f"{uri}: the servos' pulse limits do not cover the model's joint range; "
                           + "; ".join(gaps), RuntimeWarning, stacklevel=2)
         self.home = self._home(uri, model)
-        self._next_tick = 0.0
+        self._pacer = Pacer(self.period)  # the link keeps no time: the host paces the cycles
         self._t0 = 0.0
         self._pending_widths: tuple[int, int] | None = None
         self._pulses: tuple[int, int] = (0, 0)  # widths on the pins (0 = no pulses)
@@ -154,7 +155,7 @@ class ArduinoPlanarBackend(FirmwareLink, Backend):
             self._close_port()
             raise
         self._t0 = time.monotonic()
-        self._next_tick = self._t0
+        self._pacer.restart(self._t0)
         self._previous = None
         if self.keepalive and self.watchdog_ms:
             self._keepalive_stop.clear()
@@ -275,12 +276,7 @@ class ArduinoPlanarBackend(FirmwareLink, Backend):
 
     def _send(self, q: Array) -> None:
         widths = self.calibration.to_pulses(q)  # LimitViolation here: nothing was sent
-        now = time.monotonic()
-        if self._next_tick > now:
-            time.sleep(self._next_tick - now)
-        elif now - self._next_tick > self.period:  # late: do not burst to catch up
-            self._next_tick = now
-        self._next_tick += self.period
+        self._pacer.wait()
         self._pending_widths = widths
 
     def _receive(self, timeout: float | None) -> RobotState:

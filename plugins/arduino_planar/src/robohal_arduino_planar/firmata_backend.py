@@ -199,7 +199,7 @@ class ArduinoFirmataBackend(ServoArmBackend):
             self._close_port()
             raise
         self._t0 = time.monotonic()
-        self._next_tick = self._t0
+        self._pacer.restart(self._t0)
         return self._snapshot()
 
     def _identify(self) -> None:

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 from robohal.control.backend import Backend, start_link_thread
+from robohal.control.pacing import Pacer
 from robohal.errors import ConnectFailed, ConnectionLost, HardwareFault, InvalidArgument, ProtocolError, UriError
 from robohal.kinematics import Kinematics
 from robohal.state import Array, RobotMode, RobotState
@@ -177,7 +178,7 @@ class FeetechBackend(Backend):
         self._poll_stop = threading.Event()
         self._poll_thread: threading.Thread | None = None
         self._t0 = time.monotonic()
-        self._next_tick = 0.0
+        self._pacer = Pacer(self.period)  # the link keeps no time: the host paces the cycles
         self._last_exchange = 0.0
         self._pending: list[int] | None = None
 
@@ -244,7 +245,7 @@ class FeetechBackend(Backend):
         self._link_error = None
         self._clear_faults()
         self._t0 = time.monotonic()
-        self._next_tick = self._t0
+        self._pacer.restart(self._t0)
         if self.poll:
             self._poll_stop.clear()
             self._poll_thread = start_link_thread(self, type(self)._poll_step, self._poll_stop,
@@ -566,12 +567,7 @@ class FeetechBackend(Backend):
         assert self.calibration is not None
         ticks = self.calibration.to_ticks(self.names, q, self.directions)  # LimitViolation: nothing sent
         self._goal_packet(ticks)  # built now, before the wait for the cycle's time, not after it
-        now = time.monotonic()
-        if self._next_tick > now:
-            time.sleep(self._next_tick - now)
-        elif now - self._next_tick > self.period:  # late: do not burst to catch up
-            self._next_tick = now
-        self._next_tick += self.period
+        self._pacer.wait()
         self._pending = ticks
 
     def _receive(self, timeout: float | None) -> RobotState:
