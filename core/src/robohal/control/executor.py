@@ -29,6 +29,7 @@ import numpy as np
 from ..kinematics import Kinematics
 from ..motion import Motion, MotionRecorder, MotionResult
 from ..motion.motions import JOINT_POSITION, interface_of
+from ..motion.reactions import ReactionWatch
 from ..state import Array, RobotState
 from .guard import SetpointGuard
 
@@ -76,8 +77,7 @@ class MotionExecutor:
         self.taken_over = False
         self.successor: MotionExecutor | None = None  # the executor that takes over from this one
         self._start_when_resting = False  # a successor that starts only from rest: brake first
-        self._reactions: tuple = ()  # the running motion's (see robohal.motion.reactions)
-        self._started_at = 0.0  # the robot's clock when the running motion started
+        self._watch = ReactionWatch()  # the running motion's reactions
         self.reaction: str | None = None  # the condition that ended the motion or handed it over
         #: a motion of another interface (joint torques) a reaction handed over to: a position
         #: session cannot run it, so this one brakes to rest and its owner starts that one after
@@ -106,7 +106,7 @@ class MotionExecutor:
             self.stopped = True
             self._braking = True
             self._start_when_resting = False
-        if self._reactions and not self._braking:
+        if self._watch.reactions and not self._braking:
             self._react(state)
         if not self._braking:
             try:
@@ -159,35 +159,28 @@ class MotionExecutor:
     def _arm_reactions(self, state: RobotState) -> None:
         """The running motion's reactions, checked against what the backend measures (a reaction
         that could never fire is refused at the start, not ignored)."""
-        self._reactions = tuple(getattr(self.motion, "reactions", ()))
-        for reaction in self._reactions:
-            reaction.condition.check(state, self.model)
-        self._started_at = state.time
+        self._watch.start(self.motion, state, self.model)
 
     def _react(self, state: RobotState) -> None:
         """Check the reactions; the first met ends the motion (brake to rest) or hands it over."""
-        elapsed = state.time - self._started_at
-        for reaction in self._reactions:
-            try:
-                met = reaction.condition.met(state, self.model, elapsed)
-            except BaseException as error:
-                self.fail(error)
-                return
-            if not met:
-                continue
-            self.reaction = str(reaction.condition)
-            if reaction.then is None:
-                self.stopped = True
-                self._braking = True
-                return
-            if interface_of(reaction.then) != JOINT_POSITION:  # its owner starts it once this one rests
-                self.handover = reaction.then
-                self._braking = True
-                return
+        try:
+            reaction = self._watch.first_met(state, self.model)
+        except BaseException as error:
+            self.fail(error)
+            return
+        if reaction is None:
+            return
+        self.reaction = str(reaction.condition)
+        if reaction.then is None:
+            self.stopped = True
+            self._braking = True
+        elif interface_of(reaction.then) != JOINT_POSITION:  # its owner starts it once this one rests
+            self.handover = reaction.then
+            self._braking = True
+        else:
             before = self.motion if self._last_from_motion else None
             self.motion = reaction.then
             self._begin(state, before)
-            return
 
     def take_over(self, successor: MotionExecutor) -> None:
         """``successor`` replaces this motion from the next cycle on (see the module docstring).

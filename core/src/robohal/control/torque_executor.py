@@ -25,6 +25,7 @@ from typing import Any
 from ..kinematics import Kinematics
 from ..motion import MotionRecorder, MotionResult
 from ..motion.motions import JOINT_TORQUE, interface_of
+from ..motion.reactions import ReactionWatch
 from ..motion.torque import ModelTerms
 from ..state import Array, RobotState
 from .torque_guard import TorqueGuard
@@ -63,8 +64,7 @@ class TorqueExecutor:
         self._released = False  # braking without the model: the torque back to zero
         self._brake_left = math.ceil(MAX_BRAKE_TIME / self.period)
         self._over = False
-        self._reactions: tuple = ()
-        self._started_at = 0.0
+        self._watch = ReactionWatch()  # the running motion's reactions
 
     # The owner's calls ---------------------------------------------------------------------
 
@@ -96,7 +96,7 @@ class TorqueExecutor:
         if self._stop_requested and not self._braking:
             self.stopped = True
             self._begin_brake()
-        if self._reactions and not self._braking:
+        if self._watch.reactions and not self._braking:
             self._react(state, terms)
         if not self._braking:
             try:
@@ -164,38 +164,32 @@ class TorqueExecutor:
     # Reactions ---------------------------------------------------------------------------------
 
     def _arm_reactions(self, state: RobotState) -> None:
-        self._reactions = tuple(getattr(self.motion, "reactions", ()))
-        for reaction in self._reactions:
-            reaction.condition.check(state, self.model)
-        self._started_at = state.time
+        self._watch.start(self.motion, state, self.model)
 
     def _react(self, state: RobotState, terms: ModelTerms) -> None:
         """The first reaction met ends the motion (braked to rest) or hands over: to a torque
         motion at once, from the torque last sent; to one of another interface after the brake."""
-        elapsed = state.time - self._started_at
-        for reaction in self._reactions:
+        try:
+            reaction = self._watch.first_met(state, self.model)
+        except BaseException as error:
+            self.fail(error)
+            return
+        if reaction is None:
+            return
+        self.reaction = str(reaction.condition)
+        if reaction.then is None:
+            self.stopped = True
+            self._begin_brake()
+        elif interface_of(reaction.then) == JOINT_TORQUE:
+            self._end_motion()
+            self.motion = reaction.then
             try:
-                met = reaction.condition.met(state, self.model, elapsed)
+                self.start(state, terms)
             except BaseException as error:
                 self.fail(error)
-                return
-            if not met:
-                continue
-            self.reaction = str(reaction.condition)
-            if reaction.then is None:
-                self.stopped = True
-                self._begin_brake()
-            elif interface_of(reaction.then) == JOINT_TORQUE:
-                self._end_motion()
-                self.motion = reaction.then
-                try:
-                    self.start(state, terms)
-                except BaseException as error:
-                    self.fail(error)
-            else:
-                self.handover = reaction.then
-                self._begin_brake()
-            return
+        else:
+            self.handover = reaction.then
+            self._begin_brake()
 
     # Braking -------------------------------------------------------------------------------------
 

@@ -183,6 +183,29 @@ class Reacting:
         return getattr(self.motion, name)
 
 
+class ReactionWatch:
+    """A running motion's reactions as an executor checks them: each refused at the start when the
+    backend does not measure what it needs, then, every cycle, the first one met."""
+
+    def __init__(self) -> None:
+        self.reactions: tuple[Reaction, ...] = ()
+        self._started_at = 0.0  # the robot's clock when the motion started
+
+    def start(self, motion: Any, state: RobotState, model: Kinematics) -> None:
+        self.reactions = tuple(getattr(motion, "reactions", ()))
+        for reaction in self.reactions:
+            reaction.condition.check(state, model)
+        self._started_at = state.time
+
+    def first_met(self, state: RobotState, model: Kinematics) -> Reaction | None:
+        """The first reaction ``state`` meets, or None (what a condition raises, it raises)."""
+        elapsed = state.time - self._started_at
+        for reaction in self.reactions:
+            if reaction.condition.met(state, model, elapsed):
+                return reaction
+        return None
+
+
 def joint(index: int) -> Quantity:
     return Quantity("joint", _index(index, "joint"))
 
