@@ -5,10 +5,13 @@
    pyfirmata2 (the Firmata client everyone else uses), one fresh board each:
 
    - host time per command: the CPU time of one command, which writes all three joints (three analog
-     messages); robohal's includes the calibration (radians to checked microseconds), pyfirmata2
-     gets microseconds;
+     messages); robohal's includes the calibration (radians to checked microseconds) and building
+     the bytes, pyfirmata2 gets microseconds;
    - latency: from the command's write to the board applying its last servo write (the board's
-     ``SERVO`` line carries the host's monotonic clock), commands paced at 50 Hz, p50/p99;
+     ``SERVO`` line carries the host's monotonic clock), commands paced at 50 Hz, p50/p99. robohal's
+     write is its cycle's: the backend converts, checks and encodes a setpoint before it waits for
+     the cycle's tick (``ServoArmBackend._send``), and at the tick writes the bytes; its latency
+     runs from that write, as pyfirmata2's from its first ``write``;
    - command rate: commands sent back to back until the board has applied the last (the 57600-baud
      wire is the limit for both).
 
@@ -52,27 +55,30 @@ def commands_for(base: tuple[int, ...], count: int) -> list[tuple[int, ...]]:
 
 
 def measure(peers: dict[str, tuple], pin: int) -> dict[str, dict]:
-    """``peers``: name -> (write, simulator, [(widths, the argument write takes), ...]). Host CPU per
-    command and latency, the peers taking turns command by command (so both meet the same machine
+    """``peers``: name -> (prepare, write, simulator, [(widths, the argument prepare takes), ...]);
+    ``write(prepare(argument))`` sends a command. Host CPU per command (both calls) and latency
+    (from the write), the peers taking turns command by command (so both meet the same machine
     load), paced at 50 Hz; then each one's back-to-back rate."""
     figures = {name: {"host": [], "latency": []} for name in peers}
-    count = len(next(iter(peers.values()))[2])
+    count = len(next(iter(peers.values()))[3])
     order = list(peers)
     for k in range(count):
         began_pair = time.monotonic()
         order.reverse()  # each goes first every other time: the first after a pause meets cold caches
         for name in order:
-            write, sim, commands = peers[name]
+            prepare, write, sim, commands = peers[name]
             widths, argument = commands[k]
-            began, cpu = time.monotonic(), time.thread_time()
-            write(argument)
-            figures[name]["host"].append(time.thread_time() - cpu)  # the CPU the call costs
+            cpu = time.thread_time()
+            prepared = prepare(argument)
+            began = time.monotonic()
+            write(prepared)
+            figures[name]["host"].append(time.thread_time() - cpu)  # the CPU the command costs
             figures[name]["latency"].append(applied(sim, pin, widths[-1], began) - began)
         time.sleep(max(0.0, began_pair + 0.02 - time.monotonic()))
-    for name, (write, sim, commands) in peers.items():
+    for name, (prepare, write, sim, commands) in peers.items():
         began = time.monotonic()
         for _, argument in commands:
-            write(argument)
+            write(prepare(argument))
         figures[name]["rate"] = count / (applied(sim, pin, commands[-1][0][-1], began, timeout=30.0) - began)
     return figures
 
@@ -94,20 +100,24 @@ def firmata_figures(commands: int) -> None:
         calibration, pins = backend.calibration, backend.pins
         plan = commands_for(calibration.to_pulses(q), commands)
 
-        def robohal_write(joints: np.ndarray) -> None:  # what a control cycle sends: radians, checked
-            backend._write_widths(calibration.to_pulses(joints))
+        def robohal_prepare(joints: np.ndarray) -> tuple:  # what a cycle does before its tick: radians, checked
+            return backend._prepare(calibration.to_pulses(joints))
 
         board = pyfirmata2.Arduino(their_sim.pty_path)  # waits out the reset-on-open as for a real board
         try:
             servos = [board.get_pin(f"d:{pin}:s") for pin in pins]
 
+            def microseconds(widths: tuple[int, ...]) -> tuple[int, ...]:
+                return widths
+
             def pyfirmata2_write(widths: tuple[int, ...]) -> None:
                 for servo, width in zip(servos, widths, strict=True):
                     servo.write(width)
 
-            figures = measure({"robohal arduino-firmata": (robohal_write, robot.simulator,
+            figures = measure({"robohal arduino-firmata": (robohal_prepare, backend._put, robot.simulator,
                                                            [(w, calibration.to_joints(w)) for w in plan]),
-                               "pyfirmata2": (pyfirmata2_write, their_sim, [(w, w) for w in plan])}, pins[-1])
+                               "pyfirmata2": (microseconds, pyfirmata2_write, their_sim, [(w, w) for w in plan])},
+                              pins[-1])
         finally:
             board.exit()
 

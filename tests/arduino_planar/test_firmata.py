@@ -184,6 +184,26 @@ def test_the_arm_moves_on_the_simulated_board_and_every_pin_pulses_its_calibrate
         assert robot.gripper.grasp(0.01) is True
 
 
+def test_a_cycle_builds_its_bytes_before_its_tick_and_then_writes_only_the_widths_that_changed(monkeypatch):
+    with robohal.connect("arduino-firmata://sim?arm=mearm&poll=1000") as robot:
+        backend = robot.backend
+        backend.cycle()  # every joint attached and written
+        events: list[tuple] = []
+
+        def spy(name, call):
+            return lambda *args: (events.append((name,)), call(*args))[1]
+
+        monkeypatch.setattr(fw, "servo_write", spy("encode", fw.servo_write))
+        monkeypatch.setattr(backend._pacer, "wait", spy("tick", backend._pacer.wait))
+        write = backend._write
+        monkeypatch.setattr(backend, "_write", lambda data: (events.append(("write", bytes(data))), write(data))[1])
+        q = backend.guard.last.copy()
+        q[1] += 0.01
+        backend.cycle(q)
+        width = backend.calibration.servos[1].to_us(q[1])
+        assert events == [("encode",), ("tick",), ("write", bytes((0xE0 | backend.pins[1], width & 0x7F, width >> 7)))]
+
+
 def test_a_silent_board_is_a_lost_link():
     with robohal.connect("arduino-firmata://sim?arm=mearm&poll=1&timeout=0.2") as robot:
         robot.simulator.control("RESET")  # held in reset: it answers nothing until it boots again

@@ -7,7 +7,8 @@ each joint's angle into its servo's pulse through the file's calibration (:mod:`
 the one place radians become microseconds), refuses a setpoint outside a servo's pulse limits
 before anything is sent, and paces one pulse update per control cycle (50 Hz: the servo frame).
 A hobby servo reports nothing: the measured ``q`` is the joints of the last widths put out.
-Subclasses move the bytes (:meth:`_write_widths`, :meth:`_open_board`, :meth:`_close_board`).
+Subclasses move the bytes (:meth:`_write_widths`; :meth:`_prepare` and :meth:`_put` where a write
+can be built before the cycle's tick).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class ServoArmBackend(Backend):
         self.home = np.asarray(q0, dtype=float)
         self._measured = self.home.copy()
         self._pulses: tuple[int, ...] = (0,) * model.dof
-        self._pending: tuple[int, ...] | None = None
+        self._pending: Any = None  # what _prepare built, written at the cycle's tick
         self.tool_pulse = 0
         self.tool_setpoint = 0
         self._previous: tuple[float, Array] | None = None
@@ -112,6 +113,15 @@ class ServoArmBackend(Backend):
         """Put these widths (us, one per joint) on the pins; return those now on the pins."""
         raise NotImplementedError
 
+    def _prepare(self, widths: tuple[int, ...]) -> Any:
+        """What the write of ``widths`` needs, built before the cycle waits for its tick, so that
+        at the tick only the write is left (the Firmata backend: its bytes). Default: the widths."""
+        return widths
+
+    def _put(self, prepared: Any) -> tuple[int, ...]:
+        """Write what :meth:`_prepare` built; return the widths now on the pins."""
+        return self._write_widths(prepared)
+
     def _write_tool(self, width_us: int) -> int:
         raise NotImplementedError
 
@@ -129,14 +139,14 @@ class ServoArmBackend(Backend):
     # Backend hooks ------------------------------------------------------------------------------
 
     def _send(self, q: Array) -> None:
-        widths = self.calibration.to_pulses(q)  # LimitViolation here: nothing was sent
+        prepared = self._prepare(self.calibration.to_pulses(q))  # LimitViolation here: nothing was sent
         self._pacer.wait()
-        self._pending = widths
+        self._pending = prepared
 
     def _receive(self, timeout: float | None) -> RobotState:
-        widths, self._pending = self._pending, None
-        if widths is not None:
-            on_pins = self._write_widths(widths)
+        prepared, self._pending = self._pending, None
+        if prepared is not None:
+            on_pins = self._put(prepared)
             self._pulses = on_pins
             if all(on_pins):
                 self._measured = self.calibration.to_joints(on_pins)

@@ -19,6 +19,7 @@ re-configuration) takes those 6 s, as the library's begin() does.
 Each servo is attached at its first setpoint (servo config with the file's pulse range, where the
 Servo library can keep it; the limits are robohal's own anyway), then each control cycle writes
 the widths that changed, one analog message each (extended analog above pin 15), in microseconds.
+A cycle builds its bytes before it waits for its tick; at the tick it only writes them.
 
 What Firmata costs, against the robohal firmware (``arduino-arm``):
 
@@ -304,18 +305,31 @@ class ArduinoFirmataBackend(ServoArmBackend):
         self._attached.add(pin)
         self._written.pop(pin, None)
 
-    def _write_widths(self, widths: tuple[int, ...]) -> tuple[int, ...]:
-        out = bytearray()
+    def _prepare(self, widths: tuple[int, ...]) -> tuple[tuple[int, ...], bytes, tuple[int, ...]]:
+        """The bytes that put ``widths`` on the pins (each pin not yet attached is attached first;
+        only the widths that changed are written), and the pins they attach."""
+        data = bytearray()
+        attach = []
         for joint, (pin, width) in enumerate(zip(self.pins, widths, strict=True)):
             if pin not in self._attached:
                 servo = self.calibration.servos[joint]
-                self._attach(pin, servo.min_us, servo.max_us)
-            if self._written.get(pin) != width:
-                out += fw.servo_write(pin, width)
-                self._written[pin] = width
-        if out:
-            self._write(bytes(out))
-        return tuple(widths)
+                data += fw.servo_config(pin, *representable_range(servo.min_us, servo.max_us))
+                attach.append(pin)
+            elif self._written.get(pin) == width:
+                continue
+            data += fw.servo_write(pin, width)
+        return widths, bytes(data), tuple(attach)
+
+    def _put(self, prepared: tuple[tuple[int, ...], bytes, tuple[int, ...]]) -> tuple[int, ...]:
+        widths, data, attach = prepared
+        if data:
+            self._write(data)
+        self._attached.update(attach)
+        self._written.update(zip(self.pins, widths))
+        return widths
+
+    def _write_widths(self, widths: tuple[int, ...]) -> tuple[int, ...]:
+        return self._put(self._prepare(widths))
 
     def _write_tool(self, width_us: int) -> int:
         grip = self.arm.gripper
