@@ -18,7 +18,9 @@ sync read of registers 56..70 of six servos, decoded) on the simulated bus at 1 
 
     python benchmarks/feetech.py [--cycles 2000]
 
-Each figure is the median over the cycles; nothing is asserted (the figures are printed).
+The three unpaced loops take turns in blocks of 100 cycles, each on its own simulated bus, so
+that each meets the same machine load. Each figure is the median over the cycles; nothing is
+asserted (the figures are printed).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 
 def backend_cycles(robot, count: int) -> list[float]:
@@ -39,7 +43,7 @@ def backend_cycles(robot, count: int) -> list[float]:
     return times
 
 
-def bus_cycles(robot, count: int) -> list[float]:
+def bus_cycles(robot) -> Callable[[int], list[float]]:
     """The backend's transaction alone: the goals' sync write and the sync read, in one write."""
     from robohal_feetech import wire
     from robohal_feetech.backend import TELEMETRY_LENGTH, TELEMETRY_START
@@ -49,15 +53,19 @@ def bus_cycles(robot, count: int) -> list[float]:
     ids = list(backend.arm.ids)
     goal = REGISTERS["Goal_Position"]
     before = wire.sync_write(goal.address, goal.size, {i: goal.encode(backend.readings[i].position) for i in ids})
-    times = []
-    for _ in range(count):
-        began = time.perf_counter()
-        backend.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, ids, before=before)
-        times.append(time.perf_counter() - began)
-    return times
+
+    def run(count: int) -> list[float]:
+        times = []
+        for _ in range(count):
+            began = time.perf_counter()
+            backend.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, ids, before=before)
+            times.append(time.perf_counter() - began)
+        return times
+    return run
 
 
-def sdk_cycles(path: str, ids: list[int], count: int) -> list[float]:
+@contextmanager
+def sdk_loop(path: str, ids: list[int]) -> Iterator[Callable[[int], list[float]]]:
     """The vendor SDK's loop: sync write of Goal_Position, sync read of 56..70, values decoded."""
     import scservo_sdk as scs
 
@@ -65,6 +73,7 @@ def sdk_cycles(path: str, ids: list[int], count: int) -> list[float]:
     handler = scs.PacketHandler(0)
     if not port.openPort() or not port.setBaudRate(1_000_000):
         raise RuntimeError(f"the SDK could not open {path}")
+    failures = 0
     try:
         reader = scs.GroupSyncRead(port, handler, 56, 15)
         writer = scs.GroupSyncWrite(port, handler, 42, 2)
@@ -75,24 +84,38 @@ def sdk_cycles(path: str, ids: list[int], count: int) -> list[float]:
         goals = {i: reader.getData(i, 56, 2) for i in ids}
         for servo_id in ids:
             writer.addParam(servo_id, [scs.SCS_LOBYTE(goals[servo_id]), scs.SCS_HIBYTE(goals[servo_id])])
-        times, failures = [], 0
-        for _ in range(count):
-            began = time.perf_counter()
-            writer.txPacket()
-            if reader.txRxPacket() != scs.COMM_SUCCESS:
-                failures += 1
-                # a plain loop's one care: the late answers left in the input would be taken for the
-                # next cycle's (the SDK matches ids, not requests), and that cycle would seem faster
-                # than the wire
-                port.ser.reset_input_buffer()
-            values = {i: (reader.getData(i, 56, 2), reader.getData(i, 60, 2), reader.getData(i, 69, 2)) for i in ids}
-            times.append(time.perf_counter() - began)
-        assert len(values) == len(ids)
-        if failures:
-            print(f"  (the SDK loop failed {failures} sync reads)")
-        return times
+
+        def run(count: int) -> list[float]:
+            nonlocal failures
+            times = []
+            for _ in range(count):
+                began = time.perf_counter()
+                writer.txPacket()
+                if reader.txRxPacket() != scs.COMM_SUCCESS:
+                    failures += 1
+                    # a plain loop's one care: the late answers left in the input would be taken for
+                    # the next cycle's (the SDK matches ids, not requests), and that cycle would seem
+                    # faster than the wire
+                    port.ser.reset_input_buffer()
+                values = {i: (reader.getData(i, 56, 2), reader.getData(i, 60, 2), reader.getData(i, 69, 2))
+                          for i in ids}
+                times.append(time.perf_counter() - began)
+            assert len(values) == len(ids)
+            return times
+        yield run
     finally:
         port.closePort()
+        if failures:
+            print(f"  (the SDK loop failed {failures} sync reads)")
+
+
+def taking_turns(loops: dict[str, Callable[[int], list[float]]], cycles: int, block: int = 100) -> dict[str, float]:
+    """Each loop's median cycle, the loops taking turns in blocks (so each meets the same load)."""
+    times: dict[str, list[float]] = {name: [] for name in loops}
+    for _ in range(max(1, cycles // block)):
+        for name, run in loops.items():
+            times[name] += run(block)
+    return {name: statistics.median(found) for name, found in times.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,27 +126,28 @@ def main(argv: list[str] | None = None) -> int:
     import robohal
     from robohal_feetech.backend import exchange_bytes, wire_limit
 
-    with robohal.connect("feetech://sim?arm=so101&poll=0") as robot:
+    # the SDK on a bus of its own (the same simulator program), its return delays at 0 as the
+    # backend sets them
+    with robohal.connect("feetech://sim?arm=so101&poll=0") as robot, \
+            robohal.connect("feetech://sim?arm=so101&poll=0") as theirs:
         backend = robot.backend
         ids = list(backend.arm.ids)
         limit = wire_limit(len(ids), backend.baud)
         print(f"SO-101, {len(ids)} STS3215 on the simulated bus at {backend.baud} baud:"
               f" {exchange_bytes(len(ids))} bytes a cycle, the wire's limit {limit:.0f} Hz")
-        ours = statistics.median(backend_cycles(robot, args.cycles))
-        print(f"backend, unpaced:   {ours * 1e3:.3f} ms a cycle = {1 / ours:.0f} Hz = {1 / ours / limit:.2f} of the"
-              " wire's limit (goal >= 0.8)")
-        bare = statistics.median(bus_cycles(robot, args.cycles))
-        print(f"its transaction:    {bare * 1e3:.3f} ms = {1 / bare / limit:.2f} of the wire's limit; the backend's"
-              f" own work adds {(ours - bare) * 1e6:.0f} us a cycle")
-    # the SDK on a bus of its own (same simulator program), its return delays at 0 as the backend sets them
-    with robohal.connect("feetech://sim?arm=so101&poll=0") as robot:
-        path = robot.backend.device
-        robot.backend.close()  # the line is the SDK's now; the servos keep the backend's settings
-        theirs = statistics.median(sdk_cycles(path, ids, args.cycles))
-    print(f"vendor SDK loop:    {theirs * 1e3:.3f} ms a cycle = {1 / theirs:.0f} Hz = {1 / theirs / limit:.2f} of the"
-          " wire's limit")
-    print(f"backend / SDK:      {theirs / ours:.2f}x the SDK loop's rate (goal >= 1.0);"
-          f" its transaction alone {theirs / bare:.2f}x")
+        theirs.backend.close()  # the line is the SDK's now; the servos keep the backend's settings
+        with sdk_loop(theirs.backend.device, ids) as sdk:
+            found = taking_turns({"backend": lambda count: backend_cycles(robot, count),
+                                  "transaction": bus_cycles(robot), "sdk": sdk}, args.cycles)
+    ours, bare, sdk_time = found["backend"], found["transaction"], found["sdk"]
+    print(f"backend, unpaced:   {ours * 1e3:.3f} ms a cycle = {1 / ours:.0f} Hz = {1 / ours / limit:.2f} of the"
+          " wire's limit (goal >= 0.8)")
+    print(f"its transaction:    {bare * 1e3:.3f} ms = {1 / bare / limit:.2f} of the wire's limit; the backend's"
+          f" own work adds {(ours - bare) * 1e6:.0f} us a cycle")
+    print(f"vendor SDK loop:    {sdk_time * 1e3:.3f} ms a cycle = {1 / sdk_time:.0f} Hz = {1 / sdk_time / limit:.2f} of"
+          " the wire's limit")
+    print(f"backend / SDK:      {sdk_time / ours:.2f}x the SDK loop's rate (goal >= 1.0);"
+          f" its transaction alone {sdk_time / bare:.2f}x")
     with robohal.connect("feetech://sim?arm=so101") as robot:
         backend = robot.backend
         steps, began = 500, time.perf_counter()
