@@ -325,7 +325,7 @@ class ArduinoFirmataBackend(ServoArmBackend):
         if data:
             self._write(data)
         self._attached.update(attach)
-        self._written.update(zip(self.pins, widths))
+        self._written.update(zip(self.pins, widths, strict=True))
         return widths
 
     def _write_widths(self, widths: tuple[int, ...]) -> tuple[int, ...]:
