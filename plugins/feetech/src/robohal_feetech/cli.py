@@ -117,7 +117,10 @@ def feetech() -> None:
 @click.option("--max-id", type=int, default=20, show_default=True, help="The highest id pinged.")
 def scan(port: str, baud: str | None, max_id: int) -> None:
     """Every servo that answers on PORT: baud rate, id, model, firmware and position."""
-    bus = ServoBus(port, 1_000_000, timeout=0.005, retries=0)
+    # the bus's own timeout, not a shorter one to hurry past silent ids: a USB adapter holds the
+    # answers back up to its latency timer (16 ms on an FTDI), and a servo that answered its ping
+    # is read with the usual retries (a busy host can miss one answer)
+    bus = ServoBus(port, 1_000_000)
     try:
         bus.open()
     except RobohalError as exc:
