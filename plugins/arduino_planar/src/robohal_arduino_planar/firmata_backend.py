@@ -299,9 +299,12 @@ class ArduinoFirmataBackend(ServoArmBackend):
 
     # Writes -------------------------------------------------------------------------------------
 
+    @staticmethod
+    def _servo_config(pin: int, min_us: int, max_us: int) -> bytes:
+        return fw.servo_config(pin, *representable_range(min_us, max_us))
+
     def _attach(self, pin: int, min_us: int, max_us: int) -> None:
-        low, high = representable_range(min_us, max_us)
-        self._write(fw.servo_config(pin, low, high))
+        self._write(self._servo_config(pin, min_us, max_us))
         self._attached.add(pin)
         self._written.pop(pin, None)
 
@@ -313,7 +316,7 @@ class ArduinoFirmataBackend(ServoArmBackend):
         for joint, (pin, width) in enumerate(zip(self.pins, widths, strict=True)):
             if pin not in self._attached:
                 servo = self.calibration.servos[joint]
-                data += fw.servo_config(pin, *representable_range(servo.min_us, servo.max_us))
+                data += self._servo_config(pin, servo.min_us, servo.max_us)
                 attach.append(pin)
             elif self._written.get(pin) == width:
                 continue
