@@ -30,11 +30,9 @@ firmware refuses the ramp: the pin is then switched on at once, with a warning.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
-from robohal.control.backend import start_link_thread
-from robohal.errors import ConnectFailed, ConnectionLost, InvalidArgument, ProtocolError
+from robohal.errors import ConnectionLost, InvalidArgument, ProtocolError
 from robohal.kinematics import Kinematics
 from robohal.state import RobotState
 from robohal.uri import RobotUri
@@ -146,78 +144,7 @@ class ArduinoArmBackend(FirmwareLink, ServoArmBackend):
             on_pins += reply.widths_us
         return tuple(on_pins)
 
-    # Lifecycle ------------------------------------------------------------------------------------
-
-    def _open(self) -> RobotState:
-        if not self.device:
-            raise ConnectFailed(f"{self.uri}: the host 'sim' names the bundled simulator, which robohal.connect starts")
-        try:
-            self._open_port()
-        except ConnectionLost as missing:
-            raise ConnectFailed(str(missing), address=self.device) from None
-        try:
-            try:
-                self._handshake(self.boot + self.timeout)
-            except ConnectionLost as silent:
-                raise ConnectFailed(str(silent), address=self.device) from None
-            self._boot_seen = False  # the banner of the reset-on-open is no news
-            self._configure()
-            self._note_counters(self._query_state())
-            self._reset_fault = False
-        except _Silent:
-            self._close_port()
-            raise ConnectionLost(f"arduino-arm: {self.device} answered HELLO, then stopped answering") from None
-        except BaseException:
-            self._close_port()
-            raise
-        self._t0 = time.monotonic()
-        self._pacer.restart(self._t0)
-        self._previous = None
-        if self.keepalive and self.watchdog_ms:
-            self._keepalive_stop.clear()
-            self._keepalive_thread = start_link_thread(self, type(self)._keep_alive_step, self._keepalive_stop,
-                                                       f"robohal-arduino-keepalive-{self.device}")
-        return self._snapshot()
-
-    def _close(self) -> None:
-        self._stop_keepalive()
-        self._close_port()
-
-    def _recover(self) -> RobotState:
-        """Handshake again (reopening the port if the link broke), configure the channels and
-        hold the last acknowledged widths."""
-        with self._wire:
-            try:
-                if self._port is None:
-                    raise ConnectionLost(f"arduino-arm: {self.device} is not open")
-                self._handshake(self.boot + self.timeout)
-            except ConnectionLost:
-                self._close_port()
-                self._open_port()
-                self._handshake(self.boot + self.timeout)
-            reset, self._boot_seen = self._boot_seen, False
-            try:
-                forgot = self._forgot_setpoints(self._query_state())
-                if reset or self._boot_seen or forgot:
-                    self._handle_reset()
-                else:
-                    self._configure()
-            except _Silent:
-                raise ConnectionLost(f"arduino-arm: {self.device} stopped answering") from None
-            self._reset_fault = False
-        self._previous = None
-        return self._snapshot()
-
-    def _handle_reset(self) -> None:
-        """The board reset: configure it again and re-hold the last acknowledged widths."""
-        self.counters["resets"] += 1
-        log.warning("%s: the board reset (a brownout of the servo supply?): configuring its channels again and"
-                    " re-holding the last acknowledged position", self.uri)
-        self._boot_seen = False
-        self._uptime_ms = self._frames_ok = -1
-        self._configure()
-        self._note_counters(self._query_state())
-        self._boot_seen = False
+    def _rehold(self) -> None:
         if any(self._pulses):
             on_pins = self._move(1, self.calibration.to_pulses(self._measured))
             if on_pins is None:
@@ -225,7 +152,6 @@ class ArduinoArmBackend(FirmwareLink, ServoArmBackend):
             self._pulses = on_pins
         if self.tool_pulse:
             self.tool_pulse = self._gripper_move(self.tool_pulse)
-        self._reset_fault = True
 
     # Writes ---------------------------------------------------------------------------------------
 
@@ -271,21 +197,7 @@ class ArduinoArmBackend(FirmwareLink, ServoArmBackend):
                 if on_pins is not None:
                     self._pulses = on_pins
                     self._measured = self.calibration.to_joints(on_pins)
-            self._cycles_since_poll += 1
-            if self.poll_every and self._cycles_since_poll >= self.poll_every and not self._boot_seen:
-                self._cycles_since_poll = 0
-                try:
-                    polled = self._transact(p.Get)
-                except _Silent:
-                    self._after_silence()
-                    polled = None
-                if isinstance(polled, p.State):
-                    self._note_counters(polled)
-            if self._boot_seen:
-                try:
-                    self._handle_reset()
-                except _Silent:
-                    raise ConnectionLost(f"arduino-arm: {self.device} stopped answering after a reset") from None
+            self._end_cycle()
         return self._snapshot()
 
     def _info(self) -> dict[str, Any]:

@@ -47,9 +47,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from robohal.control.backend import Backend, start_link_thread
+from robohal.control.backend import Backend
 from robohal.control.pacing import Pacer
-from robohal.errors import ConnectFailed, ConnectionLost, InvalidArgument, ProtocolError, UriError
+from robohal.errors import ConnectionLost, InvalidArgument, ProtocolError, UriError
 from robohal.kinematics import Kinematics
 from robohal.state import Array, RobotMode, RobotState
 from robohal.uri import RobotUri
@@ -128,44 +128,7 @@ class ArduinoPlanarBackend(FirmwareLink, Backend):
         for row in np.atleast_2d(q):
             self.calibration.to_pulses(row)
 
-    # Lifecycle -----------------------------------------------------------------------------
-
-    def _open(self) -> RobotState:
-        if not self.device:
-            raise ConnectFailed(f"{self.uri}: the host 'sim' names the bundled simulator, which robohal.connect starts;"
-                                " this backend has no serial device to open")
-        try:
-            self._open_port()
-        except ConnectionLost as missing:  # no port: never reached (a reconnect loop must not spin on it)
-            raise ConnectFailed(str(missing), address=self.device) from None
-        try:
-            try:
-                self._handshake(self.boot + self.timeout)
-            except ConnectionLost as silent:  # no firmware hello: never reached either
-                raise ConnectFailed(str(silent), address=self.device) from None
-            self._boot_seen = False  # the banner of the reset-on-open is no news
-            self._configure()
-            state = self._query_state()
-            self._reset_fault = False
-            self._adopt(state)
-        except _Silent:
-            self._close_port()
-            raise ConnectionLost(f"arduino-planar: {self.device} answered HELLO, then stopped answering") from None
-        except BaseException:
-            self._close_port()
-            raise
-        self._t0 = time.monotonic()
-        self._pacer.restart(self._t0)
-        self._previous = None
-        if self.keepalive and self.watchdog_ms:
-            self._keepalive_stop.clear()
-            self._keepalive_thread = start_link_thread(self, type(self)._keep_alive_step, self._keepalive_stop,
-                                                       f"robohal-arduino-keepalive-{self.device}")
-        return self._snapshot()
-
-    def _close(self) -> None:
-        self._stop_keepalive()
-        self._close_port()
+    # The firmware ------------------------------------------------------------------------------
 
     def _check_firmware(self, reply: p.HelloReply) -> None:
         if reply.protocol not in p.PLANAR_PROTOCOLS or reply.firmware != FIRMWARE_NAME or reply.servos != p.SERVO_COUNT:
@@ -207,29 +170,7 @@ class ArduinoPlanarBackend(FirmwareLink, Backend):
             self._measured = self.calibration.to_joints(state.setpoints_us)
         self._note_counters(state)
 
-    # The wire: lines ---------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-    # Resets and silence ------------------------------------------------------------------------
-
-
-    def _handle_reset(self) -> None:
-        """The board reset: configure it again and re-hold the last acknowledged widths."""
-        self.counters["resets"] += 1
-        log.warning("%s: the board reset (a brownout of the servo supply?): configuring it again and"
-                    " re-holding the last acknowledged position", self.uri)
-        self._boot_seen = False
-        self._uptime_ms = self._frames_ok = -1
-        self._configure()
-        state = self._query_state()
-        self._note_counters(state)
-        self._boot_seen = False
+    def _rehold(self) -> None:
         if any(self._pulses):
             widths = self.calibration.to_pulses(self._measured)
             reply = self._transact(lambda seq: p.Set(seq, *widths))
@@ -238,8 +179,6 @@ class ArduinoPlanarBackend(FirmwareLink, Backend):
             self._pulses = reply.widths_us
         if self.tool_pulse:
             self.tool_pulse = self._tool_transact(self.tool_pulse)
-        self._reset_fault = True
-
 
     # The tool servo ------------------------------------------------------------------------
 
@@ -304,46 +243,7 @@ class ArduinoPlanarBackend(FirmwareLink, Backend):
                     raise ProtocolError(f"arduino-planar: the firmware refused SET {widths}: {reply.name}")
                 elif reply is not None:
                     raise ProtocolError(f"arduino-planar: SET answered with {reply!r}")
-            self._cycles_since_poll += 1
-            if self.poll_every and self._cycles_since_poll >= self.poll_every and not self._boot_seen:
-                self._cycles_since_poll = 0
-                try:
-                    polled = self._transact(p.Get)
-                except _Silent:
-                    self._after_silence()
-                    polled = None
-                if isinstance(polled, p.State):
-                    self._note_counters(polled)
-            if self._boot_seen:
-                try:
-                    self._handle_reset()
-                except _Silent:
-                    raise ConnectionLost(f"arduino-planar: {self.device} stopped answering after a reset") from None
-        return self._snapshot()
-
-    def _recover(self) -> RobotState:
-        """Handshake again (reopening the port if the link broke), configure the firmware and
-        hold the last acknowledged widths."""
-        with self._wire:
-            try:
-                if self._port is None:
-                    raise ConnectionLost(f"arduino-planar: {self.device} is not open")
-                self._handshake(self.boot + self.timeout)
-            except ConnectionLost:
-                self._close_port()
-                self._open_port()
-                self._handshake(self.boot + self.timeout)
-            reset, self._boot_seen = self._boot_seen, False
-            try:
-                self._configure()
-                state = self._query_state()
-                self._note_counters(state)
-                if reset or self._boot_seen or (any(self._pulses) and not any(state.setpoints_us)):
-                    self._handle_reset()
-            except _Silent:
-                raise ConnectionLost(f"arduino-planar: {self.device} stopped answering") from None
-            self._reset_fault = False
-        self._previous = None
+            self._end_cycle()
         return self._snapshot()
 
     def _read_now(self) -> RobotState | None:

@@ -8,17 +8,25 @@ retry is waited out once more for a boot (:meth:`FirmwareLink._after_silence`); 
 reset (its ``BOOT`` banner, counters that went back) sets ``_boot_seen`` for the backend to act on.
 A keep-alive thread pings while the host is idle, so an idle but alive host does not trip the
 firmware's watchdog.
+
+The lifecycle is the link's too: open (the handshake, the configuration, what the board holds
+taken as the position), recover, and a reset's handling (configure again, re-hold the last
+acknowledged widths, the recoverable fault ``MCU_RESET``); each backend says what its board is
+configured with (:meth:`FirmwareLink._configure`) and how it re-holds (:meth:`FirmwareLink._rehold`).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 
 import serial
-from robohal.errors import ConnectionLost, ProtocolError, UriError
+from robohal.control.backend import start_link_thread
+from robohal.errors import ConnectFailed, ConnectionLost, ProtocolError, UriError
+from robohal.state import RobotState
 from robohal.uri import RobotUri
 
 from . import wire as p
@@ -35,14 +43,17 @@ class _Silent(Exception):
 
 class FirmwareLink:
     """The serial link to the robohal firmware, mixed into a :class:`~robohal.control.backend.Backend`
-    (which provides ``uri``, ``counters`` and ``_anomaly``). Subclasses say which firmware they
-    take (:meth:`_check_firmware`) and when a board has forgotten their setpoints
-    (:meth:`_forgot_setpoints`)."""
+    (which provides ``uri``, ``counters``, ``_anomaly``, ``_pacer`` and ``_snapshot``). Subclasses
+    say which firmware they take (:meth:`_check_firmware`), how they configure it
+    (:meth:`_configure`), what they take from its state at connect (:meth:`_adopt`), when a board
+    has forgotten their setpoints (:meth:`_forgot_setpoints`) and how they hold again after a
+    reset (:meth:`_rehold`)."""
 
     def _init_link(self, uri: RobotUri) -> None:
         """The link's URI parameters (``baud``, ``boot``, ``timeout``, ``retries``, ``watchdog_ms``,
         ``watchdog_action``, ``keepalive``, ``poll``) and its state."""
         self.scheme = uri.scheme
+        self._log = logging.getLogger(f"robohal.{uri.scheme.replace('-', '_')}")
         self.baud = uri.get_int("baud", p.BAUDRATE, minimum=300)
         self.boot = uri.get_float("boot", 2.0, minimum=0.0)
         self.timeout = uri.get_float("timeout", 0.5, minimum=0.01)
@@ -78,6 +89,115 @@ class FirmwareLink:
     def _forgot_setpoints(self, state: p.State) -> bool:
         """Whether the board, answering after a silence, has lost the setpoints it held (a reset)."""
         raise NotImplementedError
+
+    def _configure(self) -> None:
+        """Send the board this backend's configuration (it forgets it on reset)."""
+        raise NotImplementedError
+
+    def _adopt(self, state: p.State) -> None:
+        """Take what the board holds at connect (by default its counters only)."""
+        self._note_counters(state)
+
+    def _rehold(self) -> None:
+        """After a reset: put the last acknowledged widths back on the pins (never a newer target)."""
+        raise NotImplementedError
+
+    # Lifecycle ----------------------------------------------------------------------------------
+
+    def _open(self) -> RobotState:
+        if not self.device:
+            raise ConnectFailed(f"{self.uri}: the host 'sim' names the bundled simulator, which robohal.connect starts;"
+                                " this backend has no serial device to open")
+        try:
+            self._open_port()
+        except ConnectionLost as missing:  # no port: never reached (a reconnect loop must not spin on it)
+            raise ConnectFailed(str(missing), address=self.device) from None
+        try:
+            try:
+                self._handshake(self.boot + self.timeout)
+            except ConnectionLost as silent:  # no firmware hello: never reached either
+                raise ConnectFailed(str(silent), address=self.device) from None
+            self._boot_seen = False  # the banner of the reset-on-open is no news
+            self._configure()
+            self._adopt(self._query_state())
+            self._reset_fault = False
+        except _Silent:
+            self._close_port()
+            raise ConnectionLost(f"{self.scheme}: {self.device} answered HELLO, then stopped answering") from None
+        except BaseException:
+            self._close_port()
+            raise
+        self._t0 = time.monotonic()
+        self._pacer.restart(self._t0)
+        self._previous = None
+        if self.keepalive and self.watchdog_ms:
+            self._keepalive_stop.clear()
+            self._keepalive_thread = start_link_thread(self, type(self)._keep_alive_step, self._keepalive_stop,
+                                                       f"robohal-arduino-keepalive-{self.device}")
+        return self._snapshot()
+
+    def _close(self) -> None:
+        self._stop_keepalive()
+        self._close_port()
+
+    def _recover(self) -> RobotState:
+        """Handshake again (reopening the port if the link broke), configure the board and hold
+        the last acknowledged widths."""
+        with self._wire:
+            try:
+                if self._port is None:
+                    raise ConnectionLost(f"{self.scheme}: {self.device} is not open")
+                self._handshake(self.boot + self.timeout)
+            except ConnectionLost:
+                self._close_port()
+                self._open_port()
+                self._handshake(self.boot + self.timeout)
+            reset, self._boot_seen = self._boot_seen, False
+            try:
+                state = self._query_state()
+                self._note_counters(state)
+                if reset or self._boot_seen or self._forgot_setpoints(state):
+                    self._handle_reset()
+                else:
+                    self._configure()
+            except _Silent:
+                raise ConnectionLost(f"{self.scheme}: {self.device} stopped answering") from None
+            self._reset_fault = False
+        self._previous = None
+        return self._snapshot()
+
+    def _handle_reset(self) -> None:
+        """The board reset: configure it again and re-hold the last acknowledged widths."""
+        self.counters["resets"] += 1
+        self._log.warning("%s: the board reset (a brownout of the servo supply?): configuring it again and"
+                          " re-holding the last acknowledged position", self.uri)
+        self._boot_seen = False
+        self._uptime_ms = self._frames_ok = -1
+        self._configure()
+        self._note_counters(self._query_state())
+        self._boot_seen = False
+        self._rehold()
+        self._reset_fault = True
+
+    def _end_cycle(self) -> None:
+        """A cycle's end (with ``_wire`` held): every ``poll`` cycles the board's counters are
+        read (how a reset whose banner was lost is seen); a board that reset is configured again
+        and re-holds."""
+        self._cycles_since_poll += 1
+        if self.poll_every and self._cycles_since_poll >= self.poll_every and not self._boot_seen:
+            self._cycles_since_poll = 0
+            try:
+                polled = self._transact(p.Get)
+            except _Silent:
+                self._after_silence()
+                polled = None
+            if isinstance(polled, p.State):
+                self._note_counters(polled)
+        if self._boot_seen:
+            try:
+                self._handle_reset()
+            except _Silent:
+                raise ConnectionLost(f"{self.scheme}: {self.device} stopped answering after a reset") from None
 
     def _stop_keepalive(self) -> None:
         self._keepalive_stop.set()
