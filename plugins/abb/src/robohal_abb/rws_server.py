@@ -23,21 +23,15 @@ send XHTML events on a websocket ``/poll/ID`` (subprotocol ``robapi2_subscriptio
 from __future__ import annotations
 
 import asyncio
-import datetime
-import hashlib
-import ipaddress
 import itertools
 import logging
-import ssl
-import tempfile
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from aiohttp import WSMsgType, web
+from robohal.sim.web_server import ThreadedWebServer, loopback_socket, self_signed_certificate, server_context
 
 from .controller_model import (
     E_FILE_NOT_FOUND,
@@ -66,30 +60,6 @@ MEDIA_7 = {"application/hal+json;v=2.0": HAL, "application/xhtml+xml;v=2.0": XHT
 CERTIFICATE_NAME = "robohal simulated OmniCore"
 
 
-def self_signed_certificate(address: str) -> tuple[bytes, bytes, str]:
-    """A certificate for ``address`` made now, as an OmniCore makes its own: (certificate PEM, key
-    PEM, SHA-256 fingerprint of the DER form, hex)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CERTIFICATE_NAME)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    certificate = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=3650))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(address))]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    der = certificate.public_bytes(serialization.Encoding.DER)
-    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    return certificate.public_bytes(serialization.Encoding.PEM), key_pem, hashlib.sha256(der).hexdigest()
-
-
 @dataclass
 class Group:
     """A subscription group: its session, its resources (kind, key, link as subscribed), its sockets."""
@@ -100,46 +70,29 @@ class Group:
     sockets: dict[web.WebSocketResponse, web.Request] = field(default_factory=dict)
 
 
-class RwsServer:
+class RwsServer(ThreadedWebServer):
     """The RWS of one simulated controller (see the module docstring); :meth:`start`, :meth:`stop`,
     and the fault-injection methods, which are safe to call from another thread."""
+
+    thread_name = "robohal-rws"
 
     def __init__(self, model: ControllerModel, version: int, host: str = "127.0.0.1", port: int = 0,
                  user: str = "Default User", password: str = "robotics",
                  joints: Callable[[], list[float]] | None = None) -> None:
         if version not in VERSIONS:
             raise ValueError("the RWS dialects are 6 (RobotWare 6, RWS 1.0) and 7 (RobotWare 7, RWS 2.0)")
-        if not ipaddress.ip_address(host).is_loopback:
-            raise ValueError(f"the simulated RWS serves loopback addresses only, not {host}")
         self.model = model
         self.version = version
         self.host = host
         self.joints = joints
         self.sessions = Sessions(version, user, password, on_drop=model.drop_session)
         self.fingerprint: str | None = None
-        self._tls: ssl.SSLContext | None = None
+        tls = None
         if version == 7:
-            certificate, key, self.fingerprint = self_signed_certificate(host)
-            self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            with tempfile.TemporaryDirectory() as folder:  # load_cert_chain reads files only
-                paths = Path(folder, "rws.crt"), Path(folder, "rws.key")
-                paths[0].write_bytes(certificate)
-                paths[1].write_bytes(key)
-                paths[1].chmod(0o600)
-                self._tls.load_cert_chain(str(paths[0]), str(paths[1]))
+            certificate, key, self.fingerprint = self_signed_certificate(CERTIFICATE_NAME, host)
+            tls = server_context(certificate, key)
             self.certificate_pem = certificate
-        import socket
-
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.sock.listen(32)
-        self.sock.setblocking(False)
-        self.port = self.sock.getsockname()[1]
-        self.loop = asyncio.new_event_loop()
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
-        self._ready = threading.Event()
+        super().__init__(loopback_socket(host, port, backlog=32), tls)
         self._groups: dict[int, Group] = {}
         self._group_ids = itertools.count(1)
         self.counters: dict[str, int] = {"requests": 0, "errors_500": 0, "events_sent": 0}
@@ -159,47 +112,17 @@ class RwsServer:
 
     # Lifecycle ----------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._serve, name="robohal-rws", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(10.0):
-            raise RuntimeError("the simulated RWS did not start")
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self._released = asyncio.Event()
-        self._released.set()
+    def _application(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_route("*", "/{path:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        self.loop.run_until_complete(self._runner.setup())
-        self.loop.run_until_complete(web.SockSite(self._runner, self.sock, ssl_context=self._tls).start())
-        self._ready.set()
-        self.loop.run_forever()
+        return app
+
+    def _before_serving(self) -> None:
+        self._released = asyncio.Event()
+        self._released.set()
+
+    def _after_serving(self) -> None:
         self._abort_sockets()
-        self.loop.run_until_complete(self._runner.cleanup())
-        self.loop.close()
-
-    def stop(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(5.0)
-        self.sock.close()
-
-    def call(self, function: Callable[..., Any], *args: Any) -> None:
-        """Run ``function(*args)`` on the server's loop (from another thread)."""
-        try:
-            self.loop.call_soon_threadsafe(function, *args)
-        except RuntimeError:  # the loop has closed: the simulator is stopping
-            pass
-
-    def run(self, function: Callable[..., Any], *args: Any, timeout: float = 10.0) -> Any:
-        """Run ``function(*args)`` on the server's loop and wait for its result (from another thread)."""
-
-        async def call() -> Any:
-            return function(*args)
-
-        return asyncio.run_coroutine_threadsafe(call(), self.loop).result(timeout)
 
     # Fault injection (call these through call()) ----------------------------------------------------
 

@@ -22,19 +22,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import datetime
-import hashlib
-import ipaddress
 import json
 import socket
-import ssl
-import tempfile
-import threading
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any
 
 from aiohttp import WSMsgType, web
+from robohal.sim.web_server import ThreadedWebServer, loopback_socket, self_signed_certificate, server_context
 
 from .simulated_desk import EXECUTION, PROGRAMMING, DeskRefusal, SimulatedDesk
 
@@ -51,58 +44,25 @@ SYSTEM_VERSIONS = {"franka.fr3": '"5.4.0"', "franka.panda": '"4.2.2"'}  # web: /
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def self_signed_certificate(address: str) -> tuple[bytes, bytes, str]:
-    """A certificate for ``address`` made now (a new key each start, as a freshly set-up robot's):
-    (certificate PEM, key PEM, SHA-256 fingerprint of its DER form, hex)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, ROBOT_NAME)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    certificate = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=3650))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(ROBOT_NAME),
-                                                    x509.IPAddress(ipaddress.ip_address(address))]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    der = certificate.public_bytes(serialization.Encoding.DER)
-    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    return certificate.public_bytes(serialization.Encoding.PEM), key_pem, hashlib.sha256(der).hexdigest()
-
-
 def bind_desk_socket(address: str, port: int = DESK_PORT) -> socket.socket:
     """A listening socket on ``address``: ``port``, or a free one where that is not permitted
     (443 needs root or CAP_NET_BIND_SERVICE; our choice: serve anyway, the ready line names it)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((address, port))
+        return loopback_socket(address, port, backlog=16)
     except PermissionError:
-        sock.bind((address, 0))
-    except OSError:
-        sock.close()
-        raise
-    sock.listen(16)
-    sock.setblocking(False)
-    return sock
+        return loopback_socket(address, 0, backlog=16)
 
 
-class DeskServer:
+class DeskServer(ThreadedWebServer):
     """The Desk of one simulated robot, served from its own thread (:meth:`start`, :meth:`stop`).
     :meth:`call` runs a function on the server's loop (stdin's control lines use it)."""
+
+    thread_name = "robohal-desk"
 
     def __init__(self, desk: SimulatedDesk, address: str, *, dialect: str = "v1", model: str = "franka.fr3",
                  port: int = DESK_PORT) -> None:
         if dialect not in DIALECTS:
             raise ValueError(f"the Desk dialects are {', '.join(DIALECTS)}, not {dialect!r}")
-        if not ipaddress.ip_address(address).is_loopback:  # as the FCI simulator: never on a network
-            raise ValueError(f"the simulated Desk serves loopback addresses only (127.0.0.0/8), not {address}")
         if dialect == "v1" and model != "franka.fr3":
             # franky: Desk (v1) is for "FR3 on System 5+ firmware", DeskWebSession for "Panda and FR3 on
             # pre-v1 firmware"
@@ -111,22 +71,10 @@ class DeskServer:
         self.address = address
         self.dialect = dialect
         self.model = model
-        self.sock = bind_desk_socket(address, port)
-        self.port = self.sock.getsockname()[1]
-        certificate, key, self.fingerprint = self_signed_certificate(address)
-        self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        with tempfile.TemporaryDirectory() as folder:  # load_cert_chain reads files only
-            paths = Path(folder, "desk.crt"), Path(folder, "desk.key")
-            paths[0].write_bytes(certificate)
-            paths[1].write_bytes(key)
-            paths[1].chmod(0o600)
-            self._tls.load_cert_chain(str(paths[0]), str(paths[1]))
-        self.loop = asyncio.new_event_loop()
+        certificate, key, self.fingerprint = self_signed_certificate(ROBOT_NAME, address, dns_names=(ROBOT_NAME,))
+        super().__init__(bind_desk_socket(address, port), server_context(certificate, key))
         self._changed: asyncio.Future | None = None
         self._sockets: set[web.WebSocketResponse] = set()
-        self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
-        self._ready = threading.Event()
         self.requests = 0
         #: set by the FCI simulator once it has applied the desk's state (its change count) to the
         #: FCI; None: nothing gates on this desk
@@ -142,35 +90,17 @@ class DeskServer:
 
     # Lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._serve, name="robohal-desk", daemon=True)
-        self._thread.start()
-        self._ready.wait(10.0)
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self._changed = self.loop.create_future()
+    def _application(self) -> web.Application:
         app = web.Application(middlewares=[self._answer_refusals])
         app.router.add_route("*", "/{path:.*}", self._dispatch)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        self.loop.run_until_complete(self._runner.setup())
-        self.loop.run_until_complete(web.SockSite(self._runner, self.sock, ssl_context=self._tls).start())
-        self._ready.set()
-        self.loop.run_forever()
+        return app
+
+    def _before_serving(self) -> None:
+        self._changed = self.loop.create_future()
+
+    def _after_serving(self) -> None:
         for websocket in list(self._sockets):
             self.loop.run_until_complete(websocket.close())
-        self.loop.run_until_complete(self._runner.cleanup())
-        self.loop.close()
-
-    def stop(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(5.0)
-        self.sock.close()
-
-    def call(self, function: Callable[..., Any], *args: Any) -> None:
-        """Run ``function(*args)`` on the server's loop (from another thread)."""
-        self.loop.call_soon_threadsafe(function, *args)
 
     # Waiting for the desk --------------------------------------------------------------------
 
