@@ -10,5 +10,6 @@ cdef object pose_array(double r00, double r01, double r02, double px, double r10
 cdef object new_array(Py_ssize_t rows, Py_ssize_t columns)
 cdef double *array_data(object array) except? NULL
 cdef int target_rows(object goal, double *t, double *p) except? -1
+cdef object frame_error(object goal, object frame, double *target, double *rotation)
 cdef int rotation_error(double *t, double *cols, double *out) noexcept nogil
 cdef void solve6(double *a, double *b, int k) noexcept nogil

@@ -167,6 +167,29 @@ def target_rows(goal, t: cython.p_double, p: cython.p_double) -> cython.int:
 
 
 @cython.cfunc
+def frame_error(goal, frame, target: cython.p_double, rotation: cython.p_double) -> object:
+    """From ``frame`` ((x, y, z, p) columns) to the pose ``goal`` (rows): the goal's position into
+    ``target`` (3) and the rotation vector of R_goal R^T into ``rotation`` (3); returns the
+    frame's position (its column p), for the caller's position difference."""
+    t = cython.declare(cython.double[9])
+    cols = cython.declare(cython.double[9])
+    i: cython.int
+    j: cython.int
+    target_rows(goal, t, target)
+    for j in range(3):
+        column = frame[j]
+        if len(column) != 3:
+            raise ValueError("a frame's columns need 3 values")
+        for i in range(3):
+            cols[3 * j + i] = float(column[i])
+    position = frame[3]
+    if len(position) != 3:
+        raise ValueError("a frame's position needs 3 values")
+    rotation_error(t, cols, rotation)
+    return position
+
+
+@cython.cfunc
 @cython.nogil
 @cython.cdivision(True)
 @cython.exceptval(check=False)

@@ -22,7 +22,7 @@ except ModuleNotFoundError:  # Cython is not installed: run as plain Python
 from .common import MAX_DOF
 
 if not cython.compiled:  # compiled, cycle.pxd cimports them
-    from .common import rotation_error, solve6, target_rows
+    from .common import frame_error, rotation_error, solve6, target_rows
 
 #: whether this module runs compiled
 COMPILED = cython.compiled
@@ -343,23 +343,10 @@ def pose_error(goal, frame, weights) -> tuple:
     R_goal R^T, each times its weight (6); and its length (the residual)."""
     if len(goal) < 3 or len(frame) != 4 or len(weights) != 6:
         raise ValueError("pose_error needs a pose's rows, a frame's 4 columns and 6 weights")
-    t = cython.declare(cython.double[9])
     target = cython.declare(cython.double[3])
-    cols = cython.declare(cython.double[9])
     rotation = cython.declare(cython.double[3])
     i: cython.int
-    j: cython.int
-    target_rows(goal, t, target)
-    for j in range(3):
-        column = frame[j]
-        if len(column) != 3:
-            raise ValueError("a frame's columns need 3 values")
-        for i in range(3):
-            cols[3 * j + i] = float(column[i])
-    position = frame[3]
-    if len(position) != 3:
-        raise ValueError("a frame's position needs 3 values")
-    rotation_error(t, cols, rotation)
+    position = frame_error(goal, frame, target, rotation)
     error = [0.0] * 6
     value: cython.double
     total: cython.double = 0.0

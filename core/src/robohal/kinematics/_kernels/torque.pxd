@@ -1,3 +1,3 @@
 # The C side of torque.py: libm behind ``math`` and what it takes from common.py.
 from libc cimport math
-from robohal.kinematics._kernels.common cimport rotation_error, solve6, target_rows
+from robohal.kinematics._kernels.common cimport frame_error, rotation_error, solve6, target_rows

@@ -19,7 +19,7 @@ except ModuleNotFoundError:  # Cython is not installed: run as plain Python
 from .common import MAX_DOF
 
 if not cython.compiled:  # compiled, torque.pxd cimports them
-    from .common import rotation_error, solve6, target_rows
+    from .common import frame_error, rotation_error, solve6, target_rows
 
 #: whether this module runs compiled
 COMPILED = cython.compiled
@@ -141,16 +141,13 @@ def cartesian_impedance(frame, jac, q, dq, goal, twist, gains: cython.const[cyth
     a = cython.declare(cython.double[36])
     task = cython.declare(cython.double[6])
     force = cython.declare(cython.double[6])
-    t = cython.declare(cython.double[9])
     target = cython.declare(cython.double[3])
-    cols = cython.declare(cython.double[9])
     rotation = cython.declare(cython.double[3])
     velocities = cython.declare(cython.double[32])  # MAX_DOF
     null = cython.declare(cython.double[32])
     r: cython.int
     c: cython.int
     i: cython.Py_ssize_t
-    j: cython.int
     total: cython.double
     size: cython.double
     for r in range(6):
@@ -161,17 +158,7 @@ def cartesian_impedance(frame, jac, q, dq, goal, twist, gains: cython.const[cyth
             jw[r * dof + i] = float(row[i])
     for i in range(dof):
         velocities[i] = float(dq[i])
-    target_rows(goal, t, target)
-    for j in range(3):
-        column = frame[j]
-        if len(column) != 3:
-            raise ValueError("a frame's columns need 3 values")
-        for i in range(3):
-            cols[3 * j + i] = float(column[i])
-    position = frame[3]
-    if len(position) != 3:
-        raise ValueError("a frame's position needs 3 values")
-    rotation_error(t, cols, rotation)
+    position = frame_error(goal, frame, target, rotation)
     for r in range(3):
         task[r] = target[r] - float(position[r])  # the pose error, first
         task[3 + r] = rotation[r]
