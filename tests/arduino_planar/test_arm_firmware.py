@@ -145,6 +145,26 @@ def test_a_board_that_forgot_its_channels_reset_and_the_position_is_re_held():
         board.close()
 
 
+def test_recover_right_after_a_silent_reset_configures_the_board_and_re_holds_the_position():
+    board = SilentlyResettingBoard()
+    backend = connect_board(board, poll="0")
+    try:
+        start = backend.commanded
+        for k in range(1, 11):
+            backend.cycle(start + (np.radians([-15.0, 20.0, 10.0]) - start) * k / 10)
+        acked = backend.read().info["pulses_us"]
+        board.reset()  # no banner, and no cycle meets it first: recover() must see it itself
+        state = backend.recover()
+        assert backend.counters["resets"] == 1 and state.mode is not robohal.RobotMode.FAULT
+        assert state.info["pulses_us"] == acked
+        held = dict(board.firmware.channel_widths())
+        assert tuple(held[pin] for pin in backend.pins) == acked  # configured and holding again
+        assert backend.cycle().info["pulses_us"] == acked
+    finally:
+        backend.close()
+        board.close()
+
+
 def arm_file(tmp_path: Path, monkeypatch, old: str, new: str) -> str:
     text = (ARMS / "mearm.toml").read_text().replace('name = "mearm"', 'name = "myarm"')
     assert old in text
