@@ -123,7 +123,8 @@ def connect_board(board: SilentlyResettingBoard, **params: str) -> ArduinoArmBac
     return backend
 
 
-def test_a_board_that_forgot_its_channels_reset_and_the_position_is_re_held():
+@pytest.mark.parametrize("met_by", ["cycle", "recover"])
+def test_a_silent_reset_is_found_and_recover_re_holds_the_acknowledged_position(met_by):
     board = SilentlyResettingBoard()
     backend = connect_board(board, poll="0")
     try:
@@ -131,30 +132,12 @@ def test_a_board_that_forgot_its_channels_reset_and_the_position_is_re_held():
         for k in range(1, 11):
             backend.cycle(start + (np.radians([20.0, 10.0, -20.0]) - start) * k / 10)
         acked = backend.read().info["pulses_us"]
-        board.reset()  # silently: the next MOVE is refused NO_SERVO
-        with pytest.raises(HardwareFault) as fault:
-            backend.cycle()
-        assert fault.value.names == ("MCU_RESET",) and backend.counters["config_forgotten"] == 1
-        state = backend.recover()
-        assert state.info["pulses_us"] == acked
-        held = dict(board.firmware.channel_widths())
-        assert tuple(held[pin] for pin in backend.pins) == acked  # configured and holding again
-        assert backend.cycle().info["pulses_us"] == acked
-    finally:
-        backend.close()
-        board.close()
-
-
-def test_recover_right_after_a_silent_reset_configures_the_board_and_re_holds_the_position():
-    board = SilentlyResettingBoard()
-    backend = connect_board(board, poll="0")
-    try:
-        start = backend.commanded
-        for k in range(1, 11):
-            backend.cycle(start + (np.radians([-15.0, 20.0, 10.0]) - start) * k / 10)
-        acked = backend.read().info["pulses_us"]
-        board.reset()  # no banner, and no cycle meets it first: recover() must see it itself
-        state = backend.recover()
+        board.reset()  # silently: no BOOT banner
+        if met_by == "cycle":  # the next MOVE is refused NO_SERVO: the board forgot its channels
+            with pytest.raises(HardwareFault) as fault:
+                backend.cycle()
+            assert fault.value.names == ("MCU_RESET",) and backend.counters["config_forgotten"] == 1
+        state = backend.recover()  # with no cycle in between, recover() must find the reset itself
         assert backend.counters["resets"] == 1 and state.mode is not robohal.RobotMode.FAULT
         assert state.info["pulses_us"] == acked
         held = dict(board.firmware.channel_widths())
