@@ -102,10 +102,12 @@ def test_the_braccio_s_supply_is_soft_started_as_its_library_does(firmware_build
             widths = np.array([pulse.width_us for pulse in pulses])
             periods = np.diff([pulse.time_us for pulse in pulses])
             # within 1 us but for edges another interrupt held up: the channels' frame edges hold interrupts
-            # off for up to 40 us twice in 20 ms, millis() for a few us every 1.024 ms (about 2 % in all)
+            # off for up to 40 us twice in 20 ms, millis() for a few us every 1.024 ms (about 2 % in all);
+            # an edge waits for whatever interrupts run or are due before it, stacked up to 60 us
+            # (measured, 1 run in 25); a missed compare match would be a whole Timer2 wrap late (128 us)
             for measured, expected in ((widths, high_us), (periods, period_us)):
                 error = np.abs(measured - expected)
-                assert np.median(error) <= 0.5 and np.mean(error <= 1.0) > 0.95 and error.max() < 60, (
+                assert np.median(error) <= 0.5 and np.mean(error <= 1.0) > 0.95 and error.max() < 100, (
                     expected, measured.min(), measured.max(), np.mean(error <= 1.0))
         assert abs(len(first) - 1.99e6 / 530) <= 3 and abs(len(second) - 3.98e6 / 505) <= 3  # no pulse left out
         assert ramp[-1].time_us - start < 6.01e6 and 12 in stats["high_pins"]  # then held high
