@@ -120,7 +120,9 @@ def desk_calls(rounds: int) -> None:
 
 def cli(*args: str, env: dict) -> float:
     began = time.perf_counter()
-    subprocess.run(["robohal", "franka", *args], check=True, env=env, capture_output=True)
+    # the CLI installed next to this interpreter: `make bench` runs it without the venv on PATH
+    robohal_cli = str(Path(sys.executable).with_name("robohal"))
+    subprocess.run([robohal_cli, "franka", *args], check=True, env=env, capture_output=True)
     return time.perf_counter() - began
 
 
