@@ -29,10 +29,10 @@ import struct
 import sys
 import termios
 import time
-import tty
 from collections.abc import Callable
 
 from robohal.sim.process import ControlLines
+from robohal.sim.serial_pty import open_serial_pty
 
 from . import wire as p
 from .servo import SG90_SPEED, ServoHorn
@@ -430,15 +430,8 @@ class Emulator:
         self.ideal = ideal
         self.watchdog_ms = watchdog_ms
         self.watchdog_action = watchdog_action
-        self.master, self.spare = os.openpty()
-        # The spare slave descriptor stays open: raw settings persist between host sessions and the
-        # line discipline never echoes our output back.
-        tty.setraw(self.spare)
-        attrs = termios.tcgetattr(self.spare)
-        attrs[4] = attrs[5] = termios.B115200
-        termios.tcsetattr(self.spare, termios.TCSANOW, attrs)
-        os.set_blocking(self.master, False)
-        self.slave_path = os.ttyname(self.spare)
+        port = open_serial_pty(115200)
+        self.master, self.spare, self.slave_path = port.master, port.slave, port.path
         self.watch = _OpenWatch(self.slave_path)   # before the path is announced
         self.t0 = time.monotonic()
         self.model: FirmwareModel | None = None    # None: held in reset

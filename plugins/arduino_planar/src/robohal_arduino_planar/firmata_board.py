@@ -50,10 +50,10 @@ import select
 import sys
 import termios
 import time
-import tty
 from dataclasses import dataclass, field
 
 from robohal.sim.process import ControlLines
+from robohal.sim.serial_pty import open_serial_pty
 
 from . import firmata_wire as fw
 from .emulator import DEFAULT_BOOT_MS, _OpenWatch
@@ -251,13 +251,8 @@ class Board:
         self.pulses = pulses
         self.servo_speed, self.ideal = servo_speed, ideal
         self.horns: dict[int, ServoHorn] = {}
-        self.master, self.spare = os.openpty()
-        tty.setraw(self.spare)
-        attrs = termios.tcgetattr(self.spare)
-        attrs[4] = attrs[5] = termios.B57600
-        termios.tcsetattr(self.spare, termios.TCSANOW, attrs)
-        os.set_blocking(self.master, False)
-        self.slave_path = os.ttyname(self.spare)
+        port = open_serial_pty(57600)
+        self.master, self.spare, self.slave_path = port.master, port.slave, port.path
         self.watch = _OpenWatch(self.slave_path)
         self.t0 = time.monotonic()
         self.sketch: StandardFirmata | None = None   # None: held in reset

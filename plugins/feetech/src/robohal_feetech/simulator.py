@@ -48,10 +48,10 @@ import sys
 import tempfile
 import termios
 import time
-import tty
 from pathlib import Path
 
 from robohal.sim.process import announce_ready, boolean, control_lines
+from robohal.sim.serial_pty import open_serial_pty
 from robohal.uri import RobotUri
 
 from .arm import DEFAULT_ARM, FeetechArm, load_arm
@@ -163,10 +163,8 @@ class Program:
         self.bus = SimBus(servos, args.supply, time.monotonic())
         if args.object is not None:
             self.place_object(args.object)
-        self.master, self.slave = os.openpty()
-        tty.setraw(self.slave)
-        os.set_blocking(self.master, False)
-        self.slave_path = os.ttyname(self.slave)
+        self.port = open_serial_pty()
+        self.master, self.slave_path = self.port.master, self.port.path
         self.due: list[tuple[float, int, bytes]] = []
         self.sequence = 0
         self.stop = False
@@ -323,11 +321,7 @@ class Program:
                 pass  # nobody reads: the bytes are lost, as on a bus with no host
 
     def close(self) -> None:
-        for fd in (self.master, self.slave):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self.port.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
