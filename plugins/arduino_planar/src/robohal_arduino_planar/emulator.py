@@ -21,20 +21,13 @@ when ``stop`` is set (the program's SIGTERM and SIGINT handlers set it).
 from __future__ import annotations
 
 import collections
-import ctypes
 import json
-import os
-import select
-import struct
 import sys
-import termios
 import time
 from collections.abc import Callable
 
-from robohal.sim.process import ControlLines
-from robohal.sim.serial_pty import open_serial_pty
-
 from . import wire as p
+from .board_process import IDLE_WAIT_S, BoardProcess
 from .servo import SG90_SPEED, ServoHorn
 
 # Every servo pin, the arm's and the tool's, in the harness's order.
@@ -50,16 +43,13 @@ CHANNEL_GAP_US = 500
 # servo_timer1.h: SERVO_SAFE_FROM_TICK / SERVO_SAFE_UNTIL_TICK; outputs change only between them.
 SAFE_FROM_S = 5200 * 0.5e-6
 SAFE_UNTIL_S = 39600 * 0.5e-6
-# Our choices for the process loop, not firmware rules: how long one select() may sleep when
-# nothing is due (bounds the reaction to stdin and opens) and while the MCU runs (bounds the
-# jitter of its timing against the wire model's events, well under one 20 ms frame).
-IDLE_WAIT_S = 0.1
+# Our choice for the process loop, not a firmware rule: how long one select() may sleep while the
+# MCU runs (bounds the jitter of its timing against the wire model's events, well under one 20 ms
+# frame).
 RUN_WAIT_S = 0.005
 # Our choice: a loop late by up to this many frames (1 s) still puts out every frame's pulses, as
 # the timer would; a process stopped for longer starts a fresh frame instead of a burst.
 MAX_CATCH_UP_FRAMES = 50
-# Our choice, as the harness's out_buf: output nobody reads is dropped beyond this many bytes.
-MAX_UNREAD_OUT = 65536
 # Our choice: the boot hold after an open. A real Uno's bootloader takes 1-2 s (research notes);
 # tests want it shorter, the backend's boot budget (2 s) covers the real one.
 DEFAULT_BOOT_MS = 300
@@ -317,41 +307,6 @@ class FirmwareModel:
 
 # ---------------------------------------------------------------- the process around the model
 
-# Linux <sys/inotify.h>: IN_OPEN, IN_CLOSE_WRITE, IN_CLOSE_NOWRITE.
-_IN_OPEN, _IN_CLOSE_WRITE, _IN_CLOSE_NOWRITE = 0x20, 0x08, 0x10
-
-
-class _OpenWatch:
-    """inotify on the pty slave: counts host opens, so a quick close+reopen is never missed."""
-
-    def __init__(self, path: str) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if self.fd < 0 or libc.inotify_add_watch(
-                self.fd, path.encode(), _IN_OPEN | _IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE) < 0:
-            raise OSError(ctypes.get_errno(), "inotify on the pty failed")
-        self.opens = 0
-
-    def read(self) -> int:
-        """Consumes events; returns how many times the open count went from 0 to 1."""
-        first_opens = 0
-        try:
-            data = os.read(self.fd, 4096)
-        except BlockingIOError:
-            return 0
-        pos = 0
-        while pos + 16 <= len(data):
-            _wd, mask, _cookie, length = struct.unpack_from("iIII", data, pos)
-            if mask & _IN_OPEN:
-                if self.opens == 0:
-                    first_opens += 1
-                self.opens += 1
-            if mask & (_IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE) and self.opens > 0:
-                self.opens -= 1
-            pos += 16 + length
-        return first_opens
-
-
 class SerialTiming:
     """The Uno's serial path in time: 115200-baud wire both ways and HardwareSerial's 64-byte rings.
 
@@ -416,13 +371,15 @@ class SerialTiming:
         return max(0.0, min(times) - now) if times else float("inf")
 
 
-class Emulator:
+class Emulator(BoardProcess):
     """Runs a FirmwareModel behind a pty with reset-on-open, wire timing, pulse reports and
     control lines."""
 
+    name = "emulator"
+
     def __init__(self, boot_ms: int, watchdog_ms: int, watchdog_action: str,
                  servo_speed: float = SG90_SPEED, ideal: bool = False, pulses: bool = False) -> None:
-        self.boot_ms = boot_ms
+        super().__init__(p.BAUDRATE, boot_ms)
         self.pulses = pulses  # print the PULSE and HORN lines
         # The servos are physical: they keep their horns through MCU resets.
         self.horns = {pin: ServoHorn(servo_speed, ideal) for pin in ALL_PINS}
@@ -430,73 +387,46 @@ class Emulator:
         self.ideal = ideal
         self.watchdog_ms = watchdog_ms
         self.watchdog_action = watchdog_action
-        port = open_serial_pty(115200)
-        self.master, self.spare, self.slave_path = port.master, port.slave, port.path
-        self.watch = _OpenWatch(self.slave_path)   # before the path is announced
-        self.t0 = time.monotonic()
         self.model: FirmwareModel | None = None    # None: held in reset
         self.serial = SerialTiming()
-        self.boot_deadline: float | None = None
-        self.boot_reason = "open"
         self.reset_at = 0.0
-        self.out = bytearray()                     # bytes ready for the pty
         self.next_frame = 0.0
         self.drop_rx = 0                           # host bytes still to lose (DROP_RX)
         self.output_wait_end = 0.0                 # loop() waits for the PWM safe window until then
-        self.stop = False
-
-    def sim_us(self, t: float | None = None) -> int:
-        return int(((time.monotonic() if t is None else t) - self.t0) * 1e6)
 
     def _millis(self) -> int:
         return int((time.monotonic() - self.reset_at) * 1000)
 
-    def hold(self, reason: str) -> None:
-        """The MCU in reset: a real Uno resets when the host opens the port (DTR) and its
-        bootloader hears nothing meanwhile (research notes; PROTOCOL.md, Link)."""
-        self._frames(time.monotonic())      # the pulses the MCU put out until now
+    def _held(self, now: float) -> None:
+        self._frames(now)                   # the pulses the MCU put out until now
         for horn in self.horns.values():    # a held MCU sends no pulses: the servos go limp
-            horn.unpowered(time.monotonic() - self.t0)
+            horn.unpowered(now - self.t0)
         self.model = None
         self.serial = SerialTiming()
         self.output_wait_end = 0.0
-        self.out.clear()
-        termios.tcflush(self.spare, termios.TCIOFLUSH)
-        self.boot_deadline = time.monotonic() + self.boot_ms / 1000
-        self.boot_reason = reason
 
-    def release(self) -> None:
-        now = time.monotonic()
+    def _started(self, now: float) -> None:
         self.reset_at = now
         self.model = FirmwareModel(self._millis, self.watchdog_ms, self.watchdog_action)
         self.model.on_apply_outputs = self._wait_safe_window
-        self.boot_deadline = None
         self.next_frame = now
-        print(f"RESET {self.sim_us()} {self.boot_reason}", flush=True)
         self.serial.mcu_sent(self.model.boot_banner(), now)
 
-    def control(self, line: str) -> None:
-        """Control lines, as the harness takes them (fault injection for tests)."""
-        word, _, arg = line.strip().partition(" ")
-        try:
-            if word == "QUIT":
-                self.stop = True
-            elif word == "RESET":
-                self.hold("stdin")
-            elif word == "INJECT_RX":              # as if the host had sent these bytes
-                data = bytes.fromhex(arg)
-                if self.model is not None:
-                    self.serial.host_sent(data, time.monotonic())
-            elif word == "INJECT_TX":              # as if the MCU had sent them: line noise
-                self.out += bytes.fromhex(arg)
-            elif word == "DROP_RX":                # the next n host bytes are lost
-                self.drop_rx += int(arg)
-            elif word == "STATS":
-                self._stats()
-            elif word:
-                print(f"emulator: unknown control line: {line.strip()}", file=sys.stderr)
-        except ValueError:
-            print(f"emulator: bad control line: {line.strip()}", file=sys.stderr)
+    def _control(self, word: str, arg: str) -> bool:
+        """The harness's fault injection for tests."""
+        if word == "INJECT_RX":              # as if the host had sent these bytes
+            data = bytes.fromhex(arg)
+            if self.model is not None:
+                self.serial.host_sent(data, time.monotonic())
+        elif word == "INJECT_TX":            # as if the MCU had sent them: line noise
+            self.out += bytes.fromhex(arg)
+        elif word == "DROP_RX":              # the next n host bytes are lost
+            self.drop_rx += int(arg)
+        elif word == "STATS":
+            self._stats()
+        else:
+            return False
+        return True
 
     def _stats(self) -> None:
         """``STATS {json}``: the horns now, as the harness reports them."""
@@ -520,7 +450,18 @@ class Emulator:
         elif phase > SAFE_UNTIL_S:
             self.output_wait_end = frame_start + FRAME_US / 1e6 + SAFE_FROM_S
 
-    def _run_mcu(self, now: float) -> None:
+    def _due(self, now: float) -> float:
+        if self.model is None:
+            return IDLE_WAIT_S
+        return min(RUN_WAIT_S, self.next_frame - now, self.serial.next_event(now))
+
+    def _heard(self, data: bytes, now: float) -> None:
+        if self.model is not None:     # a held MCU (bootloader) hears nothing
+            lost = min(self.drop_rx, len(data))
+            self.drop_rx -= lost
+            self.serial.host_sent(data[lost:], now)
+
+    def _step(self, now: float) -> None:
         """What the MCU does up to `now`: receive interrupts, then loop() while it is not blocked."""
         serial, model = self.serial, self.model
         if model is None:
@@ -535,53 +476,6 @@ class Emulator:
         if serial.busy_until <= now:
             serial.mcu_sent(model.poll(), now)
         self.out += serial.delivered(now)
-
-    def run(self, control: ControlLines | None = None) -> None:
-        """Serve the pty until QUIT, the end of a launcher's pipe (``control``: the control lines)
-        or ``stop`` (the caller has announced :attr:`slave_path`)."""
-        watched = [self.watch.fd, self.master] if control is None else [control, self.watch.fd, self.master]
-        while not self.stop:
-            now = time.monotonic()
-            timeout = IDLE_WAIT_S
-            if self.boot_deadline is not None:
-                timeout = min(timeout, self.boot_deadline - now)
-            if self.model is not None:
-                timeout = min(timeout, RUN_WAIT_S, self.next_frame - now, self.serial.next_event(now))
-            wants_write = [self.master] if self.out else []
-            try:
-                readable, _, _ = select.select(watched, wants_write, [], max(0.0, timeout))
-            except InterruptedError:
-                continue
-            if control in readable:
-                lines = control.read()
-                if lines is None:
-                    if control.ends_run:
-                        break                  # the launcher's pipe ended: our owner is gone
-                    watched.remove(control)
-                for line in lines or ():
-                    self.control(line)
-            if self.watch.fd in readable and self.watch.read():
-                self.hold("open")
-            if self.boot_deadline is not None and time.monotonic() >= self.boot_deadline:
-                self.release()
-            if self.master in readable:
-                try:
-                    data = os.read(self.master, 4096)
-                except OSError:
-                    data = b""
-                if self.model is not None:     # a held MCU (bootloader) hears nothing
-                    lost = min(self.drop_rx, len(data))
-                    self.drop_rx -= lost
-                    self.serial.host_sent(data[lost:], time.monotonic())
-            self._run_mcu(time.monotonic())
-            if self.out:
-                try:
-                    n = os.write(self.master, self.out)
-                    del self.out[:n]
-                except BlockingIOError:
-                    if self.watch.opens == 0 or len(self.out) > MAX_UNREAD_OUT:
-                        self.out.clear()       # nobody listening: the bytes fall off the wire
-        sys.stdout.flush()
 
     def _frames(self, now: float) -> None:
         """One PULSE line per attached servo per 20 ms frame, each with the HORN line of that

@@ -45,18 +45,13 @@ from __future__ import annotations
 
 import collections
 import json
-import os
-import select
 import sys
-import termios
 import time
 from dataclasses import dataclass, field
 
-from robohal.sim.process import ControlLines
-from robohal.sim.serial_pty import open_serial_pty
-
 from . import firmata_wire as fw
-from .emulator import DEFAULT_BOOT_MS, _OpenWatch
+from .board_process import IDLE_WAIT_S, BoardProcess
+from .emulator import DEFAULT_BOOT_MS
 from .servo import SG90_SPEED, ServoHorn
 
 # [SF] Firmata 2.5.8: protocol version 2.6, StandardFirmata's firmware version 2.5; the IDE
@@ -75,7 +70,6 @@ MIN_PULSE_WIDTH, MAX_PULSE_WIDTH, DEFAULT_PULSE_WIDTH = 544, 2400, 1500  # [Serv
 REFRESH_INTERVAL_US = 20000                      # [Servo]
 DEFAULT_SAMPLING_MS = 19                         # [SF] samplingInterval
 BYTE_S = 10 / fw.BAUDRATE                        # 8N1 at 57600 baud
-IDLE_WAIT_S = 0.1                                # our choice: how long one select may sleep
 
 
 def _int8(value: int) -> int:
@@ -241,33 +235,25 @@ class StandardFirmata:
         return [(s.pin, s.us) for s in self.servos if s.pin is not None]
 
 
-class Board:
+class Board(BoardProcess):
     """The process around :class:`StandardFirmata`: the pty, reset-on-open, the 57600-baud wire
     both ways, the servo frames and the control lines."""
 
+    name = "firmata board"
+
     def __init__(self, boot_ms: int = DEFAULT_BOOT_MS, servo_speed: float = SG90_SPEED, ideal: bool = False,
                  pulses: bool = False) -> None:
-        self.boot_ms = boot_ms
+        super().__init__(fw.BAUDRATE, boot_ms)
         self.pulses = pulses
         self.servo_speed, self.ideal = servo_speed, ideal
         self.horns: dict[int, ServoHorn] = {}
-        port = open_serial_pty(57600)
-        self.master, self.spare, self.slave_path = port.master, port.slave, port.path
-        self.watch = _OpenWatch(self.slave_path)
-        self.t0 = time.monotonic()
         self.sketch: StandardFirmata | None = None   # None: held in reset
         self.parser = fw.Parser(from_host=True)
-        self.boot_deadline: float | None = None
         self.rx: collections.deque[tuple[float, int]] = collections.deque()   # host bytes on the wire
         self.rx_end = 0.0
         self.tx: collections.deque[tuple[float, int]] = collections.deque()   # board bytes on the wire
         self.tx_end = 0.0
-        self.out = bytearray()
         self.next_frame = 0.0
-        self.stop = False
-
-    def sim_us(self, t: float) -> int:
-        return int((t - self.t0) * 1e6)
 
     def _send(self, data: bytes, now: float) -> None:
         for byte in data:
@@ -282,42 +268,31 @@ class Board:
         if self.pulses:
             print(f"PIN {time.monotonic():.6f} {pin} {level}")
 
-    def hold(self) -> None:
-        self._frames(time.monotonic())
+    def _held(self, now: float) -> None:
+        self._frames(now)
         for horn in self.horns.values():
-            horn.unpowered(time.monotonic() - self.t0)
+            horn.unpowered(now - self.t0)
         self.sketch = None
         self.rx.clear()
         self.tx.clear()
-        self.out.clear()
         self.parser = fw.Parser(from_host=True)
-        termios.tcflush(self.spare, termios.TCIOFLUSH)
-        self.boot_deadline = time.monotonic() + self.boot_ms / 1000
 
-    def release(self) -> None:
-        now = time.monotonic()
+    def _started(self, now: float) -> None:
         self.sketch = StandardFirmata(on_write=self._written, on_pin=self._pin_written)
-        self.boot_deadline = None
         self.next_frame = now
-        print(f"RESET {self.sim_us(now)} open", flush=True)
         self._send(self.sketch.banner(), now)
 
-    def control(self, line: str) -> None:
-        word = line.strip()
-        if word == "QUIT":
-            self.stop = True
-        elif word == "RESET":
-            self.hold()
-        elif word == "STATS":
-            self._frames(time.monotonic())
-            now = time.monotonic() - self.t0
-            servos = self.sketch.pulses() if self.sketch else []
-            stats = {"sim_us": self.sim_us(time.monotonic()), "servos": {str(pin): us for pin, us in servos},
-                     "horn_us": {str(pin): round(h.advance(now), 4) for pin, h in self.horns.items()},
-                     "sampling_ms": self.sketch.sampling_ms if self.sketch else None}
-            print("STATS " + json.dumps(stats), flush=True)
-        elif word:
-            print(f"firmata board: unknown control line: {word}", file=sys.stderr)
+    def _control(self, word: str, arg: str) -> bool:
+        if word != "STATS":
+            return False
+        self._frames(time.monotonic())
+        now = time.monotonic() - self.t0
+        servos = self.sketch.pulses() if self.sketch else []
+        stats = {"sim_us": self.sim_us(), "servos": {str(pin): us for pin, us in servos},
+                 "horn_us": {str(pin): round(h.advance(now), 4) for pin, h in self.horns.items()},
+                 "sampling_ms": self.sketch.sampling_ms if self.sketch else None}
+        print("STATS " + json.dumps(stats), flush=True)
+        return True
 
     def _frames(self, now: float) -> None:
         """The Servo library's frames up to ``now``: the attached servos pulse one after another,
@@ -340,60 +315,31 @@ class Board:
                 self.next_frame = now
         sys.stdout.flush()
 
-    def run(self, control: ControlLines | None = None) -> None:
-        watched = [self.watch.fd, self.master] if control is None else [control, self.watch.fd, self.master]
-        while not self.stop:
-            now = time.monotonic()
-            timeout = IDLE_WAIT_S
-            if self.boot_deadline is not None:
-                timeout = min(timeout, self.boot_deadline - now)
-            if self.sketch is not None:
-                timeout = min(timeout, self.next_frame - now)
-            for queue in (self.rx, self.tx):
-                if queue:
-                    timeout = min(timeout, queue[0][0] - now)
-            try:
-                readable, _, _ = select.select(watched, [self.master] if self.out else [], [], max(0.0, timeout))
-            except InterruptedError:
-                continue
-            if control in readable:
-                lines = control.read()
-                if lines is None:
-                    if control.ends_run:
-                        break
-                    watched.remove(control)
-                for line in lines or ():
-                    self.control(line)
-            if self.watch.fd in readable and self.watch.read():
-                self.hold()
-            now = time.monotonic()
-            if self.boot_deadline is not None and now >= self.boot_deadline:
-                self.release()
-            if self.master in readable:
-                try:
-                    data = os.read(self.master, 4096)
-                except OSError:
-                    data = b""
-                if self.sketch is not None:  # the bootloader hears nothing
-                    for byte in data:
-                        self.rx_end = max(self.rx_end, now) + BYTE_S
-                        self.rx.append((self.rx_end, byte))
-            now = time.monotonic()
-            self._frames(now)
-            arrived = bytearray()
-            while self.rx and self.rx[0][0] <= now:
-                arrived.append(self.rx.popleft()[1])
-            if arrived and self.sketch is not None:
-                for message in self.parser.feed(bytes(arrived)):
-                    self._send(self.sketch.handle(message), now)
-                sys.stdout.flush()
-            while self.tx and self.tx[0][0] <= now:
-                self.out.append(self.tx.popleft()[1])
-            if self.out:
-                try:
-                    n = os.write(self.master, self.out)
-                    del self.out[:n]
-                except BlockingIOError:
-                    if self.watch.opens == 0:
-                        self.out.clear()
-        sys.stdout.flush()
+    def _due(self, now: float) -> float:
+        due = IDLE_WAIT_S
+        if self.sketch is not None:
+            due = min(due, self.next_frame - now)
+        for queue in (self.rx, self.tx):
+            if queue:
+                due = min(due, queue[0][0] - now)
+        return due
+
+    def _heard(self, data: bytes, now: float) -> None:
+        if self.sketch is not None:  # the bootloader hears nothing
+            for byte in data:
+                self.rx_end = max(self.rx_end, now) + BYTE_S
+                self.rx.append((self.rx_end, byte))
+
+    def _step(self, now: float) -> None:
+        """The servo frames up to ``now``, the host's bytes that have crossed the wire handled,
+        the board's that have crossed it ready for the pty."""
+        self._frames(now)
+        arrived = bytearray()
+        while self.rx and self.rx[0][0] <= now:
+            arrived.append(self.rx.popleft()[1])
+        if arrived and self.sketch is not None:
+            for message in self.parser.feed(bytes(arrived)):
+                self._send(self.sketch.handle(message), now)
+            sys.stdout.flush()
+        while self.tx and self.tx[0][0] <= now:
+            self.out.append(self.tx.popleft()[1])
