@@ -1,8 +1,10 @@
 """The process around a simulated Arduino board: its serial port (a pty a host opens as it opens
-the board's USB port), the reset that opening causes (DTR pulses the MCU's reset on an Uno, and
-the bootloader hears nothing until the sketch starts), the control lines on stdin, and the loop
+the board's USB port), the reset that opening causes, the control lines on stdin, and the loop
 that serves all of them. What the board does is a subclass's: the emulated robohal firmware
 (:mod:`.emulator`) and StandardFirmata (:mod:`.firmata_board`).
+
+The reset: opening an Uno's port raises DTR, which pulses the MCU's reset; the bootloader hears
+nothing until the sketch starts (research notes; PROTOCOL.md, Link).
 
 stdout carries ``RESET <sim_us> <open|stdin>`` each time the sketch starts again.
 """
