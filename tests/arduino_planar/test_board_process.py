@@ -75,8 +75,8 @@ def _read_until(fd, wanted, timeout=10.0):
     return data
 
 
-def test_an_open_resets_the_board_which_starts_after_its_boot_hold_and_hears_the_host():
-    board = Recorder()
+def test_an_open_resets_the_board_which_starts_after_its_boot_hold_and_hears_the_host(make_board):
+    board = make_board()
     thread = _running(board)
     host = os.open(board.slave_path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
     try:
@@ -91,8 +91,8 @@ def test_an_open_resets_the_board_which_starts_after_its_boot_hold_and_hears_the
     assert not thread.is_alive()
 
 
-def test_a_host_that_never_reads_costs_the_board_at_most_max_unread_out_bytes():
-    board = Recorder(chatter=4096)
+def test_a_host_that_never_reads_costs_the_board_at_most_max_unread_out_bytes(make_board):
+    board = make_board(chatter=4096)
     thread = _running(board)
     host = os.open(board.slave_path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)  # held open, never read
     try:
@@ -104,8 +104,8 @@ def test_a_host_that_never_reads_costs_the_board_at_most_max_unread_out_bytes():
     assert board.largest_out <= MAX_UNREAD_OUT + 4096
 
 
-def test_control_lines(capsys):
-    board = Recorder()
+def test_control_lines(make_board, capsys):
+    board = make_board()
     board.control("PING 3")
     board.control("NONSENSE")
     board.control("PING three")
@@ -118,6 +118,20 @@ def test_control_lines(capsys):
     assert "recorder: unknown control line: NONSENSE" in err
     assert "recorder: bad control line: PING three" in err
     assert board.stop
+
+
+@pytest.fixture
+def make_board():
+    made = []
+
+    def make(**kwargs):
+        made.append(Recorder(**kwargs))
+        return made[-1]
+    yield make
+    for board in made:
+        board.close()
+        with pytest.raises(OSError):  # closed: the pty is gone for hosts
+            os.close(os.open(board.slave_path, os.O_RDWR | os.O_NOCTTY))
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ stdout carries ``RESET <sim_us> <open|stdin>`` each time the sketch starts again
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import select
 import struct
@@ -85,6 +86,12 @@ class BoardProcess:
         self.out = bytearray()                     # bytes ready for the pty
         self.stop = False
 
+    def close(self) -> None:
+        """Close the pty and the watch on it (the path is gone for hosts)."""
+        os.close(self.watch.fd)
+        os.close(self.master)
+        os.close(self.spare)
+
     def sim_us(self, t: float | None = None) -> int:
         return int(((time.monotonic() if t is None else t) - self.t0) * 1e6)
 
@@ -137,8 +144,8 @@ class BoardProcess:
         raise NotImplementedError
 
     def _due(self, now: float) -> float:
-        """Seconds until the board next needs the loop."""
-        return IDLE_WAIT_S
+        """Seconds until the board next needs the loop (inf: nothing is due)."""
+        return math.inf
 
     def _control(self, word: str, arg: str) -> bool:
         """Take a control line of the board's own; False: it knows no such line (ValueError: a

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
 
 from . import wire as p
-from .board_process import IDLE_WAIT_S, BoardProcess
+from .board_process import BoardProcess
 from .servo import SG90_SPEED, ServoHorn
 
 # Every servo pin, the arm's and the tool's, in the harness's order.
@@ -452,7 +453,7 @@ class Emulator(BoardProcess):
 
     def _due(self, now: float) -> float:
         if self.model is None:
-            return IDLE_WAIT_S
+            return math.inf
         return min(RUN_WAIT_S, self.next_frame - now, self.serial.next_event(now))
 
     def _heard(self, data: bytes, now: float) -> None:

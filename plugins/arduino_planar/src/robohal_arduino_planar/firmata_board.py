@@ -45,12 +45,13 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import sys
 import time
 from dataclasses import dataclass, field
 
 from . import firmata_wire as fw
-from .board_process import IDLE_WAIT_S, BoardProcess
+from .board_process import BoardProcess
 from .emulator import DEFAULT_BOOT_MS
 from .servo import SG90_SPEED, ServoHorn
 
@@ -316,7 +317,7 @@ class Board(BoardProcess):
         sys.stdout.flush()
 
     def _due(self, now: float) -> float:
-        due = IDLE_WAIT_S
+        due = math.inf
         if self.sketch is not None:
             due = min(due, self.next_frame - now)
         for queue in (self.rx, self.tx):
