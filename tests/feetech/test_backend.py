@@ -65,6 +65,14 @@ def test_no_calibration_names_the_command_that_makes_one(simulator, tmp_path, mo
         robohal.connect(uri)
 
 
+def test_a_missing_adapter_is_told_before_a_missing_calibration(tmp_path, monkeypatch) -> None:
+    # calibrating needs the adapter too: sending a newcomer to calibrate first only fails there
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ConnectFailed, match=r"cannot open .*no-adapter") as refused:
+        robohal.connect(f"feetech://{tmp_path}/no-adapter?arm=so101")
+    assert "calibration" not in str(refused.value)
+
+
 def test_lost_and_corrupted_status_packets_are_asked_again_and_counted(simulator) -> None:
     with connect(simulator) as robot:
         counters = robot.backend.counters

@@ -221,8 +221,6 @@ class FeetechBackend(Backend):
         if not self.device:
             raise ConnectFailed(f"{self.uri}: the host 'sim' names the bundled simulator, which robohal.connect starts;"
                                 " this backend has no serial device to open")
-        if self.calibration is None:
-            raise ConnectFailed(f"feetech: {self.calibration_problem}", address=self.device)
         self.bus = ServoBus(self.device, self.baud, timeout=self.timeout, retries=self.retries,
                             counters=self.counters, anomaly=self._anomaly, label=self.arm.label)
         try:
@@ -230,6 +228,10 @@ class FeetechBackend(Backend):
         except ConnectionLost as missing:
             self.bus = None
             raise ConnectFailed(str(missing), address=self.device) from None
+        if self.calibration is None:  # after the port: calibrating needs it too, so a missing one is told first
+            self.bus.close()
+            self.bus = None
+            raise ConnectFailed(f"feetech: {self.calibration_problem}", address=self.device)
         try:
             with self._lock:
                 self._find_servos()
