@@ -6,7 +6,8 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from .errors import PluginError, UnknownNameError, UriError
-from .plugins.arm_files import MODEL_PREFIX
+from .kinematics import Kinematics
+from .plugins.arm_files import MODEL_PREFIX, arm_dirs
 from .plugins.records import BackendSpec
 from .plugins.registry import Registry, default_registry
 from .robot import Robot
@@ -28,6 +29,28 @@ def resolve_model_name(uri: RobotUri, spec: BackendSpec) -> str:
     if default:
         return str(default)
     raise UriError(f"{uri}: which robot is it? add ?model=NAME (see `robohal models`)")
+
+
+def build_model(uri: RobotUri, spec: BackendSpec, registry: Registry, **model_options: Any) -> tuple[str, Kinematics]:
+    """The name of the robot model ``uri`` drives and the model built."""
+    name = resolve_model_name(uri, spec)
+    try:
+        return name, registry.get_model(name, **model_options)
+    except UnknownNameError as unknown:
+        arm = uri.params.get("arm")
+        if not arm or unknown.name != name:
+            raise
+        raise unknown_arm(arm, registry) from None
+
+
+def unknown_arm(arm: str, registry: Registry) -> UnknownNameError:
+    """arm=NAME names no arm file: said in the user's words (the arm, not its model arm.NAME),
+    with the arms there are, where arm files are read from and the command that starts one."""
+    known = sorted(spec.name[len(MODEL_PREFIX):] for spec in registry.models() if spec.name.startswith(MODEL_PREFIX))
+    folders = ", ".join(str(folder) for folder in arm_dirs())
+    return UnknownNameError("arm", arm, known, f"(the arms: {', '.join(known) or 'none'}; arm files are read from"
+                                               f" {folders} and the plugins' own; `robohal arm new {arm}` writes a"
+                                               " servo arm's to fill in)")
 
 
 def check_params(uri: RobotUri, spec: BackendSpec) -> None:
@@ -76,8 +99,7 @@ def open_robot(uri: str | RobotUri, *, registry: Registry | None = None, connect
     spec = registry.backend_spec(parsed.scheme)
     check_params(parsed, spec)
     refuse_simulator_params(parsed, spec)
-    model_name = resolve_model_name(parsed, spec)
-    model = registry.get_model(model_name, **model_options)
+    model_name, model = build_model(parsed, spec, registry, **model_options)
     parsed = parsed.with_params(model=model_name)
     target, simulator = start_simulator_if_asked(parsed, spec)
     try:

@@ -85,7 +85,8 @@ class UriError(RobohalError, ValueError):
 class UnknownNameError(RobohalError, LookupError):
     """A model, backend scheme or plugin name is not registered."""
 
-    def __init__(self, kind: str, name: str, known: Sequence[str]) -> None:
+    def __init__(self, kind: str, name: str, known: Sequence[str], advice: str = "") -> None:
+        """``advice``: what to do about it, after the suggestions."""
         import difflib
 
         self.kind = kind
@@ -94,7 +95,7 @@ class UnknownNameError(RobohalError, LookupError):
         hint = f"; did you mean {', '.join(self.suggestions)}?" if self.suggestions else ""
         if not known:
             hint = f"; no {kind}s are registered (is a plugin installed?)"
-        super().__init__(f"unknown {kind} {name!r}{hint}")
+        super().__init__(f"unknown {kind} {name!r}{hint}" + (f" {advice}" if advice else ""))
 
     def __str__(self) -> str:  # LookupError would otherwise repr() the message
         return str(self.args[0])

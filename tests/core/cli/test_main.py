@@ -77,6 +77,7 @@ def test_ik_unreachable_says_why(cli):
         (("fk", "generic.planar2", "0", "inf"), "NaN or inf"),
         (("ik", "generic.planar2", "--xyz", "nan", "0", "0"), "NaN"),
         (("sim", "nope"), "unknown simulator"),
+        (("jog", "arduino-arm://sim?arm=mearn"), "unknown arm 'mearn'; did you mean mearm?"),
     ],
 )
 def test_user_errors_are_one_line_and_exit_2(cli, args, message):

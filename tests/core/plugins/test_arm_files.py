@@ -76,6 +76,15 @@ def test_a_users_arm_file_stands_in_for_a_bundled_one(tmp_path, monkeypatch):
         find_arm("mearn", [BUNDLED])
 
 
+@pytest.mark.parametrize("uri", ["arduino-arm://sim?arm=mearn", "feetech:///dev/ttyACM0?arm=mearn"])
+def test_an_unknown_arm_is_named_as_the_user_wrote_it(uri):
+    # the user wrote arm=mearn, not model arm.mearn: the error says so, and what there is
+    with pytest.raises(UnknownNameError, match=r"^unknown arm 'mearn'; did you mean mearm\? \(the arms: .*braccio, mearm,"
+                                               r" so101.*robohal arm new mearn") as unknown:
+        robohal.connect(uri)
+    assert unknown.value.kind == "arm" and unknown.value.suggestions == ("mearm",)
+
+
 def test_template_is_a_valid_arm_file(tmp_path):
     arm = read_arm_file(arm_file(tmp_path, template("desk_arm")))
     assert arm.model_name == "arm.desk_arm" and arm.pins == (11, 10, 9, 6)

@@ -11,7 +11,7 @@ from the URI.
 
 from __future__ import annotations
 
-from ..connection import check_params, refuse_simulator_params, resolve_model_name
+from ..connection import build_model, check_params, refuse_simulator_params
 from ..errors import PluginError
 from ..kinematics import Kinematics
 from ..plugins.records import BackendSpec
@@ -28,8 +28,8 @@ def model_of(uri: str) -> tuple[RobotUri, BackendSpec, Kinematics]:
     spec = registry.backend_spec(parsed.scheme)
     check_params(parsed, spec)
     refuse_simulator_params(parsed, spec)
-    name = resolve_model_name(parsed, spec)
-    return parsed.with_params(model=name), spec, registry.get_model(name)
+    name, model = build_model(parsed, spec, registry)
+    return parsed.with_params(model=name), spec, model
 
 
 def unconnected_robot(uri: str) -> Robot:
