@@ -201,6 +201,14 @@ def test_port_in_use_is_reported() -> None:
             robohal.connect(f"abb-egm://127.0.0.1:{port}?model=abb.irb1410&timeout=0.3")
 
 
+def test_the_controllers_address_given_as_the_host_is_explained() -> None:
+    # 192.0.2.1 (TEST-NET-1) is no address of this computer: binding it fails, nothing is sent
+    with pytest.raises(ConnectFailed, match=r"cannot bind UDP 192\.0\.2\.1:6510: .*not an address of this computer"
+                                            r".*abb-egm://0\.0\.0\.0:6510\?robot=192\.0\.2\.1") as refused:
+        robohal.connect("abb-egm://192.0.2.1:6510?model=abb.irb1410&timeout=0.3")
+    assert "another program" not in str(refused.value)
+
+
 def test_a_second_connection_to_the_same_port_is_refused(egm_sim) -> None:
     sim = egm_sim()
     with robohal.connect(sim.connect_uri()) as first:

@@ -60,6 +60,7 @@ controller's joint-3 convention.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
 import select
@@ -231,8 +232,13 @@ class EgmBackend(Backend):
             sock.bind((self.host, self.port))
         except OSError as exc:
             sock.close()
-            raise ConnectFailed(f"abb-egm: cannot bind UDP {self.host}:{self.port}: {exc.strerror or exc}"
-                                " (is another program, or another robohal connection, using that port?)",
+            if exc.errno == errno.EADDRNOTAVAIL:  # often the controller's address given as the host
+                why = (f"{self.host} is not an address of this computer. The host is where this computer listens"
+                       f" for the robot (0.0.0.0, or this computer's own IP on the robot's network); the"
+                       f" controller's address goes in robot=, as in abb-egm://0.0.0.0:{self.port}?robot={self.host}")
+            else:
+                why = "is another program, or another robohal connection, using that port?"
+            raise ConnectFailed(f"abb-egm: cannot bind UDP {self.host}:{self.port}: {exc.strerror or exc} ({why})",
                                 address=f"{self.host}:{self.port}") from None
         sock.setblocking(False)
         self._sock = sock
