@@ -73,6 +73,12 @@ def test_a_missing_adapter_is_told_before_a_missing_calibration(tmp_path, monkey
     assert "calibration" not in str(refused.value)
 
 
+def test_a_bad_parameter_is_told_of_the_uri_as_written() -> None:
+    # not of the simulator's pty and calibration file, which the user never wrote
+    with pytest.raises(UriError, match=r"^feetech://sim\?arm=so101&rate=abc: parameter rate='abc' is not a number$"):
+        robohal.connect("feetech://sim?arm=so101&rate=abc")
+
+
 def test_lost_and_corrupted_status_packets_are_asked_again_and_counted(simulator) -> None:
     with connect(simulator) as robot:
         counters = robot.backend.counters

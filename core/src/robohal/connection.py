@@ -110,8 +110,11 @@ def open_robot(uri: str | RobotUri, *, registry: Registry | None = None, connect
         robot = Robot(backend, model, simulator=simulator, name=str(parsed), **tools)
         if connect:
             robot.connect()
-    except BaseException:
+    except BaseException as failed:
         if simulator is not None:
             simulator.stop()
+            if isinstance(failed, UriError) and str(failed).startswith(f"{target}:"):
+                # said of the URI the user wrote, not of the simulator's device and files
+                raise UriError(f"{uri}{str(failed)[len(str(target)):]}") from None
         raise
     return robot
