@@ -58,6 +58,15 @@ def test_the_lists_and_the_version() -> None:
         works(*args)
 
 
+def test_each_plugins_command_lists_only_its_own_subcommands() -> None:
+    plugins = [spec.name for spec in default_registry().commands()]
+    assert {"abb", "feetech", "franka"} <= set(plugins)
+    for name in plugins:
+        listed = re.findall(r"^  (\S+) ", works(name, "--help").split("Commands:")[-1], re.MULTILINE)
+        assert listed, f"robohal {name} --help lists no commands"
+        assert not set(plugins) & set(listed), f"robohal {name} lists the other plugins' commands: {listed}"
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_model_commands_work_on_every_bundled_model(model: str) -> None:
     kin = default_registry().get_model(model)

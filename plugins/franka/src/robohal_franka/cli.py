@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 
 import click
-from robohal.cli.main import RobohalGroup
 from robohal.uri import parse_uri
 
 from .desk import DeskSession
@@ -47,7 +46,7 @@ def _control(desk: DeskSession, force: bool, timeout: float) -> None:
         click.echo(f"control taken as {token.owner} (token {token.id}); robohal franka release gives it back")
 
 
-@click.group("franka", cls=RobohalGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("franka", context_settings={"help_option_names": ["-h", "--help"]})
 def franka() -> None:
     """A Franka's Desk: control, joints, FCI, self-tests, recovery (both Desk dialects)."""
 
