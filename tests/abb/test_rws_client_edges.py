@@ -9,6 +9,7 @@ import socket
 import pytest
 from robohal.errors import ConnectFailed, ConnectionLost
 from robohal.net.credentials import Credentials
+from robohal.net.tls import KnownCertificates
 from robohal_abb.rws import RwsAuthError, RwsClient, RwsTimeout, RwsUnreachable, RwsUnsupported
 from robohal_abb.rws.client import endpoint
 
@@ -85,12 +86,14 @@ def test_a_refused_login_names_the_user_never_the_password(stub_server):  # noqa
     assert isinstance(caught.value, ConnectFailed) and caught.value.user == "operator"
 
 
-def test_nothing_at_the_address_is_a_connect_failure():
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_nothing_at_the_address_is_a_connect_failure(scheme, tmp_path):
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    with pytest.raises(RwsUnreachable, match=f"127.0.0.1:{port}") as caught:
-        RwsClient(f"http://127.0.0.1:{port}", credentials=credentials(), timeout=2).open()
+    with pytest.raises(RwsUnreachable, match=f"127.0.0.1:{port}.*is the controller on") as caught:
+        RwsClient(f"{scheme}://127.0.0.1:{port}", credentials=credentials(), timeout=2,
+                  known=KnownCertificates(tmp_path / "known.toml")).open()
     assert isinstance(caught.value, ConnectFailed)
 
 

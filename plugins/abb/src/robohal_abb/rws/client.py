@@ -35,7 +35,8 @@ from urllib.parse import urlsplit
 
 import httpx
 from robohal.net.credentials import Credentials, credentials_for, variable_names
-from robohal.net.tls import KnownCertificates, trusted_context
+from robohal.errors import ConnectFailed
+from robohal.net.tls import CertificateChanged, KnownCertificates, trusted_context
 
 from . import parse
 from .dialects import RWS1, RWS2, Dialect, Request, dialect
@@ -152,9 +153,15 @@ class RwsClient:
         :class:`RwsAuthError` naming the user); idempotent."""
         if self._http is not None:
             return self
-        if self.scheme == "https":  # CertificateChanged, or ConnectFailed when nothing answers there
-            self._ssl = trusted_context(self.host, self.port, timeout=self.timeout, ca_bundle=self._ca_bundle,
-                                        expected=self._fingerprint, known=self._known)
+        if self.scheme == "https":
+            try:
+                self._ssl = trusted_context(self.host, self.port, timeout=self.timeout, ca_bundle=self._ca_bundle,
+                                            expected=self._fingerprint, known=self._known)
+            except CertificateChanged:
+                raise
+            except ConnectFailed as unanswered:  # as a call that finds nobody says it
+                raise RwsUnreachable(f"RWS: {unanswered}; is the controller on, is this its address, and does it run"
+                                     " RobotWare 7 (RobotWare 6 serves http://)?", address=self.url) from None
         # trust_env=False: no proxy or .netrc from the environment may see the controller's credentials
         http = httpx.Client(base_url=self.url, verify=self._ssl if self._ssl is not None else True,
                             timeout=self.timeout, follow_redirects=False, trust_env=False)
