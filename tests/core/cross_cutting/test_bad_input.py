@@ -113,6 +113,15 @@ def test_limit_messages_stay_short_for_huge_values() -> None:
     assert len(str(caught.value)) < 200
 
 
+def test_joints_given_in_degrees_get_a_hint_and_radians_just_out_of_range_do_not() -> None:
+    model = robohal.get_model("abb.irb120")
+    with pytest.raises(LimitViolation, match=r"joint 2 at 30 rad .*np\.radians\(\) if these were degrees"):
+        model.check_joints([0.0, 30.0, 20.0, 0.0, 45.0, 0.0])
+    with pytest.raises(LimitViolation) as caught:  # 600 deg does not fit either: no hint
+        model.check_joints([0.0, 600.0, 0.0, 0.0, 0.0, 0.0])
+    assert "degrees" not in str(caught.value)
+
+
 # Model construction ----------------------------------------------------------------------------
 
 

@@ -170,9 +170,12 @@ class JointLimits:
             row, joint = np.argwhere((low | high).reshape(-1, self.dof))[0]
             value = float(flat_q[row, joint])
             bound = float(self.lower[joint] if value < self.lower[joint] else self.upper[joint])
+            # a value that fits once read as degrees was most likely given in degrees
+            as_degrees = self.lower[joint] <= np.radians(value) <= self.upper[joint]
             raise LimitViolation(
                 f"{what}: joint {joint + 1} at {value:.6g} rad ({np.degrees(value):.6g} deg) is outside"
-                f" [{self.lower[joint]:.6g}, {self.upper[joint]:.6g}] rad",
+                f" [{self.lower[joint]:.6g}, {self.upper[joint]:.6g}] rad"
+                + (" (joints are in radians: np.radians() if these were degrees)" if as_degrees else ""),
                 joint=int(joint), quantity="position", value=value, limit=bound,
             )
 
