@@ -34,8 +34,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from robohal.net.credentials import Credentials, credentials_for, variable_names
 from robohal.errors import ConnectFailed
+from robohal.net.credentials import Credentials, credentials_for, variable_names
 from robohal.net.tls import CertificateChanged, KnownCertificates, trusted_context
 
 from . import parse
