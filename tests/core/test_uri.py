@@ -29,7 +29,7 @@ def test_reserved_simulator_host():
     "bad, why",
     [
         ("", "non-empty"),
-        ("172.16.0.2", "not a robot URI"),
+        ("172.16.0.2", r"not a robot URI: expected SCHEME://.* such as sim://\?model=generic.planar2 \(`robohal plugins`"),
         ("abb-egm://host:notaport", "valid"),
         ("abb-egm://host:99999", "valid"),
         ("sim://?model=a&model=b", "twice"),

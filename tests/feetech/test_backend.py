@@ -77,6 +77,9 @@ def test_a_bad_parameter_is_told_of_the_uri_as_written() -> None:
     # not of the simulator's pty and calibration file, which the user never wrote
     with pytest.raises(UriError, match=r"^feetech://sim\?arm=so101&rate=abc: parameter rate='abc' is not a number$"):
         robohal.connect("feetech://sim?arm=so101&rate=abc")
+    # nor of the model connect adds to it
+    with pytest.raises(UriError, match=r"^feetech://dev/ttyACM0\?arm=so101: give the serial device as the path"):
+        robohal.connect("feetech://dev/ttyACM0?arm=so101")
 
 
 def test_lost_and_corrupted_status_packets_are_asked_again_and_counted(simulator) -> None:

@@ -113,8 +113,8 @@ def open_robot(uri: str | RobotUri, *, registry: Registry | None = None, connect
     except BaseException as failed:
         if simulator is not None:
             simulator.stop()
-            if isinstance(failed, UriError) and str(failed).startswith(f"{target}:"):
-                # said of the URI the user wrote, not of the simulator's device and files
-                raise UriError(f"{uri}{str(failed)[len(str(target)):]}") from None
+        if isinstance(failed, UriError) and str(failed).startswith(f"{target}:"):
+            # said of the URI the user wrote, not of the model added or the simulator's device and files
+            raise UriError(f"{uri}{str(failed)[len(str(target)):]}") from None
         raise
     return robot

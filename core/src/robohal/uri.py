@@ -137,7 +137,8 @@ def parse_uri(text: str) -> RobotUri:
         raise UriError("a robot URI must be a non-empty string like 'sim://?model=abb.irb2400'")
     text = text.strip()
     if "://" not in text:
-        raise UriError(f"{text!r} is not a robot URI: expected SCHEME://[HOST[:PORT]][/PATH][?model=NAME]")
+        raise UriError(f"{text!r} is not a robot URI: expected SCHEME://[HOST[:PORT]][/PATH][?model=NAME], such as"
+                       " sim://?model=generic.planar2 (`robohal plugins` lists the schemes the plugins add)")
     try:
         parts = urlsplit(text)
         port = parts.port

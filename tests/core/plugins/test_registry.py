@@ -111,6 +111,16 @@ def test_unknown_model_suggests_close_names():
     assert "acme.arm6" in str(unknown.value)
 
 
+def test_an_unknown_scheme_lists_the_schemes_and_a_web_address_is_explained():
+    registry = registry_with(("p", make_plugin(backends=[BackendSpec("acme-bus", factory=SimBackend)])))
+    with pytest.raises(UnknownNameError, match=r"^unknown backend scheme 'acme-bux'; did you mean acme-bus\?"
+                                               r" \(the schemes: acme-bus, sim\)$"):
+        registry.backend_spec("acme-bux")
+    with pytest.raises(UnknownNameError, match=r"'https' \(a robot URI starts with its backend's scheme, one of"
+                                               r" acme-bus, sim; a controller's web address goes in that URI's"):
+        registry.backend_spec("https")
+
+
 def test_default_registry_is_replaceable():
     mine = registry_with(("p", make_plugin(models=[arm("acme.only")])))
     with use_registry(mine):

@@ -254,7 +254,12 @@ class Registry:
         try:
             return self._backends[key]
         except KeyError:
-            raise UnknownNameError("backend scheme", scheme, list(self._backends)) from None
+            known = sorted(self._backends)
+            advice = f"(the schemes: {', '.join(known)})" if known else ""
+            if key in ("http", "https"):  # a controller's web address where a robot URI belongs
+                advice = (f"(a robot URI starts with its backend's scheme, one of {', '.join(known)}; a controller's"
+                          " web address goes in that URI's parameters, as its plugin's README shows)")
+            raise UnknownNameError("backend scheme", scheme, known, advice) from None
 
     def get_model(self, name: str, **options: Any):
         """Build the named model's :class:`~robohal.kinematics.Kinematics`."""
