@@ -79,3 +79,10 @@ def test_robohal_arm_calibrate_points_a_bus_servo_arm_to_its_own_calibration() -
     result = CliRunner().invoke(main, ["arm", "calibrate", "feetech://sim?arm=so101"], input="")
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert result.output.strip().splitlines()[-1].endswith("its plugin calibrates them: robohal feetech calibrate URI")
+
+
+def test_robohal_feetech_calibrate_points_a_hobby_servo_arm_to_robohal_arm_calibrate() -> None:
+    # the arm exists (arduino-arm's MeArm), only not on a servo bus: no "unknown arm"
+    result = CliRunner().invoke(main, ["feetech", "calibrate", "arduino-arm://sim?arm=mearm"], input="")
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1].endswith("calibrated with robohal arm calibrate URI")

@@ -36,6 +36,10 @@ SAMPLE_PERIOD = 0.02  # s between two readings of the sweep (a joint turns far l
 @contextlib.contextmanager
 def open_bus(uri: RobotUri) -> Iterator[tuple[ServoBus, FeetechArm]]:
     """The arm's bus at ``uri`` (a simulated one for ``feetech://sim``, stopped after)."""
+    if uri.scheme != "feetech":
+        raise RobohalError(f"{uri}: robohal feetech takes a bus-servo arm's feetech:// URI, such as"
+                           " feetech:///dev/ttyACM0?arm=so101; an arm of hobby servos is calibrated with"
+                           " robohal arm calibrate URI")
     arm = load_arm(uri.params.get("arm", "so101"))
     simulator = None
     if uri.wants_simulator:
