@@ -30,7 +30,10 @@ def test_the_variables_are_named_after_the_service():
 def test_without_environment_or_file_the_documented_defaults_apply(env):
     found = credentials_for("abb-rws", "192.168.125.1", defaults=DEFAULTS, environ=env)
     assert (found.user, found.password) == DEFAULTS
+    # a refusal names the source: it says where other credentials go
     assert "default" in found.source
+    assert "ROBOHAL_ABB_RWS_USER and ROBOHAL_ABB_RWS_PASSWORD" in str(found) and '[abb-rws."192.168.125.1"]' in str(found)
+    assert DEFAULTS[1] not in str(found)
 
 
 def test_without_defaults_a_missing_credential_says_where_to_put_it(env):

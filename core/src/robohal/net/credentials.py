@@ -86,7 +86,9 @@ def credentials_for(service: str, host: str, port: int | None = None, *,
     if found is not None:
         return found
     if defaults is not None:
-        return Credentials(defaults[0], defaults[1], f"the documented default for {service}")
+        # the source says how to give others: a refusal of the defaults is where a newcomer learns it
+        return Credentials(defaults[0], defaults[1], f"the default for {service}, as none are set: {user_variable} and"
+                                                     f" {password_variable}, or [{service}.\"{host}\"] in {path}, set them")
     raise CredentialsError(f"no credentials for {service} at {host}: set {user_variable} and {password_variable},"
                            f" or add [{service}.\"{host}\"] with user and password to {path} (chmod 600)")
 
