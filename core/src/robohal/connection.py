@@ -7,7 +7,7 @@ from typing import Any
 
 from .errors import PluginError, UnknownNameError, UriError
 from .kinematics import Kinematics
-from .plugins.arm_files import MODEL_PREFIX, arm_dirs
+from .plugins.arm_files import MODEL_PREFIX, arm_dirs, arm_name_of_model
 from .plugins.records import BackendSpec
 from .plugins.registry import Registry, default_registry
 from .robot import Robot
@@ -46,7 +46,7 @@ def build_model(uri: RobotUri, spec: BackendSpec, registry: Registry, **model_op
 def unknown_arm(arm: str, registry: Registry) -> UnknownNameError:
     """arm=NAME names no arm file: said in the user's words (the arm, not its model arm.NAME),
     with the arms there are, where arm files are read from and the command that starts one."""
-    known = sorted(spec.name[len(MODEL_PREFIX):] for spec in registry.models() if spec.name.startswith(MODEL_PREFIX))
+    known = sorted(filter(None, (arm_name_of_model(spec.name) for spec in registry.models())))
     folders = ", ".join(str(folder) for folder in arm_dirs())
     return UnknownNameError("arm", arm, known, f"(the arms: {', '.join(known) or 'none'}; arm files are read from"
                                                f" {folders} and the plugins' own; `robohal arm new {arm}` writes a"
