@@ -147,6 +147,7 @@ class Statistics:
     its next cycle).
     """
 
+    period: float = SAMPLE_PERIOD
     intervals: deque = field(default_factory=lambda: deque(maxlen=100_000))
     round_trips: deque = field(default_factory=lambda: deque(maxlen=100_000))
     counters: Counter = field(default_factory=Counter)
@@ -160,10 +161,12 @@ class Statistics:
                     "max_ms": float(array.max())}
 
         sent = self.counters["robot_messages_sent"]
+        # how far a tick strays from the sample period (a real controller's are steady)
+        jitter = float(np.median(np.abs(np.array(self.intervals) - self.period))) * 1000.0 if self.intervals else None
         return {
             "elapsed_s": elapsed,
             "rate_hz": sent / elapsed if elapsed > 0 else 0.0,
-            "period": {**percentiles(self.intervals), "late_ticks": self.counters["late_ticks"]},
+            "period": {**percentiles(self.intervals), "jitter_p50_ms": jitter, "late_ticks": self.counters["late_ticks"]},
             "round_trip": percentiles(self.round_trips),
             "counters": dict(self.counters),
         }
@@ -186,7 +189,7 @@ class SimulatedController:
             raise click.UsageError("--mode is joint or pose")
         self.out = out or sys.stdout
         self.rng = random.Random(self.options.seed)
-        self.stats = Statistics()
+        self.stats = Statistics(period=self.options.period)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         stamps.enable(self.sock)
         self.sock.bind(bind)
@@ -637,7 +640,9 @@ class SimulatedController:
     def run(self, control: ControlLines | None = None) -> dict[str, Any]:
         """Run until QUIT, the end of a launcher's pipe, ``duration`` or Ctrl-C; return the statistics."""
         o = self.options
-        selector = selectors.DefaultSelector()  # the control lines; the sensor's answers wait for the cycle
+        # the control lines; the sensor's answers wait for the cycle. select(), not epoll: epoll waits
+        # whole milliseconds, and the ticks would alternate 3.5 and 4.5 ms apart
+        selector = selectors.SelectSelector()
         if control is not None:
             selector.register(control, selectors.EVENT_READ, "stdin")
         announce_ready(self.ready_uri(), self.out)
