@@ -4,6 +4,7 @@ start, io, elog, motors, stop; errors as one line; the command itself as a user 
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 
@@ -28,6 +29,7 @@ def test_a_cell_brought_up_and_down_from_the_command_line(rws_cell, rws_template
 
     code, output = robohal_abb("status", uri)
     assert code == 0 and "motors      motoroff" in output and "RobohalEgm not loaded" in output
+    assert f"run `robohal abb setup {shlex.quote(uri)}`" in output, "the fix, ready to paste"
     code, output = robohal_abb("setup", uri, "--module", str(module))
     assert code == 0 and "$HOME/RobohalEgm.mod loaded into T_ROB1" in output, output
     code, output = robohal_abb("start", uri)
@@ -56,6 +58,7 @@ def test_errors_are_one_line_with_the_controller_s_words(rws_cell):
     sim = rws_cell(6)
     code, output = robohal_abb("start", str(sim.process.uri))
     assert code == 2 and output.startswith("robohal: error: RobohalEgm is not loaded") and output.count("\n") == 1
+    assert f"run `robohal abb setup {shlex.quote(str(sim.process.uri))}` first" in output
     code, output = robohal_abb("io", str(sim.process.uri), "noSuchSignal")
     assert code == 2 and "no I/O signal named 'noSuchSignal'" in output
     code, output = robohal_abb("status", "abb-egm://127.0.0.1:6510?model=abb.irb1410")

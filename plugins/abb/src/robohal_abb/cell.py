@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shlex
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -64,12 +65,14 @@ class CellStatus:
     module_loaded: bool
     task: str
     build_errors: tuple[BuildError, ...] = ()
+    #: the command that loads the module, as the user types it for this cell
+    setup_command: str = "robohal abb setup URI"
 
     @property
     def problems(self) -> list[str]:
         found = []
         if not self.module_loaded:
-            found.append(f"{MODULE} is not loaded in {self.task}: run `robohal abb setup`")
+            found.append(f"{MODULE} is not loaded in {self.task}: run `{self.setup_command}`")
         if self.build_errors:
             found.append(f"the program in {self.task} does not build: "
                          + "; ".join(map(str, self.build_errors[:5])))
@@ -181,6 +184,13 @@ class AbbCell:
     def _client(self) -> RwsClient:
         return self.rws.open()
 
+    def setup_command(self) -> str:
+        """``robohal abb setup`` for this cell, ready to paste into a shell (a URI or an RWS address
+        carries no credentials: they are refused there)."""
+        named = self.robot_uri if self.robot_uri is not None else self.rws.url
+        task = "" if self.task == DEFAULT_TASK else f" --task {shlex.quote(self.task)}"
+        return f"robohal abb setup {shlex.quote(str(named))}{task}"
+
     # Looking ---------------------------------------------------------------------------------------
 
     def status(self) -> CellStatus:
@@ -189,7 +199,7 @@ class AbbCell:
         loaded = any(name.lower() == MODULE.lower() for name in modules)
         errors = tuple(rws.build_errors_if_offered(self.task)) if loaded else ()
         return CellStatus(rws.url, rws.dialect.robotware, rws.system(), rws.controller_state(), rws.operation_mode(),
-                          rws.execution(), rws.speed_ratio(), loaded, self.task, errors)
+                          rws.execution(), rws.speed_ratio(), loaded, self.task, errors, self.setup_command())
 
     def elog(self, *, since: int | None = None, limit: int | None = 20, domain: int = 0) -> list[ElogEntry]:
         return self._client().elog(domain, since=since, limit=limit)
@@ -243,7 +253,7 @@ class AbbCell:
             raise RwsUnsupported(f"{rws.url} is in {state}: reset it at the cell first; RWS cannot")
         modules = rws.modules(self.task)
         if not any(name.lower() == MODULE.lower() for name in modules):
-            raise RwsError(f"{MODULE} is not loaded in {self.task} on {rws.url}: run `robohal abb setup` first")
+            raise RwsError(f"{MODULE} is not loaded in {self.task} on {rws.url}: run `{self.setup_command()}` first")
         motors_turned_on = False
         if state != "motoron":
             self.motors(True)
