@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from robohal.net.shared_tls import open_tls
+
 from . import parse
 from .errors import RwsDisconnected, RwsError, RwsProtocolError, RwsTimeout
 from .values import Event
@@ -64,7 +66,6 @@ class Subscription:
         path = poll_path(location)
         group = path.rstrip("/").rsplit("/", 1)[-1]
         http, context = client._session()
-        scheme = "wss" if client.scheme == "https" else "ws"
         netloc = f"[{client.host}]" if ":" in client.host else client.host
         headers = {}
         cookies = "; ".join(f"{name}={value}" for name, value in http.cookies.items())
@@ -76,10 +77,12 @@ class Subscription:
         from websockets.exceptions import InvalidHandshake, InvalidStatus
         from websockets.sync.client import connect
 
-        url = f"{scheme}://{netloc}:{client.port}{path}"
         try:
-            websocket = connect(url, subprotocols=[dialect.subprotocol], additional_headers=headers,
-                                ssl=context if scheme == "wss" else None, open_timeout=client.timeout,
+            # Over TLS the socket is opened here and handed over as if plain ("ws://"): the client reads
+            # in a thread of its own while the caller writes, which a bare SSLSocket does not survive
+            tls = open_tls(client.host, client.port, context, client.timeout) if client.scheme == "https" else None
+            websocket = connect(f"ws://{netloc}:{client.port}{path}", sock=tls, subprotocols=[dialect.subprotocol],
+                                additional_headers=headers, open_timeout=client.timeout,
                                 close_timeout=min(client.timeout, 2.0), max_size=parse.MAX_BODY,
                                 user_agent_header=None, proxy=None)  # no proxy from the environment sees the cookies
         except InvalidStatus as exc:
@@ -90,6 +93,9 @@ class Subscription:
             cls._delete(client, group)
             raise RwsDisconnected(f"RWS {client.url}: the subscription's websocket {path} did not open: {exc}") \
                 from None
+        except BaseException:  # whatever failed, the controller's subscription group is not left behind
+            cls._delete(client, group)
+            raise
         log.debug("RWS %s: subscribed to %s as group %s", client.url, ", ".join(resources), group)
         return cls(client, group, websocket)
 
