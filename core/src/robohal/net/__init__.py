@@ -6,4 +6,6 @@ Services, Franka's Desk), kept in one place so that every plugin handles secrets
   never from a URI, a command line or a log
 - :mod:`.tls`: a controller's self-signed certificate trusted on first use and pinned (as ssh
   does with host keys), or a CA bundle; a changed certificate is refused
+- :mod:`.shared_tls`: a TLS connection that one thread reads while others write (a bare
+  ``ssl.SSLSocket`` does not survive it)
 """
