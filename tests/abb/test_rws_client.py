@@ -102,7 +102,7 @@ def test_subscriptions_bring_execution_signal_and_event_log_changes(rws_cell, rw
 
 def test_subscription_websockets_open_every_time_over_tls(rws_cell):
     """The websocket client reads in a thread of its own while the caller writes the handshake: on a
-    bare SSLSocket about one RobotWare 7 subscription in fifty never saw its answer (TLS 1.3 session
+    bare SSLSocket about one RobotWare 7 subscription in a hundred never saw its answer (TLS 1.3 session
     tickets read while the request was written). 400 in a row, each opened and closed, none lost."""
     sim = rws_cell(7)
     with cell_for(sim) as cell:

@@ -4,7 +4,7 @@ OpenSSL's connection object takes one call at a time. A read in one thread (whic
 also takes in the server's post-handshake messages, its session tickets) during a write in
 another corrupts it: a request or an answer is lost and the link hangs. ``ssl.SSLSocket`` does
 not keep the two apart, and a client that reads in a thread of its own while the caller writes
-(websockets' synchronous client) meets this: here on about one RobotWare 7 subscription in fifty,
+(websockets' synchronous client) meets this: here on about one RobotWare 7 subscription in a hundred,
 as a websocket handshake whose answer never came.
 
 :class:`SharedTlsSocket` runs each TLS call under one lock on a non-blocking socket, and waits for
