@@ -22,8 +22,8 @@ def pattern(index: int) -> bytes:
     return hashlib.sha256(index.to_bytes(4, "big")).digest() * (CHUNK // 32) + b"\0" * (CHUNK % 32)
 
 
-class StreamingServer:
-    """Accepts one TLS client; streams CHUNKS patterned chunks to it while hashing what it sends."""
+class LoopbackTlsServer:
+    """A TLS server on loopback with a certificate of its own (``der``), serving in a thread."""
 
     def __init__(self) -> None:
         certificate, key, _ = self_signed_certificate("test", "127.0.0.1")
@@ -31,12 +31,22 @@ class StreamingServer:
         self.context = server_context(certificate, key)
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        raise NotImplementedError
+
+
+class StreamingServer(LoopbackTlsServer):
+    """Accepts one TLS client; streams CHUNKS patterned chunks to it while hashing what it sends."""
+
+    def __init__(self) -> None:
         self.received = hashlib.sha256()
         self.received_bytes = 0
         self.stream = True
         self.done = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__()
 
     def _serve(self) -> None:
         # one thread, one call at a time: all of its stream first, then all the client's (the
@@ -104,21 +114,15 @@ def test_one_reader_and_one_writer_keep_both_streams_intact(server) -> None:
     tls.close()
 
 
-class AnsweringServer:
+class AnsweringServer(LoopbackTlsServer):
     """Accepts TLS clients one after another; answers each one's request line with its reverse."""
 
     def __init__(self) -> None:
-        certificate, key, _ = self_signed_certificate("test", "127.0.0.1")
-        self.der = ssl.PEM_cert_to_DER_cert(certificate.decode())
-        self.context = server_context(certificate, key)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.2)
-        self.port = self.listener.getsockname()[1]
         self.running = True
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__()
 
     def _serve(self) -> None:
+        self.listener.settimeout(0.2)  # a look at running this often
         while self.running:
             try:
                 raw, _ = self.listener.accept()
