@@ -425,19 +425,28 @@ def test_a_stale_robot_message_is_never_answered() -> None:
     thread): the answer goes to the next one. Here the robot is a bare socket we drive by hand."""
     import threading
 
-    from robohal_abb import wire
+    from robohal_abb import stamps, wire
+    from robohal_abb.backend import STALE_AFTER_PERIODS, TAKEOVER_PERIODS
 
     model = robohal.get_model("abb.irb1410")
     q = np.zeros(6)
     pose = model.forward(q)
     fake = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     fake.bind(("127.0.0.1", 0))
+    stamps.enable(fake)
     port = free_port()
     seqno = iter(range(10**6))
 
-    def send() -> None:
+    def send() -> float:
+        """A robot message; returns a time no earlier than its arrival (loopback delivers in sendto)."""
         fake.sendto(wire.encode_robot(seqno=next(seqno), tm=0, time=time.time(), q=q, q_planned=q, pose=pose,
                                       pose_planned=pose), ("127.0.0.1", port))
+        return time.time()
+
+    def answer() -> tuple[wire.SensorMessage, float]:
+        """The next reply and the kernel's stamp of its arrival."""
+        datagram, ancillary, _, _ = fake.recvmsg(65536, stamps.ANCILLARY_SIZE)
+        return wire.decode_sensor(datagram, 6), stamps.arrival_time(ancillary)
 
     connected: list = []
     opener = threading.Thread(target=lambda: connected.append(
@@ -448,6 +457,7 @@ def test_a_stale_robot_message_is_never_answered() -> None:
             send()
             time.sleep(0.004)
         robot = connected[0]
+        backend = robot.backend
         fake.settimeout(10.0)
 
         def drain() -> int:
@@ -465,30 +475,41 @@ def test_a_stale_robot_message_is_never_answered() -> None:
             done: list = []
             def run() -> None:
                 try:
-                    done.append(robot.backend.cycle())
+                    done.append(backend.cycle())
                 except BaseException as exc:
                     done.append(exc)
                     raise
 
             thread = threading.Thread(target=run)
             thread.start()
-            time.sleep(0.05)  # it has claimed the link and waits for a fresh message
+            assert wait_until(lambda: backend._sending, 10.0), "the control loop claims the link"
             return thread, done
 
-        time.sleep(0.05)
-        drain()  # the hold thread's answers so far
-        cycler, done = cycle_in_background()
-        send()  # answered by the control loop
-        wire.decode_sensor(fake.recv(65536), 6)
-        send()  # the state this cycle returns: it stays unanswered
-        cycler.join(10.0)
-        assert done and not isinstance(done[0], BaseException), done
+        # The hold thread takes over once the control loop has not answered for TAKEOVER_PERIODS,
+        # and a message is stale after STALE_AFTER_PERIODS: a message that arrives within the
+        # difference of the control loop's last answer is stale before the hold thread may answer
+        # it. A slower round (this process held up by the machine's load) proves nothing (the
+        # hold thread may rightly answer that message while it is fresh): another round is run.
+        window = (TAKEOVER_PERIODS - STALE_AFTER_PERIODS) * backend.period
+        for _ in range(20):
+            time.sleep(0.05)
+            drain()  # the hold thread's answers so far
+            cycler, done = cycle_in_background()
+            send()  # answered by the control loop
+            _, answered_at = answer()
+            unanswered_at = send()  # the state this cycle returns: it stays unanswered
+            cycler.join(10.0)
+            assert done and not isinstance(done[0], BaseException), done
+            if unanswered_at - answered_at < 0.75 * window:
+                break
+        else:
+            pytest.fail("20 rounds were too slow to tell a stale message from a fresh one")
         time.sleep(0.15)  # now it is stale; the hold thread has woken up meanwhile
         assert drain() == 0, "nobody answers a stale robot message"
         cycler, done = cycle_in_background()
         assert drain() == 0 and cycler.is_alive(), "the control loop waits for a fresh message"
         send()
-        reply = wire.decode_sensor(fake.recv(65536), 6)
+        reply, _ = answer()
         assert np.allclose(reply.q, q)
         send()
         cycler.join(10.0)
