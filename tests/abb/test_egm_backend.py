@@ -36,6 +36,13 @@ def record_targets(backend) -> list[np.ndarray]:
     return sent
 
 
+def braked_to_rest(sent: list[np.ndarray], answers: int = 3) -> bool:
+    """The hold thread's last ``answers`` targets are all one: the arm was braked to rest (a
+    stalled loop's test waits for it, with a deadline, rather than sleeping a fixed time)."""
+    last = sent[-answers:]
+    return len(last) == answers and all(np.array_equal(last[0], q) for q in last)
+
+
 def speed_up(backend, joint: int, until, cycles: int = 10_000) -> tuple[np.ndarray, float]:
     """Stream setpoints that speed ``joint`` up at 5 rad/s^2 to 0.5 rad/s, for ``cycles`` or
     until ``until(q)``; the last setpoint and speed."""
@@ -245,7 +252,7 @@ def test_restart_between_motions_holds_the_measured_position(egm_sim) -> None:
         assert robot.move_joints(old_target, speed=0.5).completed
         sim.send("RESTART 0 5 10 0 15 0")  # RAPID moved the robot elsewhere before re-entering EGM
         sim.wait_line("EVENT restart")
-        time.sleep(0.2)
+        assert wait_until(lambda: robot.state.info["session"] == 2, 10.0), "the new session's messages come in"
         where = np.radians([0, 5, 10, 0, 15, 0])
         state = robot.state
         assert state.info["session"] == 2
@@ -359,7 +366,8 @@ def test_a_cartesian_stream_that_pauses_picks_up_where_the_arm_was_braked(egm_si
             target = start.copy()
             target[0, 3] += 0.03 * (1 - np.cos(np.pi * min(k, 150) / 150)) + (0.0004 * (k - 150) if k > 150 else 0.0)
             arm.cycle(target)
-        time.sleep(0.3)  # the stream pauses at 0.1 m/s
+        # the stream pauses at 0.1 m/s, until the hold thread braked the arm to rest
+        assert wait_until(lambda: braked_to_rest(wire), 10.0)
         assert robot.backend.counters["hold_braking_replies"] > 5
         for _ in range(400):
             arm.cycle(target)  # the last pose again: the IK brings the arm back onto it
@@ -400,7 +408,8 @@ def test_the_hold_thread_never_brakes_past_the_irb1410_linkage_limit(egm_sim) ->
         backend = robot.backend
         speed_up(backend, 2, until=lambda q: q[2] - q[1] >= IRB1410_LINKAGE_UP - np.radians(0.3))
         sent = record_targets(backend)
-        time.sleep(0.3)  # the loop stalls
+        # the loop stalls, until the hold thread stopped the arm and held it for 20 messages
+        assert wait_until(lambda: backend.counters["hold_braking_refused"] and braked_to_rest(sent, 20), 10.0)
         assert backend.counters["hold_braking_refused"] == 1
         linkage = np.array(sent)[:, 2] - np.array(sent)[:, 1]
         assert len(sent) > 20 and linkage.max() <= IRB1410_LINKAGE_UP + 1e-12
@@ -542,7 +551,7 @@ def test_a_control_loop_that_stalls_mid_motion_is_braked_and_cannot_resume_with_
         limits = robot.model.limits
         q, speed = speed_up(backend, 0, until=lambda q: False, cycles=100)
         held = record_targets(backend)
-        time.sleep(0.4)  # the loop stalls
+        assert wait_until(lambda: braked_to_rest(held), 10.0)  # the loop stalls meanwhile
         held = list(held)  # what the hold thread sent, before anything resumes
         assert backend.counters["hold_braking_replies"] > 5
         wire = np.array([q, *held])[:, 0]

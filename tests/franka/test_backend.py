@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from robohal.control.backend import wait_until
 from robohal.errors import ConnectionLost, HardwareFault, LimitViolation, RobohalError, UriError
 from robohal.motion import Hold, PointToPoint
 from robohal.robot import Robot
@@ -112,7 +113,7 @@ def test_background_motion_stops_smoothly(connect, impl, reference_model):
     target = start + np.radians([20, 0, 0, 0, 0, 0, 0])
     backend.run(PointToPoint(target, speed=0.1), wait=False)
     assert backend.busy
-    time.sleep(0.4)
+    assert wait_until(lambda: abs(backend.commanded[0] - start[0]) > np.radians(1.0), 10.0), "under way"
     backend.stop()
     assert not backend.busy
     stopped = backend.commanded
