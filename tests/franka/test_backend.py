@@ -15,6 +15,7 @@ import pytest
 from robohal.control.backend import wait_until
 from robohal.errors import ConnectionLost, HardwareFault, LimitViolation, RobohalError, UriError
 from robohal.motion import Hold, PointToPoint
+from robohal.motion.servo import servo_target
 from robohal.robot import Robot
 from robohal.state import RobotMode
 from robohal.uri import parse_uri
@@ -162,6 +163,25 @@ def test_commands_the_robot_drops_as_late_are_filled_and_the_motion_keeps_its_cl
     # the control process counts the drops it can tell from its own command in the reported q_d
     # (float32): at this speed's jerk, the filled cycle and our command are often one
     assert 0 <= backend.figures["lost_cycles"] - lost <= stats["robot_filled"]
+
+
+def test_a_stream_through_cycles_the_robot_fills_goes_on_from_the_robots_account(connect):
+    """Streamed targets (the online generator, jerk-limited) while the robot drops late commands
+    and fills their cycles at constant acceleration: the stream plans anew from what the robot
+    filled and reaches its goal; the old plan's next setpoints would have jumped against it
+    (refused by the guard, the arm braked)."""
+    backend, simulator = connect("pylibfranka")
+    start = backend.commanded
+    goal = start + np.radians([3, -3, 3, -3, 3, 3, 3])
+    for k, share in enumerate(np.linspace(0.0, 1.0, 25)):
+        backend.steer(servo_target("joints", start + share * (goal - start), 7))
+        if k % 3 == 1:
+            simulator.send("LATE 2")
+        time.sleep(0.02)  # a stream at 50 Hz
+    result = backend.wait(10.0)
+    assert result.completed and np.allclose(result.commanded[-1], goal, atol=1e-6)
+    stats = simulator.stats()
+    assert stats["robot_reflexes"] == 0 and stats["robot_stale"] >= 8
 
 
 def test_the_reported_q_d_tells_a_dropped_command_from_a_taken_one(reference_model):

@@ -199,6 +199,20 @@ class MotionExecutor:
             except BaseException as error:
                 self.fail(error)
 
+    def robot_filled(self, state: RobotState) -> bool:
+        """The robot filled cycles that no setpoint of ours reached and the guard has its account
+        of them: a motion that plans online (a stream's ``go_on_from``) goes on from there,
+        planned anew, and this returns True; any other keeps its clock (:meth:`skip`,
+        :meth:`recheck`) and this returns False."""
+        go_on_from = getattr(self.motion, "go_on_from", None)
+        if self._braking or self._over or not callable(go_on_from):
+            return False
+        try:
+            go_on_from(self.guard.recent())
+        except BaseException as error:
+            self.fail(error)
+        return True
+
     def recheck(self, q: Array) -> Array | None:
         """Check a setpoint prepared ahead again, against a history that changed since (the robot
         filled a cycle). None if it no longer passes: then the executor brakes from here."""

@@ -162,6 +162,15 @@ class OnlineGenerator:
         self._a = np.zeros(self.dof) if a is None else self._vector(a, "acceleration").copy()
         self.hold()
 
+    def resume(self, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> None:
+        """Go on toward the same target from position ``q``, velocity ``v`` and acceleration
+        ``a``: where the joints really are when that is not where the last step led (a robot
+        that filled cycles no setpoint reached). ruckig plans anew from there."""
+        self._q = self._vector(q, "position").copy()
+        self._v = self._vector(v, "velocity").copy()
+        self._a = self._vector(a, "acceleration").copy()
+        self._finished = self._finished and not (self._v.any() or self._a.any())
+
     def hold(self) -> None:
         """Target: come to rest (where the joints stop, braking within the limits)."""
         self._duration = None

@@ -179,6 +179,24 @@ class Servo:
         self._recent = [*self._recent[1:], q]
         return q
 
+    def go_on_from(self, history: Array) -> None:
+        """The robot filled cycles that no setpoint of ours reached (see
+        :meth:`~robohal.control.executor.MotionExecutor.robot_filled`): ``history`` (3, dof) is
+        its account of the last three setpoints, oldest first. The stream goes on from there,
+        planned anew: the next setpoints of the old plan would jump against it (a cycle the robot
+        filled at constant acceleration is off a jerk-limited plan by its jerk)."""
+        h2, h1, h0 = (np.array(row, dtype=np.float64) for row in history)
+        self._recent = [h2, h1, h0]
+        if self._kind == "pose" and not self._braking:
+            self._ik.history = np.array(self._recent)  # the IK's cycle box is judged on them
+            return
+        # velocity and acceleration at the newest setpoint of the parabola through the three:
+        # the plan's first step then lies within its own jerk of what the robot extrapolates
+        # (the backward differences of setpoint_state() are half a cycle old, and their
+        # velocity starts the plan off by a * dt / 2: a jerk of a / (2 dt))
+        dt = self._period
+        self._generator.resume(h0, (3 * h0 - 4 * h1 + h2) / (2 * dt), (h0 - 2 * h1 + h2) / dt**2)
+
     def setpoint_state(self) -> tuple[Array, Array, Array]:
         """Position, velocity and acceleration of the last setpoint, for a take-over."""
         h2, h1, h0 = self._recent

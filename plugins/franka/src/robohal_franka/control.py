@@ -344,6 +344,9 @@ class ControlLoop:
         if executor is None or executor.braking:
             self.prepared = None  # a brake or a stream goes on from the guard, which now has the robot's account
             return
+        if executor.robot_filled(self.robot_state()):  # a streamed motion plans anew from the robot's account
+            self.prepared = None
+            return
         if step > 1:  # the motion's setpoints for the skipped cycles are past
             executor.skip(self.robot_state(), step - 1 if self.prepared is None else step - 2)
             self.prepared = None
