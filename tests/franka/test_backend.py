@@ -165,21 +165,35 @@ def test_commands_the_robot_drops_as_late_are_filled_and_the_motion_keeps_its_cl
     assert 0 <= backend.figures["lost_cycles"] - lost <= stats["robot_filled"]
 
 
-def test_a_stream_through_cycles_the_robot_fills_goes_on_from_the_robots_account(connect):
-    """Streamed targets (the online generator, jerk-limited) while the robot drops late commands
-    and fills their cycles at constant acceleration: the stream plans anew from what the robot
-    filled and reaches its goal; the old plan's next setpoints would have jumped against it
-    (refused by the guard, the arm braked)."""
+@pytest.mark.parametrize("kind", ["joints", "pose"])
+def test_a_stream_through_cycles_the_robot_fills_goes_on_from_the_robots_account(connect, kind):
+    """Streamed targets (joints: the online generator; poses: the differential IK, both
+    jerk-limited) while the robot drops late commands and fills their cycles at constant
+    acceleration: the stream goes on from the robot's account and reaches its goal with no
+    reflex. Joints: the old plan's next setpoints would jump against the fill (refused by the
+    guard, the arm braked). Poses: the IK runs at the jerk limit, so the account must be the
+    robot's to the bit (which of our command and the fill it holds, told apart in float32)."""
     backend, simulator = connect("pylibfranka")
     start = backend.commanded
     goal = start + np.radians([3, -3, 3, -3, 3, 3, 3])
+    start_pose = backend.model.forward(start)
     for k, share in enumerate(np.linspace(0.0, 1.0, 25)):
-        backend.steer(servo_target("joints", start + share * (goal - start), 7))
+        if kind == "joints":
+            target = servo_target("joints", start + share * (goal - start), 7)
+        else:
+            pose = start_pose.copy()
+            pose[0, 3] += 0.03 * share
+            target = servo_target("pose", pose, 7)
+        backend.steer(target)
         if k % 3 == 1:
             simulator.send("LATE 2")
         time.sleep(0.02)  # a stream at 50 Hz
     result = backend.wait(10.0)
-    assert result.completed and np.allclose(result.commanded[-1], goal, atol=1e-6)
+    assert result.completed
+    if kind == "joints":
+        assert np.allclose(result.commanded[-1], goal, atol=1e-6)
+    else:
+        assert np.abs(backend.model.forward(result.commanded[-1])[:3, 3] - pose[:3, 3]).max() < 1e-4
     stats = simulator.stats()
     assert stats["robot_reflexes"] == 0 and stats["robot_stale"] >= 8
 

@@ -66,8 +66,9 @@ PERIOD = 0.001
 # for the state's way here, our own step and the command's way back.
 MAILBOX_WAIT = 0.0004
 MAILBOX_POLL = 0.00005
-# rad: how far the reported q_d (float32 on the wire) may sit from a prediction and still be it:
-# float32 resolves 2.4e-7 rad at the FR3's largest joint angles (our choice: twice that).
+# rad: how far the reported q_d (float32 on the wire) may sit from a prediction and still be it,
+# for a robot that does not round as numpy does (see newest_dropped): float32 resolves 2.4e-7 rad
+# at the FR3's largest joint angles (our choice: twice that).
 DROP_TOLERANCE = 5e-7
 CHECKS = ("position", "velocity", "acceleration", "jerk")
 MAX_FAILURES = 10  # loop iterations in a row that raise before the link counts as lost
@@ -318,17 +319,29 @@ class ControlLoop:
     def newest_dropped(self, step: int) -> bool:
         """Whether the robot dropped our newest command (it came after its cycle) and filled that
         cycle instead: the state's desired position is where the robot's constant-acceleration
-        continuation without it leads, not where it leads with it. Within float32 on the wire
-        (DROP_TOLERANCE) the two are one; a robot that reports neither keeps our own account."""
+        continuation without it leads, not where it leads with it. The robot rounds its account
+        to float32 for the wire, so the prediction that rounds to the reported values on every
+        joint is its account; when both do (they differ by less than float32 resolves), ours is
+        kept. A robot that rounds otherwise is met with the nearer within DROP_TOLERANCE, and one
+        that reports neither keeps our own account. (Taking the wrong one leaves our history off
+        the robot's; the next fill extrapolates that threefold, and a stream at the jerk limit
+        then meets a reflex.)"""
         if self.first_write or not self.guard.active or step < 1:
             return False
         reported = np.array(self.state.q_d, dtype=np.float64)
-        if np.abs(self.guard.continuation(step - 1) - reported).max() <= DROP_TOLERANCE:
-            return False
-        if np.abs(self.guard.continuation(step, without_newest=True) - reported).max() > DROP_TOLERANCE:
-            return False
-        self.guard.drop_newest()
-        return True
+        kept = self.guard.continuation(step - 1)
+        dropped = self.guard.continuation(step, without_newest=True)
+        wire = reported.astype(np.float32)
+        kept_exact = bool((kept.astype(np.float32) == wire).all())
+        dropped_exact = bool((dropped.astype(np.float32) == wire).all())
+        if kept_exact or dropped_exact:
+            was_dropped = dropped_exact and not kept_exact
+        else:
+            kept_off, dropped_off = np.abs(kept - reported).max(), np.abs(dropped - reported).max()
+            was_dropped = bool(dropped_off <= DROP_TOLERANCE and dropped_off < kept_off)
+        if was_dropped:
+            self.guard.drop_newest()
+        return was_dropped
 
     def robot_filled(self, cycles: int, step: int) -> None:
         """No command of ours reached the robot for ``cycles`` cycles (this process ran late: it
