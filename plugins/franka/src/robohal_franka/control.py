@@ -329,13 +329,13 @@ class ControlLoop:
         if self.first_write or not self.guard.active or step < 1:
             return False
         reported = np.array(self.state.q_d, dtype=np.float64)
-        kept = self.guard.continuation(step - 1)
-        dropped = self.guard.continuation(step, without_newest=True)
         wire = reported.astype(np.float32)
-        kept_exact = bool((kept.astype(np.float32) == wire).all())
-        dropped_exact = bool((dropped.astype(np.float32) == wire).all())
-        if kept_exact or dropped_exact:
-            was_dropped = dropped_exact and not kept_exact
+        kept = self.guard.continuation(step - 1)
+        if (kept.astype(np.float32) == wire).all():  # every cycle but a late one: nothing more to do
+            return False
+        dropped = self.guard.continuation(step, without_newest=True)
+        if (dropped.astype(np.float32) == wire).all():
+            was_dropped = True
         else:
             kept_off, dropped_off = np.abs(kept - reported).max(), np.abs(dropped - reported).max()
             was_dropped = bool(dropped_off <= DROP_TOLERANCE and dropped_off < kept_off)
