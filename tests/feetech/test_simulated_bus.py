@@ -6,6 +6,7 @@ timing (an answer never comes sooner than its bytes take at 1 Mbps)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from robohal_feetech import wire
@@ -98,6 +99,15 @@ def test_the_answer_takes_the_wire_time_and_the_return_delay(sdk) -> None:
         assert reader.txRxPacket() == scs.COMM_SUCCESS
         shortest = min(shortest, time.perf_counter() - began)
     assert shortest >= floor
+
+
+def test_the_simulator_wakes_when_a_packet_is_due(simulator) -> None:
+    """Its status packets leave when the wire allows, not up to Linux's default timer slack
+    (50 us) later: the program asks for 1 us."""
+    slack = Path(f"/proc/{simulator.pid}/timerslack_ns")
+    if not slack.exists():
+        pytest.skip("no per-process timer slack here (Linux >= 4.6)")
+    assert int(slack.read_text()) == 1000
 
 
 def test_a_client_at_another_baud_rate_hears_nothing(simulators) -> None:
