@@ -105,9 +105,13 @@ def test_the_simulator_wakes_when_a_packet_is_due(simulator) -> None:
     """Its status packets leave when the wire allows, not up to Linux's default timer slack
     (50 us) later: the program asks for 1 us."""
     slack = Path(f"/proc/{simulator.pid}/timerslack_ns")
-    if not slack.exists():
+    try:
+        asked = int(slack.read_text())
+    except FileNotFoundError:
         pytest.skip("no per-process timer slack here (Linux >= 4.6)")
-    assert int(slack.read_text()) == 1000
+    except PermissionError:
+        pytest.skip("this system does not let a process read its child's timer slack (Yama's ptrace_scope)")
+    assert asked == 1000
 
 
 def test_a_client_at_another_baud_rate_hears_nothing(simulators) -> None:
