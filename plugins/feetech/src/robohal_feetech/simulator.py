@@ -37,7 +37,6 @@ calibration file is written for the backend; ``--calibrated 0`` is a factory-fre
 from __future__ import annotations
 
 import argparse
-import ctypes
 import heapq
 import json
 import math
@@ -51,7 +50,7 @@ import termios
 import time
 from pathlib import Path
 
-from robohal.sim.process import announce_ready, boolean, control_lines
+from robohal.sim.process import announce_ready, boolean, control_lines, wake_on_time
 from robohal.sim.serial_pty import open_serial_pty
 from robohal.uri import RobotUri
 
@@ -68,9 +67,6 @@ STOP_MARGIN = math.radians(3.0)  # the stops beyond the model's range
 MOUNTS = (3900, 2150, 1900, 2400, 1000, 2300)
 DEFAULT_SUPPLY = 7.4  # V
 IDLE_WAIT = 0.5  # s: the longest the loop sleeps with nothing due (how soon it sees a stop flag)
-# prctl(2): PR_SET_TIMERSLACK, and the slack asked for (ns; 0 would mean the default again)
-_PR_SET_TIMERSLACK = 29
-_TIMER_SLACK_NS = 1000
 _BAUD_OF_SPEED = {getattr(termios, f"B{baud}"): baud for baud in BAUD_CODES if hasattr(termios, f"B{baud}")}
 
 
@@ -327,20 +323,6 @@ class Program:
     def close(self) -> None:
         self.port.close()
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def wake_on_time() -> None:
-    """Let select() wake when its timeout ends, not up to 50 us after: Linux lets a normal
-    thread's timers run late by its timer slack (prctl(2), 50 us by default), and each status
-    packet, due at a microsecond, then left up to that much later than the wire allows (measured
-    here: a six-servo cycle 50 us longer than with 1 us of slack). Linux only; elsewhere, or
-    where prctl is refused, the default stays."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_TIMERSLACK, _TIMER_SLACK_NS, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:
