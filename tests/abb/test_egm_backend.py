@@ -182,10 +182,11 @@ def test_between_motions_the_backend_keeps_the_controller_fed(egm_sim) -> None:
     """No cycle() calls for longer than \\CommTimeout: the hold thread answers, the run goes on."""
     sim = egm_sim("--comm-timeout", "0.3")
     with robohal.connect(sim.connect_uri()) as robot:
-        time.sleep(1.0)
+        # 100 robot messages answered: 0.4 s of the controller's ticks, past its 0.3 s CommTimeout
+        # (counted in ticks, not waited for in wall time: a loaded machine runs the controller late)
+        assert wait_until(lambda: robot.backend.counters["hold_replies"] > 100, 10.0), dict(robot.backend.counters)
         state = robot.state
         assert state.mode is not RobotMode.FAULT and state.info["session"] == 1
-        assert robot.backend.counters["hold_replies"] > 100
         assert robot.move_joints(robot.backend.commanded + np.radians([3, 0, 0, 0, 0, 0])).completed
     assert sim.stats()["counters"].get("comm_timeouts", 0) == 0
 
