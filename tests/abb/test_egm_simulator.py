@@ -223,12 +223,14 @@ def test_pacing_statistics_on_exit(egm_sim) -> None:
 
 
 def test_the_controller_keeps_its_sample_period(egm_sim) -> None:
-    """A real controller sends every 4 ms; its simulation must not wake on a coarser clock
-    (epoll's whole milliseconds made the ticks alternate 3.5 and 4.5 ms apart). The median
-    is held to a quarter of a millisecond: a loaded host delays some ticks, not half of them."""
+    """A real controller sends every 4 ms; its simulation must not wake on a coarser clock.
+    epoll waits whole milliseconds: with it, even the best tenth of the ticks strayed 37-157 us
+    from the period (measured, five runs). Held: the best tenth within 20 us (measured with
+    select: 0.5-2.6 us, also beside two busy processes). Not the median: a loaded host delays
+    many ticks (once half of them by 0.74 ms while other tests ran), but not nine in ten."""
     sim = egm_sim("--comm-timeout", "0", "--duration", "1.0")
     stats = json.loads(sim.wait_line("STATS ")[6:])
-    assert stats["period"]["jitter_p50_ms"] < 0.25, stats["period"]
+    assert stats["period"]["jitter_p10_ms"] < 0.020, stats["period"]
 
 
 def test_round_trips_are_the_sensors_answer_time(egm_sim, raw_sensor) -> None:

@@ -264,7 +264,9 @@ def test_the_braccio_s_supply_is_ramped_in_before_any_servo_is_attached():
         assert 5.9 < rises[-1] - rises[0] < 6.5, "the ramp lasts the library's 6 s"
         high = np.array(falls) - np.array(rises[:len(falls)])
         low = np.array(rises[1:len(falls) + 1]) - np.array(falls)
-        duty = high.sum() / (high.sum() + low.sum())
+        # medians, not sums: a host that preempts the board between a pulse's two writes
+        # stretches that one pulse (once to a duty of 0.22 over the whole ramp)
+        duty = np.median(high) / np.median(high + low)
         assert 0.10 < duty < 0.16, duty  # the library's 15 %, or softer where the host ran late
         first_servo = min(float(line.split()[1]) for line in sim.writes)
         assert first_servo > rises[-1]  # held high before any servo is attached
