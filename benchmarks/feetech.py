@@ -11,16 +11,18 @@ sync read of registers 56..70 of six servos, decoded) on the simulated bus at 1 
    answers pass for the next cycle's. The SDK waits by spinning on the port (a core busy); the
    backend sleeps through most of the wire's time, and wakes to a cold cache (spinning instead
    measured about 25 us a cycle faster here, at a core's cost). Goal: the backend at least 1.0x it.
-3. The backend's bus transaction alone (the same write and sync read, undecoded): what the
+3. The CPU time each takes a cycle: the backend sleeps through most of the wire's time, the SDK
+   spins.
+4. The backend's bus transaction alone (the same write and sync read, undecoded): what the
    backend's own work each cycle (telemetry in SI units, the stall, voltage and temperature
    watch, the state) adds to the wire's time, which a plain loop does not do.
-4. The backend's paced control cycle at its default rate, through ``backend.cycle()``.
+5. The backend's paced control cycle at its default rate, through ``backend.cycle()``.
 
     python benchmarks/feetech.py [--cycles 2000]
 
 The three unpaced loops take turns in blocks of 100 cycles, each on its own simulated bus, so
-that each meets the same machine load. Each figure is the median over the cycles; nothing is
-asserted (the figures are printed).
+that each meets the same machine load. Each cycle time is the median over the cycles, each CPU
+time the mean; nothing is asserted (the figures are printed).
 """
 
 from __future__ import annotations
@@ -109,13 +111,19 @@ def sdk_loop(path: str, ids: list[int]) -> Iterator[Callable[[int], list[float]]
             print(f"  (the SDK loop failed {failures} sync reads)")
 
 
-def taking_turns(loops: dict[str, Callable[[int], list[float]]], cycles: int, block: int = 100) -> dict[str, float]:
-    """Each loop's median cycle, the loops taking turns in blocks (so each meets the same load)."""
+def taking_turns(loops: dict[str, Callable[[int], list[float]]], cycles: int,
+                 block: int = 100) -> tuple[dict[str, float], dict[str, float]]:
+    """Each loop's median cycle and its CPU time per cycle (this process's, where every loop
+    runs), the loops taking turns in blocks (so each meets the same load)."""
     times: dict[str, list[float]] = {name: [] for name in loops}
+    cpu = dict.fromkeys(loops, 0.0)
     for _ in range(max(1, cycles // block)):
         for name, run in loops.items():
+            began = time.process_time()
             times[name] += run(block)
-    return {name: statistics.median(found) for name, found in times.items()}
+            cpu[name] += time.process_time() - began
+    return ({name: statistics.median(found) for name, found in times.items()},
+            {name: cpu[name] / len(times[name]) for name in loops})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
               f" {exchange_bytes(len(ids))} bytes a cycle, the wire's limit {limit:.0f} Hz")
         theirs.backend.close()  # the line is the SDK's now; the servos keep the backend's settings
         with sdk_loop(theirs.backend.device, ids) as sdk:
-            found = taking_turns({"backend": lambda count: backend_cycles(robot, count),
+            found, cpu = taking_turns({"backend": lambda count: backend_cycles(robot, count),
                                   "transaction": bus_cycles(robot), "sdk": sdk}, args.cycles)
     ours, bare, sdk_time = found["backend"], found["transaction"], found["sdk"]
     print(f"backend, unpaced:   {ours * 1e3:.3f} ms a cycle = {1 / ours:.0f} Hz = {1 / ours / limit:.2f} of the"
@@ -148,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
           " the wire's limit")
     print(f"backend / SDK:      {sdk_time / ours:.2f}x the SDK loop's rate (goal >= 1.0);"
           f" its transaction alone {sdk_time / bare:.2f}x")
+    print(f"CPU a cycle:        backend {cpu['backend'] * 1e6:.0f} us ({cpu['backend'] / ours:.0%} of a core),"
+          f" SDK loop {cpu['sdk'] * 1e6:.0f} us ({cpu['sdk'] / sdk_time:.0%}): {cpu['backend'] / cpu['sdk']:.2f}x")
     with robohal.connect("feetech://sim?arm=so101") as robot:
         backend = robot.backend
         steps, began = 500, time.perf_counter()
