@@ -112,9 +112,10 @@ def sdk_loop(path: str, ids: list[int]) -> Iterator[Callable[[int], list[float]]
 
 
 def taking_turns(loops: dict[str, Callable[[int], list[float]]], cycles: int,
-                 block: int = 100) -> tuple[dict[str, float], dict[str, float]]:
-    """Each loop's median cycle and its CPU time per cycle (this process's, where every loop
-    runs), the loops taking turns in blocks (so each meets the same load)."""
+                 block: int = 100) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    """Each loop's median cycle, and its CPU time per cycle with its share of a core while it
+    runs (this process's CPU, where every loop runs; both means), the loops taking turns in
+    blocks (so each meets the same load)."""
     times: dict[str, list[float]] = {name: [] for name in loops}
     cpu = dict.fromkeys(loops, 0.0)
     for _ in range(max(1, cycles // block)):
@@ -123,7 +124,7 @@ def taking_turns(loops: dict[str, Callable[[int], list[float]]], cycles: int,
             times[name] += run(block)
             cpu[name] += time.process_time() - began
     return ({name: statistics.median(found) for name, found in times.items()},
-            {name: cpu[name] / len(times[name]) for name in loops})
+            {name: (cpu[name] / len(times[name]), cpu[name] / sum(times[name])) for name in loops})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         theirs.backend.close()  # the line is the SDK's now; the servos keep the backend's settings
         with sdk_loop(theirs.backend.device, ids) as sdk:
             found, cpu = taking_turns({"backend": lambda count: backend_cycles(robot, count),
-                                  "transaction": bus_cycles(robot), "sdk": sdk}, args.cycles)
+                                       "transaction": bus_cycles(robot), "sdk": sdk}, args.cycles)
     ours, bare, sdk_time = found["backend"], found["transaction"], found["sdk"]
     print(f"backend, unpaced:   {ours * 1e3:.3f} ms a cycle = {1 / ours:.0f} Hz = {1 / ours / limit:.2f} of the"
           " wire's limit (goal >= 0.8)")
@@ -156,8 +157,9 @@ def main(argv: list[str] | None = None) -> int:
           " the wire's limit")
     print(f"backend / SDK:      {sdk_time / ours:.2f}x the SDK loop's rate (goal >= 1.0);"
           f" its transaction alone {sdk_time / bare:.2f}x")
-    print(f"CPU a cycle:        backend {cpu['backend'] * 1e6:.0f} us ({cpu['backend'] / ours:.0%} of a core),"
-          f" SDK loop {cpu['sdk'] * 1e6:.0f} us ({cpu['sdk'] / sdk_time:.0%}): {cpu['backend'] / cpu['sdk']:.2f}x")
+    (our_cpu, our_share), (sdk_cpu, sdk_share) = cpu["backend"], cpu["sdk"]
+    print(f"CPU a cycle:        backend {our_cpu * 1e6:.0f} us ({our_share:.0%} of a core), SDK loop"
+          f" {sdk_cpu * 1e6:.0f} us ({sdk_share:.0%}): {our_cpu / sdk_cpu:.2f}x")
     with robohal.connect("feetech://sim?arm=so101") as robot:
         backend = robot.backend
         steps, began = 500, time.perf_counter()
