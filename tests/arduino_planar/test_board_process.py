@@ -1,7 +1,10 @@
 """The process around a simulated board (its pty, reset-on-open, control lines, the loop), with a
 board of the simplest kind: it records what the base asks of it."""
 
+import fcntl
 import os
+import struct
+import termios
 import threading
 import time
 
@@ -102,6 +105,24 @@ def test_a_host_that_never_reads_costs_the_board_at_most_max_unread_out_bytes(ma
         thread.join(5)
         os.close(host)
     assert board.largest_out <= MAX_UNREAD_OUT + 4096
+
+
+def _queued(fd):
+    """Bytes waiting to be read on ``fd`` (FIONREAD)."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def test_a_reset_keeps_what_the_board_sent_before_it_in_the_host_s_queue(make_board):
+    # a USB bridge is not reset with the MCU: what crossed it before the reset reaches the host
+    board = make_board()
+    host = os.open(board.slave_path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+    try:
+        os.write(board.master, b"sent before")
+        _wait(lambda: _queued(host) == len(b"sent before"), "the board's bytes wait for the host")
+        board.control("RESET")
+        assert _read_until(host, b"sent before") == b"sent before"
+    finally:
+        os.close(host)
 
 
 def test_control_lines(make_board, capsys):

@@ -98,10 +98,15 @@ class BoardProcess:
     # ------------------------------------------------------------------ reset
 
     def hold(self, reason: str) -> None:
-        """The MCU in reset (``reason``: ``open`` or ``stdin``): what was on its way is lost."""
+        """The MCU in reset (``reason``: ``open`` or ``stdin``): what it had not sent yet is lost
+        (and what it hears while held: :meth:`_heard` drops it). What it sent before stays in the
+        host's queue (a USB bridge is not reset with the MCU), unless the host's open is the reset:
+        nobody had the port open to receive it then. (Flushing that queue under a reading host made
+        its read find nothing after select() said there was something.)"""
         self._held(time.monotonic())
         self.out.clear()
-        termios.tcflush(self.spare, termios.TCIOFLUSH)
+        if reason == "open":
+            termios.tcflush(self.spare, termios.TCIFLUSH)
         self.boot_deadline = time.monotonic() + self.boot_ms / 1000
         self.boot_reason = reason
 

@@ -266,14 +266,18 @@ static void on_signal(int sig) {
   stop_requested = 1;
 }
 
-/* Holds the MCU: nothing runs, pending bytes both ways are dropped, a boot countdown starts. */
-static void hold_in_reset(int spare) {
+/* Holds the MCU: nothing runs, the bytes inside it both ways are dropped (and the host's, while it
+ * is held: the loop reads and drops them), a boot countdown starts. What the MCU sent before the reset
+ * stays in the host's queue (a USB bridge is not reset with the MCU), unless the reset is the host's
+ * open: nobody had the port open to receive it then. (Flushing that queue under a reading host made
+ * its read find nothing after poll() said there was something.) */
+static void hold_in_reset(int spare, int at_open) {
   for (int i = 0; i < SERVO_COUNT; i++) servo_unpowered(&servos[i], sim_cycles());   /* no pulses: limp */
   state = MCU_BOOTING;
   in_len = in_pos = 0;
   out_len = 0;
   memset(pin_high, 0, sizeof(pin_high));
-  tcflush(spare, TCIOFLUSH);
+  if (at_open) tcflush(spare, TCIFLUSH);
 }
 
 static void release_reset(const char *reason) {
@@ -508,7 +512,7 @@ int main(int argc, char **argv) {
         if (nl > ctl && nl[-1] == '\r') nl[-1] = '\0';
         if (strcmp(ctl, "QUIT") == 0) goto done;
         if (strcmp(ctl, "RESET") == 0) {
-          hold_in_reset(spare);
+          hold_in_reset(spare, 0);
           boot_deadline_ns = now_ns() + boot_ms * 1000000LL;
           boot_reason = "stdin";
         } else if (strncmp(ctl, "INJECT_RX ", 10) == 0) {
@@ -541,7 +545,7 @@ int main(int argc, char **argv) {
           struct inotify_event *ev = (struct inotify_event *)p;
           if (ev->mask & IN_OPEN) {
             if (host_opens++ == 0) {
-              hold_in_reset(spare);
+              hold_in_reset(spare, 1);
               boot_deadline_ns = now_ns() + boot_ms * 1000000LL;
               boot_reason = "open";
             }
