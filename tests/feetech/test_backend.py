@@ -1,13 +1,15 @@
 """The feetech backend at connect and on its link: a bus at another baud rate, a wrong firmware,
 a servo that does not answer, a calibration the servos do not hold are each refused with the
 reason; lost and corrupted status packets are asked for again and counted; a servo that stops
-answering is named; a status packet of the wrong length counts as corrupt; the rate is bounded by
-what the wire carries."""
+answering is named; a status packet of the wrong length counts as corrupt; the state filled as
+the answers come stays whole when an exchange fails half way; the rate is bounded by what the
+wire carries."""
 
 from __future__ import annotations
 
 import json
 import os
+import select
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ import robohal
 from robohal import ConnectFailed, ConnectionLost, ProtocolError, UriError
 from robohal_feetech import wire
 from robohal_feetech.backend import exchange_bytes, wire_limit
-from robohal_feetech.bus import ServoBus
+from robohal_feetech.bus import ServoBus, ServoSilent
 from robohal_feetech.calibration import CalibrationError
 
 from .conftest import wait_for
@@ -116,6 +118,41 @@ def test_a_status_packet_of_the_wrong_length_is_dropped_as_corrupt() -> None:
         bus.close()
         os.close(master)
         os.close(slave)
+
+
+def test_the_preparation_runs_once_after_the_request_left() -> None:
+    """``sent`` runs after the first write (the bytes are out when it runs), not again on a retry."""
+    master, slave = os.openpty()
+    bus = ServoBus(os.ttyname(slave), 1_000_000, timeout=0.01, retries=1)
+    seen: list[bytes] = []
+
+    def sent() -> None:
+        ready, _, _ = select.select([master], [], [], 2.0)
+        seen.append(os.read(master, 4096) if ready else b"")
+
+    try:
+        bus.open()
+        with pytest.raises(ServoSilent):
+            bus.sync_read(56, 15, [1, 2], sent=sent)
+        assert seen == [wire.sync_read(56, 15, [1, 2])]
+        assert bus.counters["retries"] == 1
+    finally:
+        bus.close()
+        os.close(master)
+        os.close(slave)
+
+
+def test_a_failed_exchange_leaves_the_last_state_whole(simulator) -> None:
+    """The state is filled as the answers come: an exchange that fails half way changes nothing read."""
+    with connect(simulator, retries="0", poll="0") as robot:
+        done = [robot.backend.cycle()]
+        simulator.control("SILENT 4")  # servos 1 to 3 answer before it, 5 and 6 after
+        with pytest.raises(ConnectionLost, match="servo 4"):
+            wait_for(lambda: False, timeout=5.0, step=lambda: done.append(robot.backend.exchange_now()))
+        before, after = done[-1], robot.backend.read()
+        np.testing.assert_array_equal(after.q, before.q)
+        np.testing.assert_array_equal(after.dq, before.dq)
+        assert after.info["position_ticks"] == before.info["position_ticks"]
 
 
 def test_the_goals_sync_write_is_the_control_tables_encoding(simulator) -> None:

@@ -30,8 +30,9 @@ the torque goes on: the arm holds where it is.
 
 **Each cycle** is one write (the sync write of goals, then the sync read of registers 56..70)
 and the status packets of every servo, retried as :mod:`.bus` says. Every goal has passed the
-guard and the calibrated range first. Each servo's reading is decoded and watched as its answer
-arrives, while the others' are still on the wire (:mod:`.protection`): a stall
+guard and the calibrated range first. Each servo's reading is decoded, turned into its joint's
+angle and speed and watched as its answer arrives, while the others' are still on the wire
+(:mod:`.protection`), so that little is left to do after the last answer: a stall
 holds or releases the servo as the arm file says and is a fault on an arm joint (the gripper's
 stall is its grasp); a voltage or temperature past its fault bound is a fault; past a warning
 bound, a warning. ``recover()`` clears a fault whose cause is gone and holds where the arm is.
@@ -152,6 +153,10 @@ class FeetechBackend(Backend):
              sign * self.calibration[name].direction * RAD_PER_TICK)
             for name, servo_id, sign in zip(self.names, self.arm_ids, self.directions, strict=True)
         ) if self.calibration else ()
+        # the same per telemetry row, with the joint's index (None: the jaw, no joint)
+        self._joint_of_row: list[tuple[int, int, int, float] | None] = [None] * len(self.arm.ids)
+        for index, (row, sign, zero, gain) in enumerate(self._conversion):
+            self._joint_of_row[row] = (index, sign, zero, gain)
         gripper = self.arm.gripper
         self.jaw_id = gripper.id if gripper else None
         self.bus: ServoBus | None = None
@@ -181,6 +186,15 @@ class FeetechBackend(Backend):
         self._pacer = Pacer(self.period)  # the link keeps no time: the host paces the cycles
         self._last_exchange = 0.0
         self._pending: list[int] | None = None
+        self._state: RobotState | None = None  # the last exchange's
+        # the exchange under way (see _prepare): its telemetry, each servo's goal, the joints' q and dq
+        self._incoming = Telemetry(())
+        self._targets: list[int | None] = []
+        self._q = self._dq = np.empty(0)
+        self._commanded: Array | None = None
+        self._ticks: list[int] = []
+        self._moving = False  # a joint moves
+        self._moved = False  # a joint moved in the last exchange
 
     def _ids_by_name(self) -> dict[str, int]:
         found = {joint.name: joint.id for joint in self.arm.joints}
@@ -401,15 +415,27 @@ class FeetechBackend(Backend):
                 raise ConnectionLost(f"feetech: {self.device} is not open")
             if goals is not None:
                 self._arm_goals = list(goals)
-            before = b"".join(self._queued) + self._goal_packet(self._arm_goals)
-            self._queued.clear()
-            found = Telemetry(self.arm.ids)
-            targets = self._goal_rows()
-            self.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, self.arm.ids, before=before,
-                               each=lambda servo_id, status: self._take(found, targets, servo_id, status))
-            self._last_exchange = time.monotonic()
-            self.telemetry = found
-            return self._snapshot()
+            before = self._goal_packet(self._arm_goals)
+            if self._queued:
+                before = b"".join(self._queued) + before
+                self._queued.clear()
+            self.bus.sync_read(TELEMETRY_START, TELEMETRY_LENGTH, self.arm.ids, before=before, each=self._take,
+                               sent=self._prepare)
+            now = self._last_exchange = time.monotonic()
+            self.telemetry = self._incoming
+            self._moved = self._moving
+            state = self._state = self._snapshot(now, self._q, self._dq, self._commanded, tuple(self._ticks),
+                                                 self._moving)
+            return state
+
+    def _prepare(self) -> None:
+        """What the exchange fills as the answers arrive, made while its bytes are on the wire."""
+        self._incoming = Telemetry(self.arm.ids)
+        self._targets = self._goal_rows()
+        self._q, self._dq = np.empty(len(self.names)), np.empty(len(self.names))
+        self._commanded = self.guard.last  # (a copy: the guard's target for this cycle is set)
+        self._ticks = [0] * len(self.names)
+        self._moving = False
 
     def _goal_packet(self, arm_goals: list[int]) -> bytes:
         """The sync write of every goal: the arm's, then the jaw's once the gripper set one (built
@@ -449,12 +475,19 @@ class FeetechBackend(Backend):
         reg = REGISTERS[name]
         self._queued.append(wire.sync_write(reg.address, reg.size, {i: reg.encode(v) for i, v in values.items()}))
 
-    def _take(self, found: Telemetry, goals: list[int | None], servo_id: int, status: Status) -> None:
-        """One servo's answer: into the telemetry, then watched (see :mod:`.protection`): its stall,
-        its voltage and temperature, its own error bits."""
-        row = self._rows[servo_id]
+    def _take(self, servo_id: int, status: Status) -> None:
+        """One servo's answer: into the telemetry and its joint's q and dq, then watched (see
+        :mod:`.protection`): its stall, its voltage and temperature, its own error bits."""
+        row, found = self._rows[servo_id], self._incoming
         found.take(row, status.data, status.error)
-        goal, position = goals[row], found.position[row]
+        goal, position = self._targets[row], found.position[row]
+        joint = self._joint_of_row[row]
+        if joint is not None:
+            index, sign, zero, gain = joint
+            self._q[index] = (position - zero) * gain
+            self._dq[index] = sign * found.velocity[row]
+            self._ticks[index] = position
+            self._moving = self._moving or found.moving[row]
         error = 0.0 if goal is None else (goal - position) * RAD_PER_TICK
         if self._stalls[row].update(time.monotonic(), found.current[row], error, found.velocity[row], found.load[row],
                                     self._torque_limits[row]):
@@ -578,7 +611,11 @@ class FeetechBackend(Backend):
 
     def _read_now(self) -> RobotState | None:
         with self._lock:
-            return self._snapshot() if self.telemetry is not None else None
+            state = self._state  # (its faults may have changed since: built again)
+            if state is None:
+                return None
+            return self._snapshot(time.monotonic(), state.q, state.dq, state.q_commanded, state.info["position_ticks"],
+                                  self._moved)
 
     def _recover(self) -> RobotState:
         """Clear the faults whose cause is gone and hold where the arm stands."""
@@ -595,17 +632,15 @@ class FeetechBackend(Backend):
 
     # ------------------------------------------------------------------ state
 
-    def _snapshot(self) -> RobotState:
-        assert self.calibration is not None and self.telemetry is not None
-        now = time.monotonic() - self._t0
+    def _snapshot(self, now: float, q: Array, dq: Array, commanded: Array | None, ticks: tuple[int, ...],
+                  moving: bool) -> RobotState:
+        """The state at ``now`` (monotonic s) of the last exchange, whose joints' ``q``, ``dq``,
+        ``ticks`` and ``moving`` were taken as the answers came (``commanded``: the guard's target
+        then)."""
+        assert self.telemetry is not None
         found = self.telemetry
-        position, velocity, moving = found.position, found.velocity, found.moving
-        ticks = [position[row] for row, _, _, _ in self._conversion]
-        q = [(position[row] - zero) * gain for row, _, zero, gain in self._conversion]
-        dq = [sign * velocity[row] for row, sign, _, _ in self._conversion]
         faults = tuple(self._faults)
-        mode = RobotMode.FAULT if faults else (
-            RobotMode.MOVING if any(moving[row] for row, _, _, _ in self._conversion) else RobotMode.IDLE)
+        mode = RobotMode.FAULT if faults else RobotMode.MOVING if moving else RobotMode.IDLE
         info: dict[str, Any] = {
             "current_A": tuple(found.current),
             "load": tuple(found.load),
@@ -613,11 +648,11 @@ class FeetechBackend(Backend):
             "temperature_C": tuple(found.temperature),
             "servo_ids": self.arm.ids,
             "goal_ticks": tuple(self._arm_goals),
-            "position_ticks": tuple(ticks),
+            "position_ticks": ticks,
             "fault_text": tuple(self._faults.values()),
             "retries": self.counters["retries"],
             "recoverable": True,
         }
         if self.jaw_id is not None:
-            info["jaw_ticks"] = position[self._rows[self.jaw_id]]
-        return RobotState.handed_over(now, np.array(q), np.array(dq), mode, faults, self.guard.last, info)
+            info["jaw_ticks"] = found.position[self._rows[self.jaw_id]]
+        return RobotState.handed_over(now - self._t0, q, dq, mode, faults, commanded, info)
