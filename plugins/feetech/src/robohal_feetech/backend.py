@@ -194,7 +194,6 @@ class FeetechBackend(Backend):
         self._commanded: Array | None = None
         self._ticks: list[int] = []
         self._moving = False  # a joint moves
-        self._moved = False  # a joint moved in the last exchange
 
     def _ids_by_name(self) -> dict[str, int]:
         found = {joint.name: joint.id for joint in self.arm.joints}
@@ -423,7 +422,6 @@ class FeetechBackend(Backend):
                                sent=self._prepare)
             now = self._last_exchange = time.monotonic()
             self.telemetry = self._incoming
-            self._moved = self._moving
             state = self._state = self._snapshot(now, self._q, self._dq, self._commanded, tuple(self._ticks),
                                                  self._moving)
             return state
@@ -611,11 +609,12 @@ class FeetechBackend(Backend):
 
     def _read_now(self) -> RobotState | None:
         with self._lock:
-            state = self._state  # (its faults may have changed since: built again)
-            if state is None:
+            state, found = self._state, self.telemetry  # (its faults may have changed since: built again)
+            if state is None or found is None:
                 return None
+            moving = any(found.moving[row] for row, *_ in self._conversion)  # (the same exchange's)
             return self._snapshot(time.monotonic(), state.q, state.dq, state.q_commanded, state.info["position_ticks"],
-                                  self._moved)
+                                  moving)
 
     def _recover(self) -> RobotState:
         """Clear the faults whose cause is gone and hold where the arm stands."""

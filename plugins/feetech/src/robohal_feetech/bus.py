@@ -196,7 +196,7 @@ class ServoBus:
         status)`` takes every answer as it arrives, while the others are still on the wire;
         ``sent()`` runs once, right after the first write (the caller's preparation for the
         answers, made while the wire carries the bytes instead of before they leave)."""
-        wanted = ids if isinstance(ids, tuple) else tuple(ids)
+        wanted = tuple(ids)
         missing: list[int] | tuple[int, ...] = wanted
         found: dict[int, Status] = {}
         attempts = 1 + (self.retries if again is not None else 0)
@@ -218,7 +218,7 @@ class ServoBus:
             if early > 0:
                 time.sleep(early)
             self._collect(found, set(missing), answer_size, each, began + needed + self.timeout, began + needed + SPIN)
-            if len(found) == len(wanted):  # (found holds only ids asked for, once each)
+            if all(i in found for i in wanted):
                 return found
             for servo_id in wanted:
                 if servo_id not in found:
