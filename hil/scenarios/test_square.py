@@ -19,11 +19,17 @@ import time
 
 import numpy as np
 import pytest
+import robohal
 from robohal import spatial
+from robohal.kinematics import JointLimits
 from robohal.robot import Robot
 from robohal.testing.target import HilTarget
 
 READY_OFFSET = math.radians(30.0)  # rad, per joint
+#: rad: a joint this close above the middle of its range counts as at it (and turns up), so a
+#: servo that reads a tick or two off the middle gives the same ready pose as one on it
+#: (measured: SO-101 starts within 3 ticks of the middle put a side across a limit 1 time in 10)
+READY_DEADBAND = 0.01
 SIDE = 0.04  # m, at most
 SIDE_SHARE = 0.15  # of the flange's distance from the base axis, for small arms
 SPEED = 0.05  # m/s along each side
@@ -33,10 +39,8 @@ PATH_TOLERANCE = 0.5e-3
 END_TOLERANCE = 2e-3
 
 
-def ready_pose(robot: Robot) -> np.ndarray:
-    limits = robot.model.limits
-    start = robot.backend.commanded
-    return limits.clip(start + np.where(start <= limits.centre, 1.0, -1.0) * READY_OFFSET)
+def ready_pose(limits: JointLimits, start: np.ndarray) -> np.ndarray:
+    return limits.clip(start + np.where(start <= limits.centre + READY_DEADBAND, 1.0, -1.0) * READY_OFFSET)
 
 
 def square_corners(point: np.ndarray, upright: np.ndarray | None = None, toward_base: bool = True) -> np.ndarray:
@@ -72,7 +76,7 @@ def distance_to_path(points: np.ndarray, corners: np.ndarray) -> np.ndarray:
 
 def test_a_square_in_the_workspace(robot: Robot, hil_target: HilTarget, hil_motion_log) -> None:
     model = robot.model
-    ready = ready_pose(robot)
+    ready = ready_pose(model.limits, robot.backend.commanded)
     ready_flange = model.forward(ready)
     # fewer than six joints: no base turn keeps the orientation (a position-only arm keeps none);
     # the shoulder's axis (joint 2's, the Jacobian's angular part) is across the arm's plane
@@ -137,3 +141,10 @@ def test_an_upright_square_stands_across_the_axis_it_is_given() -> None:
     assert np.allclose(sides[:, 2] != 0, [True, False, True, False])  # two sides upright
     assert np.allclose(np.linalg.norm(sides, axis=1), np.linalg.norm(sides[0]))
     assert sides[1] @ point < 0  # towards the base
+
+
+def test_a_joint_a_few_ticks_off_the_middle_turns_as_one_on_it() -> None:
+    limits = robohal.get_model("arm.so101").limits
+    ticks = 3 * 2 * math.pi / 4096  # an STS3215's resolution
+    for off in (ticks, -ticks):
+        np.testing.assert_allclose(ready_pose(limits, limits.centre + off), ready_pose(limits, limits.centre) + off)
