@@ -5,6 +5,9 @@ the middle of its range: away from the stretched and wrist-straight poses the si
 in), then draws a horizontal square through the model's IK, keeping the flange's orientation.
 The square lies on the base side of the ready point, so an arm near its reach stays inside it;
 where the arm's joint ranges end before that side (a small arm's shoulder), on the other side.
+Where neither square's straight lines plan from there (an arm left by an earlier program where
+the ready pose puts a side across a joint limit), the ready pose is taken from the middle of the
+joint ranges instead, so the scenario does not depend on where the arm was left.
 An arm of five joints (the SO-101) keeps an orientation only while its base stays: its square
 stands upright in the plane its shoulder turns the arm in, rising from the ready point, towards
 the base.
@@ -21,7 +24,9 @@ import numpy as np
 import pytest
 import robohal
 from robohal import spatial
-from robohal.kinematics import JointLimits
+from robohal.errors import UnreachableError
+from robohal.kinematics import JointLimits, Kinematics
+from robohal.motion import plan_linear
 from robohal.robot import Robot
 from robohal.testing.target import HilTarget
 
@@ -74,25 +79,46 @@ def distance_to_path(points: np.ndarray, corners: np.ndarray) -> np.ndarray:
     return np.linalg.norm(points[:, None, :] - (a + t[..., None] * ab), axis=-1).min(axis=1)
 
 
-def test_a_square_in_the_workspace(robot: Robot, hil_target: HilTarget, hil_motion_log) -> None:
-    model = robot.model
-    ready = ready_pose(model.limits, robot.backend.commanded)
-    ready_flange = model.forward(ready)
+def flange_pose(point: np.ndarray, orientation: np.ndarray) -> np.ndarray:
+    pose = spatial.from_translation(point)
+    pose[:3, :3] = orientation
+    return pose
+
+
+def plan_square(model: Kinematics, start: np.ndarray, period: float, dynamics: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The ready pose and the square's corners (5, 3) whose straight lines all plan from it.
+
+    Tried in turn: the ready pose from ``start``, then from the middle of the joint ranges; from
+    each, the square towards the base, then away from it. Each side is planned as the arm will
+    run it (:func:`plan_linear` from the end of the one before), so an IK that reaches the
+    corners but not a side between them picks the next candidate instead of failing mid-square.
+    """
+    limits = model.limits
     # fewer than six joints: no base turn keeps the orientation (a position-only arm keeps none);
     # the shoulder's axis (joint 2's, the Jacobian's angular part) is across the arm's plane
     five = model.dof < 6 and not model.position_only
-    upright = model.jacobian(ready)[3:, 1] if five else None
+    reasons = []
+    for ready in (ready_pose(limits, start), ready_pose(limits, limits.centre)):
+        flange = model.forward(ready)
+        upright = model.jacobian(ready)[3:, 1] if five else None
+        for toward_base in (True, False):
+            corners = square_corners(flange[:3, 3], upright, toward_base)
+            q = ready
+            try:
+                for corner in corners:
+                    q = plan_linear(model, q, flange_pose(corner, flange[:3, :3]), period, SPEED, dynamics=dynamics)[-1]
+            except UnreachableError as error:
+                reasons.append(f"ready {np.round(ready, 3).tolist()} rad, square {'in' if toward_base else 'out'}ward:"
+                               f" {error}")
+                continue
+            return ready, corners
+    raise AssertionError("no square plans on this arm:\n" + "\n".join(reasons))
 
-    def reachable(corners: np.ndarray) -> bool:
-        poses = np.repeat(ready_flange[None], len(corners), axis=0)
-        poses[:, :3, 3] = corners
-        return all(model.inverse(pose).found for pose in poses)
 
-    # towards the base where the arm reaches all four corners, else away from it (a small arm's
-    # shoulder, the MeArm's, may end its range before the square's inner side)
-    corners = square_corners(ready_flange[:3, 3], upright)
-    if not reachable(corners) and reachable(outward := square_corners(ready_flange[:3, 3], upright, False)):
-        corners = outward
+def test_a_square_in_the_workspace(robot: Robot, hil_target: HilTarget, hil_motion_log) -> None:
+    model = robot.model
+    ready, corners = plan_square(model, robot.backend.commanded, robot.backend.period, robot.speed)
+    ready_flange = model.forward(ready)
     box = hil_target.safety.workspace
     if box is not None:  # said plainly here; the guard's fence would refuse it anyway
         points = np.vstack([model.forward(robot.backend.commanded)[:3, 3], ready_flange[:3, 3], corners])
@@ -102,9 +128,7 @@ def test_a_square_in_the_workspace(robot: Robot, hil_target: HilTarget, hil_moti
     assert robot.move_joints(ready, speed=0.3).completed
 
     def pose_at(point: np.ndarray) -> np.ndarray:
-        pose = spatial.from_translation(point)
-        pose[:3, :3] = ready_flange[:3, :3]
-        return pose
+        return flange_pose(point, ready_flange[:3, :3])
 
     robot.move_linear(pose_at(corners[0]), speed=SPEED)
     commanded, tolerance = [], hil_target.spec.position_tolerance
@@ -148,3 +172,14 @@ def test_a_joint_a_few_ticks_off_the_middle_turns_as_one_on_it() -> None:
     ticks = 3 * 2 * math.pi / 4096  # an STS3215's resolution
     for off in (ticks, -ticks):
         np.testing.assert_allclose(ready_pose(limits, limits.centre + off), ready_pose(limits, limits.centre) + off)
+
+
+def test_an_arm_left_where_no_square_plans_takes_its_ready_pose_from_the_middle() -> None:
+    model = robohal.get_model("arm.so101")
+    # from here the ready pose puts a side of both squares across a joint limit
+    left = np.array([-0.86, 0.18, 0.19, 0.0, -0.42])
+    ready = plan_square(model, left, 0.004)[0]
+    np.testing.assert_allclose(ready, ready_pose(model.limits, model.limits.centre))
+    # from where the arm starts, its own ready pose still holds
+    start = model.limits.centre - 0.2
+    assert np.array_equal(plan_square(model, start, 0.004)[0], ready_pose(model.limits, start))
