@@ -251,6 +251,49 @@ def test_stall_becomes_connection_lost(connect, caplog):
     assert len([r for r in caplog.records if r.name.startswith("robohal") and r.levelno >= logging.WARNING]) == 1
 
 
+def test_a_request_that_meets_a_lost_robot_ends_the_loop():
+    """The control process: a request (opening a stream) that meets libfranka's network error
+    answers it as a lost link and serves nothing more, as the loop does when its read meets it."""
+    from types import SimpleNamespace
+
+    from robohal_franka.control import ControlLoop
+
+    class NetworkException(RuntimeError):  # pylibfranka's, as map_error knows it: by its name
+        pass
+
+    def start_stream():
+        raise NetworkException("libfranka: UDP receive: Timeout")
+
+    replies = []
+    loop = object.__new__(ControlLoop)
+    loop.config, loop.lost = SimpleNamespace(host="192.0.2.1"), False
+    loop.start_stream = start_stream
+    loop.reply = lambda request_id, ok, value=None: replies.append((request_id, ok, value))
+    loop.handle("stream", 7, None)
+    assert loop.lost
+    [(request_id, ok, error)] = replies
+    assert (request_id, ok) == (7, False) and isinstance(error, ConnectionLost)
+
+
+def test_a_request_that_meets_a_lost_link_leaves_the_backend_lost(connect):
+    """The parent: a request answered by a lost link (here: a control process that stopped
+    answering) leaves the backend lost; it never goes on reading the last state as if live."""
+    import signal
+
+    backend, _ = connect("stubs")
+    pid = backend._process.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(ConnectionLost, match="did not answer"):
+            backend._request("timing", None, timeout=0.2)
+        with pytest.raises(ConnectionLost, match="did not answer"):
+            backend.read()
+        with pytest.raises(ConnectionLost, match="did not answer"):
+            backend.cycle()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
 @pytest.mark.parametrize("impl", IMPLS)
 def test_realtime_enforced_on_a_normal_kernel_is_a_clear_error(connect, impl):
     from robohal_franka.backend import realtime_kernel

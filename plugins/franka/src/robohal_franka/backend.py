@@ -478,10 +478,14 @@ class FrankaBackend(Backend):
                 ok, value = waiter.get(timeout=timeout)
             except queue.Empty:
                 raise ConnectionLost(f"franka: the control process did not answer {kind!r} within {timeout:.0f} s") from None
+            if not ok:
+                raise unpack_error(value)
+        except ConnectionLost as lost:
+            if self.connected:  # a request that meets a lost link leaves it lost: every later call raises it
+                self._lose(lost)
+            raise
         finally:
             self._replies.pop(request_id, None)
-        if not ok:
-            raise unpack_error(value)
         return value
 
     # State -----------------------------------------------------------------------------
@@ -548,11 +552,7 @@ class FrankaBackend(Backend):
             self.guard.check_static(setpoint)  # never open a stream for a setpoint that cannot pass
         assert self._shared is not None
         if self._shared.get(Layout.SESSION) != SESSION_STREAM:
-            try:
-                self.guard.reset(self._request("stream", None))
-            except ConnectionLost as lost:
-                self._link_lost(lost)
-                raise
+            self.guard.reset(self._request("stream", None))
         return super().cycle(setpoint)
 
     def _send(self, q: np.ndarray) -> None:

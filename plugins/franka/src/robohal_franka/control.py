@@ -309,7 +309,7 @@ class ControlLoop:
         self.publish(self.state)
         while self._requests.poll(0):
             self.handle(*self.conn.recv())
-            if self.closing:
+            if self.closing or self.lost:
                 return
         if self.control is None and self.executor is None:
             self.refuse_sessionless_setpoint()
@@ -717,7 +717,10 @@ class ControlLoop:
             else:
                 raise ProtocolError(f"unknown request {kind!r}")
         except Exception as exc:
-            self.reply(request_id, False, self.map_error(exc))
+            mapped = self.map_error(exc)
+            if isinstance(mapped, ConnectionLost):  # (opening a stream, say): the link is gone for good here too
+                self.lost = True
+            self.reply(request_id, False, mapped)
 
     def start_motion(self, motion: Any, run_id: int) -> None:
         """Start ``motion``; while another runs, it takes over from it at the next cycle."""
